@@ -1,0 +1,5 @@
+"""`python -m hearth` runs the CLI."""
+
+from hearth.cli import main
+
+main()

@@ -1,0 +1,107 @@
+"""The `hearth` command: gateway, chat, token, db."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+from hearth.config import Config, ConfigError, load_config
+from hearth.home import Home
+
+app = typer.Typer(help="Hearth: a local-first personal AI agent gateway.", no_args_is_help=True)
+db_app = typer.Typer(help="The database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+def _load() -> tuple[Home, Config]:
+    home = Home.from_env()
+    try:
+        return home, load_config(home.config_file)
+    except ConfigError as error:
+        typer.echo(f"Hearth cannot start: {error}", err=True)
+        raise typer.Exit(2) from error
+
+
+@app.command()
+def gateway(
+    host: Annotated[str | None, typer.Option(help="Address to listen on")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on")] = None,
+) -> None:
+    """Run the gateway (HTTP API, turns, live events) in the foreground."""
+    import uvicorn
+
+    from hearth.web.app import create_app
+
+    home, config = _load()
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    bind_host = host or config.gateway.host
+    bind_port = port or config.gateway.port
+    application = create_app(home, config)
+    typer.echo(f"Hearth gateway on http://{bind_host}:{bind_port} (home {home.root})", err=True)
+    uvicorn.run(application, host=bind_host, port=bind_port, log_level="warning",
+                timeout_graceful_shutdown=10)
+
+
+@app.command()
+def token() -> None:
+    """Print the gateway's bearer token (made on first use)."""
+    typer.echo(Home.from_env().token())
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply the database migrations (the gateway also does this at start)."""
+    from hearth.store.db import Database
+
+    home, config = _load()
+    home.ensure()
+    database = Database(home.database_url(), synchronous=config.store.synchronous)
+    database.upgrade()
+    database.close()
+    typer.echo(f"Database is up to date: {home.database_url()}")
+
+
+@app.command()
+def chat(
+    message: Annotated[str | None, typer.Option("-m", "--message", help="Send one message")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Continue this chat")] = None,
+    url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
+) -> None:
+    """Talk to the agent: a REPL that streams answers, or one message with -m."""
+    from hearth.chat_client import ChatClient, GatewayUnavailable
+
+    home, config = _load()
+    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
+    client = ChatClient(base, home.token() or "")
+    try:
+        key = client.open(session)
+        if message is not None:
+            ok = client.say(key, message, out=sys.stdout)
+            raise typer.Exit(0 if ok else 1)
+        typer.echo(f"Chat {key} — type a message, /exit to leave.", err=True)
+        while True:
+            try:
+                line = input("you> ")
+            except (EOFError, KeyboardInterrupt):
+                typer.echo("", err=True)
+                break
+            if line.strip() in ("/exit", "/quit"):
+                break
+            if line.strip():
+                client.say(key, line, out=sys.stdout)
+    except GatewayUnavailable as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(3) from error
+    finally:
+        client.close()
+
+
+def main() -> None:
+    app()
+
+

@@ -1,0 +1,181 @@
+"""Settings: `$HEARTH_HOME/config.toml` plus `HEARTH_*` environment overrides, validated.
+
+Owns the shape of the configuration and the one place it is read. A bad file is a
+`ConfigError` whose message names the key and the problem; the gateway does not start on it.
+Model fall-backs (environment keys, a local Ollama) are resolved in `models.registry`, not here.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Hearth, the user's personal assistant. Answer plainly and briefly. "
+    "Your tools work inside the chat's workspace folder; use them when the request needs "
+    "files or commands, and say what you did."
+)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says which key and why."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GatewayConfig(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+    max_concurrent_turns: int = Field(4, ge=1, le=256)
+
+
+class ModelConfig(_Section):
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+    provider: Literal["openai", "anthropic"] = "openai"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key: str | None = Field(None, repr=False)
+    model: str = Field(min_length=1)
+    tools: bool = True
+    context_window: int = Field(128_000, ge=1024)
+    max_output_tokens: int = Field(8192, ge=1)
+    timeout_seconds: float = Field(600.0, gt=0)
+
+    def resolved_api_key(self) -> str | None:
+        if self.api_key:
+            return self.api_key
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env)
+        return None
+
+
+class ChainsConfig(_Section):
+    chat: list[str] = Field(default_factory=list)
+    code_tools: list[str] = Field(default_factory=list)
+    background: list[str] = Field(default_factory=list)
+    loops: list[str] = Field(default_factory=list)
+
+
+class LimitsConfig(_Section):
+    max_model_calls_per_turn: int = Field(50, ge=1)
+    max_tool_calls_per_turn: int = Field(200, ge=0)
+    recovery_attempts: int = Field(3, ge=0)
+    history_messages: int = Field(200, ge=2)
+    shell_timeout_seconds: float = Field(60.0, gt=0)
+    tool_output_chars: int = Field(50_000, ge=1000)
+
+
+class AgentConfig(_Section):
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+
+class StoreConfig(_Section):
+    synchronous: Literal["NORMAL", "FULL"] = "FULL"
+
+
+class McpServerConfig(_Section):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    url: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class Config(_Section):
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    models: list[ModelConfig] = Field(default_factory=list)
+    chains: ChainsConfig = Field(default_factory=ChainsConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _chains_name_known_models(self) -> Config:
+        known = {m.id for m in self.models}
+        seen: set[str] = set()
+        for index, model in enumerate(self.models):
+            if model.id in seen:
+                raise ValueError(f"models[{index}].id: {model.id!r} is used twice")
+            seen.add(model.id)
+        for chain_name, chain in self.chains.model_dump().items():
+            for model_id in chain:
+                if model_id not in known:
+                    raise ValueError(
+                        f"chains.{chain_name}: {model_id!r} is not the id of any [[models]] entry"
+                    )
+        return self
+
+
+# Environment overrides: variable -> (section, key). HEARTH_HOST/PORT are the documented ones;
+# every scalar of [gateway] and [limits] can be set as HEARTH_<SECTION>_<KEY> too.
+_ALIASES = {"HEARTH_HOST": ("gateway", "host"), "HEARTH_PORT": ("gateway", "port")}
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    table = dict(_ALIASES)
+    for section, model in (("gateway", GatewayConfig), ("limits", LimitsConfig)):
+        for key in model.model_fields:
+            table[f"HEARTH_{section.upper()}_{key.upper()}"] = (section, key)
+    table["HEARTH_STORE_SYNCHRONOUS"] = ("store", "synchronous")
+    found: dict[str, dict[str, str]] = {}
+    for var, (section, key) in table.items():
+        if var in environ:
+            found.setdefault(section, {})[key] = environ[var]
+    return found
+
+
+def _describe(error: ValidationError, env_vars: Mapping[str, str]) -> str:
+    lines = []
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        origin = env_vars.get(loc)
+        where = f"{loc} (from {origin})" if origin else loc
+        problem = item["msg"].removeprefix("Value error, ")
+        if not item["loc"]:
+            lines.append(problem)
+            continue
+        if item["type"] == "extra_forbidden":
+            problem = "is not a setting Hearth knows (check the spelling)"
+        lines.append(f"{where}: {problem}")
+    return "; ".join(lines)
+
+
+def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
+    """Read, merge and validate the configuration, or raise ConfigError naming the problem."""
+    environ = os.environ if environ is None else environ
+    raw: dict[str, Any] = {}
+    if path.exists():
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot be read: {exc}") from exc
+    overrides = _env_overrides(environ)
+    origins: dict[str, str] = {}
+    for section, values in overrides.items():
+        current = raw.get(section, {})
+        if not isinstance(current, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table")
+        raw[section] = {**current, **values}
+        for key in values:
+            var = next(v for v, sk in _alias_table(section, key) if v in environ)
+            origins[f"{section}.{key}"] = var
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {_describe(exc, origins)}") from exc
+
+
+def _alias_table(section: str, key: str) -> list[tuple[str, tuple[str, str]]]:
+    names = [(var, sk) for var, sk in _ALIASES.items() if sk == (section, key)]
+    names.append((f"HEARTH_{section.upper()}_{key.upper()}", (section, key)))
+    return names

@@ -1,0 +1,103 @@
+"""Admission (chat.send): validate, resolve the session, persist, acknowledge, dispatch.
+
+The user's event (idempotency key = the client's message id) and the run row are written in
+ONE transaction before anything answers; a run id handed out is already durable. The same
+client message id again answers the same run, however many arrive at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from hearth.engine.endings import message_frame
+from hearth.engine.events import Bus
+from hearth.store import runs as run_store
+from hearth.store import sessions as session_store
+from hearth.store import transcript
+from hearth.store.db import Database
+
+MAX_TEXT_BYTES = 1024 * 1024
+MAX_CLIENT_ID = 200
+
+
+class AdmissionError(Exception):
+    def __init__(self, code: str, status: int, sentence: str) -> None:
+        super().__init__(sentence)
+        self.code = code
+        self.status = status
+        self.sentence = sentence
+
+
+@dataclass(frozen=True)
+class Admitted:
+    run_id: str
+    status: str  # "started" | "queued"
+    duplicate: bool
+    session_key: str
+    seq: int
+
+
+def validate(text: object, client_message_id: object) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise AdmissionError("empty_message", 422, "The message is empty; write something to send.")
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise AdmissionError(
+            "message_too_large", 413,
+            f"The message is {size:,} bytes; a message may hold at most {MAX_TEXT_BYTES:,}.",
+        )
+    if client_message_id is not None and (
+        not isinstance(client_message_id, str)
+        or not 0 < len(client_message_id) <= MAX_CLIENT_ID
+    ):
+        raise AdmissionError(
+            "invalid_client_message_id", 422,
+            f"client_message_id must be a string of 1 to {MAX_CLIENT_ID} characters.",
+        )
+
+
+def admit(
+    db: Database,
+    bus: Bus,
+    session_key: str,
+    text: str,
+    *,
+    client_message_id: str | None = None,
+    source_channel: str | None = None,
+) -> Admitted:
+    """Persist the message and its run; the caller dispatches the session's lane after."""
+    validate(text, client_message_id)
+    idem = f"client:{client_message_id}" if client_message_id else None
+    with db.write() as conn:
+        session = session_store.get(conn, session_key)
+        if session is None:
+            raise AdmissionError(
+                "session_not_found", 404, f"There is no chat named {session_key!r}."
+            )
+        if idem is not None:
+            kept = transcript.find(conn, session_key, idem)
+            if kept is not None and kept.run_id is not None:
+                return _again(conn, kept.run_id, session_key, kept.seq)
+        run_id = run_store.new_run_id()
+        # Under the write lock the lookup above and this append are one step; the unique
+        # (session, idempotency_key) constraint holds the rule even if they were not.
+        event = transcript.append(
+            conn, session_key, "user", {"text": text}, run_id=run_id,
+            idempotency_key=idem, source_channel=source_channel,
+        )
+        run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
+                         generation=session.generation, user_event_seq=event.seq)
+        queued = run_store.active_count(conn, session_key) > 1
+    bus.publish(session_key, message_frame(event))
+    return Admitted(run_id, "queued" if queued else "started", False, session_key, event.seq)
+
+
+def _again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted:
+    run = run_store.get(conn, run_id)
+    status = "started"
+    if run is not None and run.status == "admitted":
+        current = run_store.current(conn, session_key)
+        status = "queued" if current is not None and current.run_id != run_id else "started"
+    return Admitted(run_id, status, True, session_key, seq)

@@ -1,0 +1,136 @@
+"""How a turn ended: one code, one outcome and one sentence per way, written once.
+
+`settle` records the ending on the run, shows it on the turn (a notice row for every ending
+but `complete`), gives the session back (the writer claim) and publishes `done`, in that order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hearth.engine.events import Bus
+from hearth.engine.views import message_view
+from hearth.models.registry import NO_MODEL_SENTENCE
+from hearth.store import runs as run_store
+from hearth.store import sessions as session_store
+from hearth.store import transcript
+from hearth.store.db import Database
+from hearth.store.errors import AlreadyAppended, SessionNotFound
+
+
+@dataclass(frozen=True)
+class Ending:
+    code: str
+    outcome: str  # the run's final status: complete | error | stopped | abandoned
+    sentence: str
+
+
+def complete() -> Ending:
+    return Ending("complete", "complete", "The agent answered.")
+
+
+def no_model() -> Ending:
+    return Ending("no_model", "error", NO_MODEL_SENTENCE)
+
+
+def cut_off(sentence: str) -> Ending:
+    return Ending(
+        "cut_off", "error",
+        f"{sentence} What arrived is kept above, marked partial. Send the message again to retry.",
+    )
+
+
+def model_error(sentence: str) -> Ending:
+    return Ending("model_error", "error", f"The model call failed: {sentence}")
+
+
+def output_cap(tokens: int | None) -> Ending:
+    cap = f" ({tokens:,} tokens)" if tokens else ""
+    return Ending(
+        "output_cap", "error",
+        f"The model ran out of output room before it answered{cap}. Ask for a shorter answer, "
+        "or raise max_output_tokens for this model.",
+    )
+
+
+def no_answer(steps: int) -> Ending:
+    if steps:
+        noun = "step" if steps == 1 else "steps"
+        return Ending(
+            "no_answer", "error",
+            f"The agent ran {steps} {noun} but did not write an answer.",
+        )
+    return Ending("no_answer", "error", "The model wrote no answer.")
+
+
+def model_call_limit(limit: int) -> Ending:
+    return Ending(
+        "model_call_limit", "error",
+        f"This turn was stopped after {limit} model calls, the most one turn may make "
+        "(limits.max_model_calls_per_turn). What it did is above; send a message to carry on.",
+    )
+
+
+def tool_call_limit(limit: int) -> Ending:
+    return Ending(
+        "tool_call_limit", "error",
+        f"This turn was stopped at {limit} tool calls, the most one turn may make "
+        "(limits.max_tool_calls_per_turn). What it did is above; send a message to carry on.",
+    )
+
+
+def stale(reason: str) -> Ending:
+    return Ending("stale", "error", f"This message was not run: {reason}")
+
+
+def interrupted() -> Ending:
+    return Ending(
+        "interrupted", "error",
+        "The gateway stopped while this turn was running, so the turn was ended. What it did "
+        "is above; send the message again to retry.",
+    )
+
+
+def internal(error: BaseException) -> Ending:
+    return Ending(
+        "internal_error", "error",
+        f"The turn failed inside Hearth ({type(error).__name__}); the gateway log has the "
+        "details. Send the message again to retry.",
+    )
+
+
+def settle(
+    db: Database, bus: Bus, *, session_key: str, run_id: str, ending: Ending, show: bool = True
+) -> bool:
+    """Write the ending once. Returns False when the run had already ended."""
+    with db.write() as conn:
+        if not run_store.finish(
+            conn, run_id, status=ending.outcome, ending=ending.code, sentence=ending.sentence
+        ):
+            return False
+        notice = None
+        if show and ending.code != "complete":
+            try:
+                notice = transcript.append(
+                    conn, session_key, "notice", {"text": ending.sentence},
+                    meta={"ending": ending.code, "outcome": ending.outcome},
+                    run_id=run_id, idempotency_key=f"ending:{run_id}",
+                )
+            except (AlreadyAppended, SessionNotFound):
+                notice = None
+        session_store.release_writer(conn, session_key, run_id)
+    if notice is not None:
+        bus.publish(session_key, message_frame(notice))
+    bus.end_stream(session_key)
+    bus.publish(
+        session_key,
+        {"type": "done", "run_id": run_id, "outcome": ending.outcome, "ending": ending.code,
+         "sentence": ending.sentence},
+    )
+    bus.run_ended(run_id)
+    return True
+
+
+def message_frame(event: transcript.EventRow) -> dict[str, object]:
+    return {"type": "message", "seq": event.seq, "run_id": event.run_id,
+            "message": message_view(event)}

@@ -1,0 +1,81 @@
+"""The live event bus: projects what the engine does to whoever is watching.
+
+It never writes the transcript. Frames are dicts with a `type`: `message` (a persisted event,
+with its `seq`), `delta` (streamed text of a run, with its `offset`), `status`, `done`. A
+subscriber that falls behind by more than its queue holds is dropped and reconnects with
+`after=` to replay from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+Frame = dict[str, Any]
+QUEUE_SIZE = 10_000
+
+
+@dataclass(eq=False)
+class Subscription:
+    session_key: str
+    queue: asyncio.Queue[Frame | None] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=QUEUE_SIZE)
+    )
+    dropped: bool = False
+
+
+class Bus:
+    def __init__(self) -> None:
+        self._subs: dict[str, set[Subscription]] = defaultdict(set)
+        self._streaming: dict[str, tuple[str, str]] = {}  # session -> (run_id, text so far)
+        self._run_ended: dict[str, asyncio.Event] = {}
+
+    def subscribe(self, session_key: str) -> Subscription:
+        sub = Subscription(session_key)
+        self._subs[session_key].add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        subs = self._subs.get(sub.session_key)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.session_key]
+
+    def publish(self, session_key: str, frame: Frame) -> None:
+        for sub in list(self._subs.get(session_key, ())):
+            try:
+                sub.queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                sub.dropped = True
+                self.unsubscribe(sub)
+                sub.queue.get_nowait()
+                sub.queue.put_nowait(None)  # tells the reader to end; the client replays
+
+    def delta(self, session_key: str, run_id: str, text: str) -> None:
+        """Publish streamed text, remembering the run's text so far for late subscribers."""
+        current_run, so_far = self._streaming.get(session_key, (run_id, ""))
+        if current_run != run_id:
+            so_far = ""
+        self._streaming[session_key] = (run_id, so_far + text)
+        self.publish(
+            session_key, {"type": "delta", "run_id": run_id, "offset": len(so_far), "text": text}
+        )
+
+    def streaming(self, session_key: str) -> tuple[str, str] | None:
+        return self._streaming.get(session_key)
+
+    def end_stream(self, session_key: str) -> None:
+        self._streaming.pop(session_key, None)
+
+    def run_ended(self, run_id: str) -> None:
+        self._run_ended.pop(run_id, asyncio.Event()).set()
+
+    async def wait_run(self, run_id: str, timeout: float) -> None:
+        event = self._run_ended.setdefault(run_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            return

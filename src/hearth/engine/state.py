@@ -1,0 +1,53 @@
+"""The state one running turn carries between its steps."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hearth.config import LimitsConfig
+from hearth.engine.events import Bus
+from hearth.models.types import Provider
+from hearth.store.db import Database
+from hearth.store.runs import RunRow
+from hearth.tools.registry import ToolRegistry
+
+
+@dataclass
+class Turn:
+    db: Database
+    bus: Bus
+    tools: ToolRegistry
+    limits: LimitsConfig
+    run: RunRow
+    provider: Provider
+    workspace: Path
+    offer_tools: bool = True
+    started: float = field(default_factory=time.monotonic)
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    streamed: str = ""  # text of the model call in flight, as it arrived
+    resent_empty: bool = False
+
+    @property
+    def session_key(self) -> str:
+        return self.run.session_key
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    def telemetry(self) -> dict[str, object]:
+        return {
+            "model": self.provider.model_name,
+            "model_id": self.provider.model_id,
+            "provider": self.provider.provider,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "duration_ms": int((time.monotonic() - self.started) * 1000),
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+        }

@@ -1,0 +1,87 @@
+"""Running one batch of tool calls the model asked for.
+
+Each call is written to the ledger as `started` before its tool runs and as finished or failed
+after. A batch runs in parallel only when every tool in it allows that; its results are
+appended in the model's call order, whatever order they finish in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from hearth.engine import record
+from hearth.engine.state import Turn
+from hearth.models.types import Message, ToolCall
+from hearth.store import ledger
+from hearth.tools.base import Tool, ToolContext, ToolOutcome, ToolRefused, check_arguments
+
+log = logging.getLogger(__name__)
+
+
+async def run_batch(turn: Turn, calls: tuple[ToolCall, ...]) -> list[Message]:
+    tools = [turn.tools.get(call.name) for call in calls]
+    parallel = len(calls) > 1 and all(t is not None and t.parallel_safe for t in tools)
+    if parallel:
+        pairs = enumerate(zip(calls, tools, strict=True))
+        outcomes = list(await asyncio.gather(
+            *(_run_one(turn, i, call, tool) for i, (call, tool) in pairs)
+        ))
+    else:
+        outcomes = [await _run_one(turn, i, call, tool)
+                    for i, (call, tool) in enumerate(zip(calls, tools, strict=True))]
+    items: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    messages: list[Message] = []
+    for call, outcome in zip(calls, outcomes, strict=True):
+        items.append((
+            "tool_result",
+            {"call_id": call.call_id, "name": call.name, "output": outcome.output,
+             "is_error": not outcome.ok},
+            {"receipt": outcome.receipt},
+        ))
+        messages.append(Message("tool", outcome.output, tool_call_id=call.call_id,
+                                tool_name=call.name, is_error=not outcome.ok))
+    record.append_many(turn, items)
+    return messages
+
+
+async def _run_one(turn: Turn, position: int, call: ToolCall, tool: Tool | None) -> ToolOutcome:
+    if tool is None:
+        known = ", ".join(turn.tools.names()) or "none"
+        sentence = f"There is no tool named {call.name!r}. The tools are: {known}."
+        return ToolOutcome(sentence, f"Not run: no tool named {call.name!r}.", ok=False)
+    if "_invalid_json" in call.arguments:
+        sentence = f"The arguments for {call.name} were not valid JSON, so it was not run."
+        return ToolOutcome(sentence, f"Not run: {call.name} had invalid arguments.", ok=False)
+    problem = check_arguments(tool.parameters, call.arguments)
+    if problem:
+        sentence = f"{call.name} was not run: {problem}."
+        return ToolOutcome(sentence, f"Not run: {call.name} had invalid arguments.", ok=False)
+    with turn.db.write() as conn:
+        ledger.record_started(
+            conn, run_id=turn.run_id, session_key=turn.session_key, call_id=call.call_id,
+            position=position, tool=call.name, arguments=call.arguments, effect=tool.effect,
+        )
+    outcome, status = await _execute(turn, call, tool)
+    with turn.db.write() as conn:
+        ledger.record_ended(conn, run_id=turn.run_id, call_id=call.call_id, status=status,
+                            result=outcome.output[:4000], receipt=outcome.receipt)
+    return outcome
+
+
+async def _execute(turn: Turn, call: ToolCall, tool: Tool) -> tuple[ToolOutcome, str]:
+    ctx = ToolContext(
+        workspace=turn.workspace, session_key=turn.session_key, run_id=turn.run_id,
+        shell_timeout=turn.limits.shell_timeout_seconds,
+        output_chars=turn.limits.tool_output_chars,
+    )
+    try:
+        return await tool.run(call.arguments, ctx), "finished"
+    except ToolRefused as refusal:
+        return ToolOutcome(refusal.sentence, f"Refused: {refusal.sentence}", ok=False), "failed"
+    except (OSError, UnicodeError, ValueError) as exc:
+        log.info("tool %s failed: %s", call.name, type(exc).__name__)
+        sentence = f"{call.name} failed: {exc}"
+        return ToolOutcome(sentence, sentence if sentence.endswith(".") else sentence + ".",
+                           ok=False), "failed"

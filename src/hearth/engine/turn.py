@@ -1,0 +1,93 @@
+"""One turn: claim the session, revalidate, assemble context, drive the loop, settle.
+
+The turn is a short composition of the steps that own each part; it holds the session's writer
+claim from its start to its ending.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from hearth.config import Config
+from hearth.engine import context, endings, loop
+from hearth.engine.endings import Ending
+from hearth.engine.events import Bus
+from hearth.engine.state import Turn
+from hearth.models.registry import ModelRegistry
+from hearth.store import runs as run_store
+from hearth.store import sessions as session_store
+from hearth.store.db import Database
+from hearth.store.errors import WriterClaimLost
+from hearth.store.runs import RunRow
+from hearth.store.sessions import SessionRow
+from hearth.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TurnDeps:
+    db: Database
+    bus: Bus
+    config: Config
+    models: ModelRegistry
+    tools: ToolRegistry
+    default_workspace: Path
+
+
+async def run_turn(deps: TurnDeps, run: RunRow) -> None:
+    claimed = _claim(deps, run)
+    if isinstance(claimed, Ending):
+        endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
+                       ending=claimed, show=False)
+        return
+    ending = await _run_claimed(deps, run, claimed)
+    endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
+                   ending=ending, show=ending.code != "stale")
+
+
+def _claim(deps: TurnDeps, run: RunRow) -> SessionRow | Ending:
+    """Take ownership (running + writer claim), then check the snapshot again under it."""
+    with deps.db.write() as conn:
+        session = session_store.get(conn, run.session_key)
+        if session is None:
+            return endings.stale("its chat no longer exists.")
+        if session.generation != run.generation or session.tab_id != run.tab_id:
+            return endings.stale("its chat was reset or replaced after it was sent.")
+        if not run_store.mark_running(conn, run.run_id):
+            return endings.stale("it was no longer waiting to run.")
+        if not session_store.claim_writer(conn, run.session_key, run.run_id):
+            return endings.stale("another turn holds its chat.")
+    return session
+
+
+async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Ending:
+    provider = deps.models.for_chat(session.model)
+    if provider is None:
+        return endings.no_model()
+    model_config = deps.models.config_of(provider.model_id)
+    with deps.db.write() as conn:
+        run_store.set_model(conn, run.run_id, provider.model_id)
+    turn = Turn(
+        db=deps.db, bus=deps.bus, tools=deps.tools, limits=deps.config.limits, run=run,
+        provider=provider,
+        workspace=Path(session.workspace_dir) if session.workspace_dir
+        else deps.default_workspace,
+        offer_tools=model_config.tools if model_config else True,
+    )
+    messages = context.build(
+        deps.db, run,
+        system_prompt=deps.config.agent.system_prompt,
+        history_messages=deps.config.limits.history_messages,
+        context_window=model_config.context_window if model_config else 128_000,
+        max_output_tokens=model_config.max_output_tokens if model_config else 8192,
+    )
+    try:
+        return await loop.drive(turn, messages)
+    except WriterClaimLost:
+        return endings.stale("it lost its hold on the chat while it ran.")
+    except Exception as error:  # the turn boundary: a bug must end the turn, not wedge the chat
+        log.exception("turn %s failed", run.run_id)
+        return endings.internal(error)

@@ -1,0 +1,98 @@
+"""How persisted events and runs look to every surface (one shape for API, SSE and CLI)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from hearth.store.ledger import CallRow
+from hearth.store.runs import RunRow
+from hearth.store.sessions import SessionRow
+from hearth.store.transcript import EventRow
+
+ROLES = {
+    "user": "user",
+    "assistant": "assistant",
+    "tool_call": "assistant",
+    "tool_result": "tool",
+    "notice": "system",
+    "summary": "system",
+}
+
+
+def iso(stamp: float | None) -> str | None:
+    return None if stamp is None else datetime.fromtimestamp(stamp, UTC).isoformat()
+
+
+def event_text(event: EventRow) -> str:
+    content = event.content
+    if event.kind == "tool_call":
+        return f"{content.get('name')}({content.get('arguments')})"
+    if event.kind == "tool_result":
+        return str(content.get("output", ""))
+    return str(content.get("text", ""))
+
+
+def message_view(event: EventRow) -> dict[str, Any]:
+    return {
+        "index": event.seq,
+        "id": event.event_id,
+        "role": ROLES.get(event.kind, "system"),
+        "kind": event.kind,
+        "text": event_text(event),
+        "content": event.content,
+        "meta": event.meta,
+        "run_id": event.run_id,
+        "source": {"channel": event.source_channel},
+        "variants": {"count": 1, "index": 0},
+        "created_at": iso(event.created_at),
+    }
+
+
+def session_view(row: SessionRow) -> dict[str, Any]:
+    return {
+        "key": row.key,
+        "tab_id": row.tab_id,
+        "title": row.title,
+        "memory_mode": row.memory_mode,
+        "agent": row.agent,
+        "model": row.model,
+        "workspace_dir": row.workspace_dir,
+        "origin": row.origin,
+        "generation": row.generation,
+        "message_count": row.message_count,
+        "last_seq": row.last_seq,
+        "archived": row.archived,
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at),
+    }
+
+
+def call_view(call: CallRow) -> dict[str, Any]:
+    return {
+        "call_id": call.call_id,
+        "tool": call.tool,
+        "effect": call.effect,
+        "status": call.status,
+        "receipt": call.receipt,
+    }
+
+
+def run_view(run: RunRow, calls: list[CallRow] | None = None) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "run_id": run.run_id,
+        "session": run.session_key,
+        "kind": run.kind,
+        "status": run.status,
+        "ending": run.ending,
+        "sentence": run.sentence,
+        "model": run.model,
+        "recovery_attempts": run.recovery_attempts,
+        "created_at": iso(run.created_at),
+        "started_at": iso(run.started_at),
+        "ended_at": iso(run.ended_at),
+    }
+    if calls is not None:
+        view["tool_calls"] = [call_view(c) for c in calls]
+        view["receipts"] = [c.receipt for c in calls if c.effect != "reads" and c.receipt]
+    return view

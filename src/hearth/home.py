@@ -1,0 +1,74 @@
+"""The home folder: where Hearth keeps its database, token, workspace and logs.
+
+Owns the layout of `$HEARTH_HOME` (default `~/.hearth`) and the bearer token file in it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+TOKEN_ENV = "HEARTH_TOKEN"
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def from_env(cls) -> Home:
+        raw = os.environ.get("HEARTH_HOME") or "~/.hearth"
+        return cls(Path(raw).expanduser().resolve())
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.toml"
+
+    @property
+    def db_file(self) -> Path:
+        return self.root / "hearth.db"
+
+    @property
+    def token_file(self) -> Path:
+        return self.root / "token"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.workspace / "memory"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def ensure(self) -> None:
+        """Create the folders the gateway needs (idempotent)."""
+        for path in (self.root, self.workspace, self.memory_dir, self.logs):
+            path.mkdir(parents=True, exist_ok=True)
+
+    def database_url(self) -> str:
+        return os.environ.get("HEARTH_DATABASE_URL") or f"sqlite:///{self.db_file}"
+
+    def token(self, create: bool = True) -> str | None:
+        """The bearer token: HEARTH_TOKEN, else the token file (made 0600 on first use)."""
+        from_env = os.environ.get(TOKEN_ENV)
+        if from_env:
+            return from_env
+        if self.token_file.exists():
+            return self.token_file.read_text(encoding="utf-8").strip()
+        if not create:
+            return None
+        self.root.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_urlsafe(32)
+        try:
+            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first
+            return self.token_file.read_text(encoding="utf-8").strip()
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(token + "\n")
+        return token

@@ -1,0 +1,118 @@
+"""The provider-neutral vocabulary of a model call.
+
+Owns the shapes every adapter speaks: the messages handed to a model, the tool specs it is
+offered, the events its stream yields, and the named failures a stream can end in. Adapters
+translate to and from their wire protocol; nothing above `models/` sees a provider's types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for. `arguments` is the parsed JSON object."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the context handed to a model."""
+
+    role: Role
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # for role == "tool": which call this answers
+    tool_name: str | None = None  # for role == "tool"
+    is_error: bool = False  # for role == "tool": the call failed or was refused
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as offered to the model: its name, what it does, its JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Usage:
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the answer's text as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The terminal event: the provider said the answer is finished.
+
+    `finish_reason` is normalised to one of: "stop", "tool_calls", "length", "refusal",
+    "content_filter", or the provider's own word when it is none of those.
+    """
+
+    finish_reason: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+StreamEvent = TextDelta | Completed
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    messages: list[Message]
+    tools: list[ToolSpec]
+    max_output_tokens: int | None = None
+
+
+class ModelError(Exception):
+    """A model call failed; `sentence` says why in words a person can act on."""
+
+    code = "model_error"
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+class AnswerCutOff(ModelError):
+    """The stream ended before the provider's terminal event (no finish_reason)."""
+
+    code = "cut_off"
+
+
+class ProviderUnavailable(ModelError):
+    """The provider could not be reached, or refused the request, before any answer began."""
+
+    code = "provider_unavailable"
+
+
+class Provider(Protocol):
+    """A model endpoint that streams one answer per call."""
+
+    model_id: str  # the configured id ("local")
+    model_name: str  # the provider's model name ("llama3.1")
+    provider: str  # "openai" | "anthropic"
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Yield TextDelta events, then exactly one Completed, or raise a ModelError.
+
+        A stream that ends without its terminal event raises AnswerCutOff.
+        """
+        ...

@@ -1,0 +1,61 @@
+"""Lanes: each session's runs one at a time, in order, under a global bound.
+
+The queue itself is durable (a session's admitted runs in the store); a lane is only the task
+that drains it. `dispatch` wakes a session's lane; the lane asks `run_next` to take and run the
+session's oldest admitted run until none is left. The global lane bounds how many turns run at
+once across all sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+RunNext = Callable[[str], Awaitable[bool]]
+
+
+class Lanes:
+    def __init__(self, max_concurrent: int, run_next: RunNext) -> None:
+        self._global = asyncio.Semaphore(max_concurrent)
+        self._run_next = run_next
+        self._drainers: dict[str, asyncio.Task[None]] = {}
+        self._woken: set[str] = set()
+        self._closed = False
+
+    def dispatch(self, session_key: str) -> None:
+        """Make sure the session's lane is draining its queue (idempotent)."""
+        if self._closed:
+            return
+        self._woken.add(session_key)
+        task = self._drainers.get(session_key)
+        if task is None or task.done():
+            self._drainers[session_key] = asyncio.get_running_loop().create_task(
+                self._drain(session_key), name=f"lane:{session_key}"
+            )
+
+    def busy(self, session_key: str) -> bool:
+        task = self._drainers.get(session_key)
+        return task is not None and not task.done()
+
+    async def _drain(self, session_key: str) -> None:
+        try:
+            while True:
+                self._woken.discard(session_key)
+                async with self._global:
+                    took = await self._run_next(session_key)
+                if not took and session_key not in self._woken:
+                    return
+        finally:
+            if self._drainers.get(session_key) is asyncio.current_task():
+                del self._drainers[session_key]
+
+    async def close(self) -> None:
+        """Stop taking runs and cancel the lanes (their runs stay in the store)."""
+        self._closed = True
+        tasks = list(self._drainers.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

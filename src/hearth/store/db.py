@@ -1,0 +1,89 @@
+"""The database handle: engine creation, SQLite pragmas, transactions, migrations.
+
+Every dialect-specific statement Hearth issues lives in `store/` and most of it here: WAL mode,
+`synchronous`, the busy timeout and `BEGIN IMMEDIATE` for writers on SQLite. PostgreSQL needs
+none of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.pool import NullPool
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def now() -> float:
+    return time.time()
+
+
+class Database:
+    """The one authority on disk. `write()` and `read()` hand out transactions."""
+
+    def __init__(self, url: str, synchronous: str = "FULL") -> None:
+        self.url = url
+        self.engine = _make_engine(url, synchronous)
+
+    @property
+    def dialect(self) -> str:
+        name = self.engine.dialect.name
+        return "postgresql" if name.startswith("postgres") else name
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A transaction that will write: on SQLite it takes the write lock at BEGIN."""
+        with self.engine.connect() as conn:
+            conn.info["begin_mode"] = "BEGIN IMMEDIATE"
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    def upgrade(self) -> None:
+        """Apply every Alembic migration not yet applied (idempotent)."""
+        cfg = AlembicConfig()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.connect() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+            conn.commit()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _make_engine(url: str, synchronous: str) -> Engine:
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": 30},
+        poolclass=NullPool if ":memory:" in url else None,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(conn.info.pop("begin_mode", "BEGIN"))
+
+    return engine

@@ -1,0 +1,82 @@
+"""The side-effect ledger: every tool call, recorded `started` before it runs.
+
+A call's row says what it was (tool, arguments, effect class) and how it went (status, result,
+a one-sentence receipt). Recovery and retry read it; nothing re-runs a call that may have
+changed something.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from hearth.store.db import now
+from hearth.store.schema import tool_calls
+
+EFFECTS = ("reads", "changes", "external")
+STATUSES = ("requested", "denied", "started", "finished", "failed", "unknown")
+
+
+@dataclass(frozen=True)
+class CallRow:
+    run_id: str
+    call_id: str
+    position: int
+    tool: str
+    arguments: dict[str, Any]
+    effect: str
+    status: str
+    result: str | None
+    receipt: str | None
+
+    @classmethod
+    def of(cls, row: Any) -> CallRow:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+
+def record_started(
+    conn: Connection,
+    *,
+    run_id: str,
+    session_key: str,
+    call_id: str,
+    position: int,
+    tool: str,
+    arguments: dict[str, Any],
+    effect: str,
+) -> None:
+    if effect not in EFFECTS:
+        raise ValueError(f"unknown effect class {effect!r}")
+    conn.execute(
+        tool_calls.insert().values(
+            run_id=run_id,
+            session_key=session_key,
+            call_id=call_id,
+            position=position,
+            tool=tool,
+            arguments=arguments,
+            effect=effect,
+            status="started",
+            started_at=now(),
+        )
+    )
+
+
+def record_ended(
+    conn: Connection, *, run_id: str, call_id: str, status: str, result: str, receipt: str
+) -> None:
+    if status not in ("finished", "failed"):
+        raise ValueError(f"{status!r} is not how a call ends")
+    conn.execute(
+        update(tool_calls)
+        .where(tool_calls.c.run_id == run_id, tool_calls.c.call_id == call_id)
+        .values(status=status, result=result, receipt=receipt, ended_at=now())
+    )
+
+
+def for_run(conn: Connection, run_id: str) -> list[CallRow]:
+    stmt = select(tool_calls).where(tool_calls.c.run_id == run_id).order_by(tool_calls.c.id)
+    return [CallRow.of(row) for row in conn.execute(stmt)]

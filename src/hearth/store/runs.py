@@ -1,0 +1,155 @@
+"""The runs aggregate: one row per turn, from admission to its ending.
+
+A run's status goes admitted -> running -> complete | error | stopped | abandoned. The
+admitted runs of a session, in id order, are that session's durable queue.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+
+from hearth.store.db import now
+from hearth.store.schema import runs
+
+ACTIVE = ("admitted", "running")
+FINAL = ("complete", "error", "stopped", "abandoned")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: int
+    run_id: str
+    session_key: str
+    tab_id: str
+    generation: int
+    kind: str
+    status: str
+    ending: str | None
+    sentence: str | None
+    recovery_attempts: int
+    model: str | None
+    user_event_seq: int | None
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+
+    @classmethod
+    def of(cls, row: Any) -> RunRow:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+    @property
+    def ended(self) -> bool:
+        return self.status in FINAL
+
+
+def new_run_id() -> str:
+    return "run_" + uuid.uuid4().hex
+
+
+def insert(
+    conn: Connection,
+    *,
+    run_id: str,
+    session_key: str,
+    tab_id: str,
+    generation: int,
+    kind: str = "chat",
+    user_event_seq: int | None = None,
+) -> RunRow:
+    conn.execute(
+        runs.insert().values(
+            run_id=run_id,
+            session_key=session_key,
+            tab_id=tab_id,
+            generation=generation,
+            kind=kind,
+            status="admitted",
+            user_event_seq=user_event_seq,
+            created_at=now(),
+        )
+    )
+    row = get(conn, run_id)
+    assert row is not None
+    return row
+
+
+def get(conn: Connection, run_id: str) -> RunRow | None:
+    row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+    return RunRow.of(row) if row else None
+
+
+def next_admitted(conn: Connection, session_key: str) -> RunRow | None:
+    row = conn.execute(
+        select(runs)
+        .where(runs.c.session_key == session_key, runs.c.status == "admitted")
+        .order_by(runs.c.id)
+        .limit(1)
+    ).first()
+    return RunRow.of(row) if row else None
+
+
+def active_count(conn: Connection, session_key: str) -> int:
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(runs)
+            .where(runs.c.session_key == session_key, runs.c.status.in_(ACTIVE))
+        ).scalar_one()
+    )
+
+
+def current(conn: Connection, session_key: str) -> RunRow | None:
+    """The session's running run, else its oldest admitted one."""
+    row = conn.execute(
+        select(runs)
+        .where(runs.c.session_key == session_key, runs.c.status.in_(ACTIVE))
+        .order_by(runs.c.status.desc(), runs.c.id)
+        .limit(1)
+    ).first()
+    return RunRow.of(row) if row else None
+
+
+def mark_running(conn: Connection, run_id: str) -> bool:
+    result = conn.execute(
+        update(runs)
+        .where(runs.c.run_id == run_id, runs.c.status == "admitted")
+        .values(status="running", started_at=now())
+    )
+    return result.rowcount == 1
+
+
+def set_model(conn: Connection, run_id: str, model: str) -> None:
+    conn.execute(update(runs).where(runs.c.run_id == run_id).values(model=model))
+
+
+def finish(conn: Connection, run_id: str, *, status: str, ending: str, sentence: str) -> bool:
+    """End an active run. False when it had already ended (an ending is written once)."""
+    if status not in FINAL:
+        raise ValueError(f"{status!r} is not a final status")
+    result = conn.execute(
+        update(runs)
+        .where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE))
+        .values(status=status, ending=ending, sentence=sentence, ended_at=now())
+    )
+    return result.rowcount == 1
+
+
+def with_status(conn: Connection, status: str) -> list[RunRow]:
+    rows = conn.execute(select(runs).where(runs.c.status == status).order_by(runs.c.id))
+    return [RunRow.of(row) for row in rows]
+
+
+def sessions_with_admitted(conn: Connection) -> list[str]:
+    """Sessions holding admitted runs, the one with the oldest waiting run first."""
+    stmt = (
+        select(runs.c.session_key, func.min(runs.c.id).label("first"))
+        .where(runs.c.status == "admitted")
+        .group_by(runs.c.session_key)
+        .order_by("first")
+    )
+    return [row.session_key for row in conn.execute(stmt)]

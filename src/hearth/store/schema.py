@@ -1,0 +1,126 @@
+"""The tables: one SQLAlchemy Core MetaData, the shape the Alembic migrations build.
+
+Timestamps are UNIX seconds (float). JSON columns hold dicts. Every table is keyed so the hot
+paths (append an event, read a window, claim the next run) are index lookups whatever the size.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("tab_id", String(64), nullable=False),
+    Column("title", Text),
+    Column("memory_mode", String(20), nullable=False),
+    Column("agent", String(100), nullable=False, server_default="default"),
+    Column("model", String(200)),
+    Column("workspace_dir", Text),
+    Column("created_by_app", String(100)),
+    Column("origin", String(50), nullable=False, server_default="api"),
+    Column("parent_key", String(200)),
+    Column("folder", String(200)),
+    Column("tags", JSON, nullable=False, default=list),
+    Column("pinned", Boolean, nullable=False, server_default="0"),
+    Column("archived", Boolean, nullable=False, server_default="0"),
+    Column("generation", Integer, nullable=False, server_default="0"),
+    Column("head_event_id", String(64)),
+    Column("writer_run_id", String(64)),
+    Column("chat_number", Integer),
+    Column("last_seq", Integer, nullable=False, server_default="0"),
+    Column("message_count", Integer, nullable=False, server_default="0"),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_sessions_chat_number", "chat_number"),
+    Index("ix_sessions_updated", "updated_at", "key"),
+)
+
+transcript_events = Table(
+    "transcript_events",
+    metadata,
+    Column("session_key", String(200), ForeignKey("sessions.key"), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("event_id", String(64), nullable=False, unique=True),
+    Column("parent_event_id", String(64)),
+    Column("idempotency_key", String(200)),
+    Column("kind", String(20), nullable=False),
+    Column("content", JSON, nullable=False),
+    Column("meta", JSON, nullable=False),
+    Column("source_thread", String(200)),
+    Column("source_user", String(200)),
+    Column("source_channel", String(100)),
+    Column("run_id", String(64)),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("session_key", "idempotency_key", name="uq_events_idempotency"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False, unique=True),
+    Column("session_key", String(200), ForeignKey("sessions.key"), nullable=False),
+    Column("tab_id", String(64), nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("ending", String(50)),
+    Column("sentence", Text),
+    Column("recovery_attempts", Integer, nullable=False, server_default="0"),
+    Column("model", String(200)),
+    Column("user_event_seq", Integer),
+    Column("created_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("ended_at", Float),
+    Index("ix_runs_queue", "session_key", "status", "id"),
+    Index("ix_runs_status", "status", "id"),
+)
+
+tool_calls = Table(
+    "tool_calls",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False),
+    Column("session_key", String(200), nullable=False),
+    Column("call_id", String(200), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("tool", String(200), nullable=False),
+    Column("arguments", JSON, nullable=False),
+    Column("effect", String(20), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("result", Text),
+    Column("receipt", Text),
+    Column("started_at", Float),
+    Column("ended_at", Float),
+    UniqueConstraint("run_id", "call_id", name="uq_tool_calls_call"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("action", String(100), nullable=False),
+    Column("actor", String(100), nullable=False),
+    Column("session_key", String(200)),
+    Column("run_id", String(64)),
+    Column("detail", JSON, nullable=False),
+    Index("ix_audit_at", "at"),
+)

@@ -1,0 +1,142 @@
+"""The sessions aggregate: one row per chat, its name, mode, title and writer claim."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, or_, select, update
+
+from hearth.store.db import now
+from hearth.store.schema import sessions
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    key: str
+    tab_id: str
+    title: str | None
+    memory_mode: str
+    agent: str
+    model: str | None
+    workspace_dir: str | None
+    origin: str
+    generation: int
+    writer_run_id: str | None
+    last_seq: int
+    message_count: int
+    created_at: float
+    updated_at: float
+    archived: bool
+
+    @classmethod
+    def of(cls, row: Any) -> SessionRow:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+
+def get(conn: Connection, key: str) -> SessionRow | None:
+    row = conn.execute(select(sessions).where(sessions.c.key == key)).first()
+    return SessionRow.of(row) if row else None
+
+
+def exists(conn: Connection, key: str) -> bool:
+    return conn.execute(select(sessions.c.key).where(sessions.c.key == key)).first() is not None
+
+
+def highest_chat_number(conn: Connection) -> int:
+    return int(conn.execute(select(func.max(sessions.c.chat_number))).scalar() or 0)
+
+
+def insert(
+    conn: Connection,
+    *,
+    key: str,
+    tab_id: str,
+    memory_mode: str,
+    chat_number: int | None,
+    agent: str = "default",
+    model: str | None = None,
+    workspace_dir: str | None = None,
+    origin: str = "api",
+    title: str | None = None,
+) -> SessionRow:
+    stamp = now()
+    conn.execute(
+        sessions.insert().values(
+            key=key,
+            tab_id=tab_id,
+            memory_mode=memory_mode,
+            chat_number=chat_number,
+            agent=agent,
+            model=model,
+            workspace_dir=workspace_dir,
+            origin=origin,
+            title=title,
+            tags=[],
+            created_at=stamp,
+            updated_at=stamp,
+        )
+    )
+    row = get(conn, key)
+    assert row is not None
+    return row
+
+
+def list_page(
+    conn: Connection,
+    *,
+    modes: tuple[str, ...],
+    limit: int,
+    query: str | None = None,
+    after: tuple[float, str] | None = None,
+) -> list[SessionRow]:
+    """Newest first by (updated_at, key); `after` is the last row of the previous page."""
+    stmt = select(sessions).where(sessions.c.memory_mode.in_(modes))
+    if query:
+        pattern = f"%{query.replace('%', '').replace('_', '')}%"
+        stmt = stmt.where(or_(sessions.c.title.ilike(pattern), sessions.c.key.ilike(pattern)))
+    if after is not None:
+        stamp, key = after
+        stmt = stmt.where(
+            or_(
+                sessions.c.updated_at < stamp,
+                and_(sessions.c.updated_at == stamp, sessions.c.key < key),
+            )
+        )
+    stmt = stmt.order_by(sessions.c.updated_at.desc(), sessions.c.key.desc()).limit(limit)
+    return [SessionRow.of(row) for row in conn.execute(stmt)]
+
+
+def set_title(conn: Connection, key: str, title: str) -> bool:
+    result = conn.execute(
+        update(sessions).where(sessions.c.key == key).values(title=title, updated_at=now())
+    )
+    return result.rowcount == 1
+
+
+def claim_writer(conn: Connection, key: str, run_id: str) -> bool:
+    """Take the session's writer claim for `run_id` if nobody else holds it."""
+    result = conn.execute(
+        update(sessions)
+        .where(sessions.c.key == key)
+        .where(or_(sessions.c.writer_run_id.is_(None), sessions.c.writer_run_id == run_id))
+        .values(writer_run_id=run_id)
+    )
+    return result.rowcount == 1
+
+
+def release_writer(conn: Connection, key: str, run_id: str) -> None:
+    conn.execute(
+        update(sessions)
+        .where(sessions.c.key == key, sessions.c.writer_run_id == run_id)
+        .values(writer_run_id=None)
+    )
+
+
+def release_all_writers(conn: Connection) -> int:
+    """At boot nothing runs yet, so no claim left by the previous process still stands."""
+    result = conn.execute(
+        update(sessions).where(sessions.c.writer_run_id.is_not(None)).values(writer_run_id=None)
+    )
+    return result.rowcount

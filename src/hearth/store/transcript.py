@@ -1,0 +1,136 @@
+"""The transcript aggregate: the chat's permanent record, one event per row.
+
+Appending reads and bumps the session's own counter (`last_seq`) and inserts one row: a fixed
+number of primary-key operations whatever the transcript's length. A writer's claim on the
+session is checked inside the same transaction as its append.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from hearth.store.db import now
+from hearth.store.errors import AlreadyAppended, SessionNotFound, WriterClaimLost
+from hearth.store.schema import sessions, transcript_events
+
+KINDS = ("user", "assistant", "tool_call", "tool_result", "notice", "summary")
+
+
+@dataclass(frozen=True)
+class EventRow:
+    session_key: str
+    seq: int
+    event_id: str
+    parent_event_id: str | None
+    idempotency_key: str | None
+    kind: str
+    content: dict[str, Any]
+    meta: dict[str, Any]
+    source_channel: str | None
+    run_id: str | None
+    created_at: float
+
+    @classmethod
+    def of(cls, row: Any) -> EventRow:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+
+def append(
+    conn: Connection,
+    session_key: str,
+    kind: str,
+    content: dict[str, Any],
+    *,
+    meta: dict[str, Any] | None = None,
+    run_id: str | None = None,
+    writer: str | None = None,
+    idempotency_key: str | None = None,
+    source_channel: str | None = None,
+) -> EventRow:
+    """Append one event. With `writer`, the append fails unless that run holds the claim.
+
+    Raises SessionNotFound, WriterClaimLost, or AlreadyAppended (same idempotency key).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown event kind {kind!r}")
+    head = conn.execute(
+        select(sessions.c.last_seq, sessions.c.head_event_id, sessions.c.writer_run_id).where(
+            sessions.c.key == session_key
+        )
+    ).first()
+    if head is None:
+        raise SessionNotFound(session_key)
+    if writer is not None and head.writer_run_id != writer:
+        raise WriterClaimLost(session_key, writer)
+    if idempotency_key is not None and find(conn, session_key, idempotency_key) is not None:
+        raise AlreadyAppended(session_key, idempotency_key)
+    seq = head.last_seq + 1
+    event_id = uuid.uuid4().hex
+    stamp = now()
+    conn.execute(
+        update(sessions)
+        .where(sessions.c.key == session_key)
+        .values(
+            last_seq=seq,
+            head_event_id=event_id,
+            message_count=sessions.c.message_count + 1,
+            updated_at=stamp,
+        )
+    )
+    row = {
+        "session_key": session_key,
+        "seq": seq,
+        "event_id": event_id,
+        "parent_event_id": head.head_event_id,
+        "idempotency_key": idempotency_key,
+        "kind": kind,
+        "content": content,
+        "meta": meta or {},
+        "source_channel": source_channel,
+        "run_id": run_id,
+        "created_at": stamp,
+    }
+    conn.execute(transcript_events.insert().values(**row))
+    return EventRow(**{k: row[k] for k in EventRow.__dataclass_fields__})
+
+
+def find(conn: Connection, session_key: str, idempotency_key: str) -> EventRow | None:
+    row = conn.execute(
+        select(transcript_events).where(
+            transcript_events.c.session_key == session_key,
+            transcript_events.c.idempotency_key == idempotency_key,
+        )
+    ).first()
+    return EventRow.of(row) if row else None
+
+
+def window(
+    conn: Connection, session_key: str, limit: int, before: int | None = None
+) -> list[EventRow]:
+    """The last `limit` events (with seq < before, when given), oldest first."""
+    stmt = select(transcript_events).where(transcript_events.c.session_key == session_key)
+    if before is not None:
+        stmt = stmt.where(transcript_events.c.seq < before)
+    stmt = stmt.order_by(transcript_events.c.seq.desc()).limit(limit)
+    rows = [EventRow.of(row) for row in conn.execute(stmt)]
+    rows.reverse()
+    return rows
+
+
+def after(conn: Connection, session_key: str, after_seq: int, limit: int = 500) -> list[EventRow]:
+    """Events with seq > after_seq, oldest first (for replay to a reconnecting client)."""
+    stmt = (
+        select(transcript_events)
+        .where(transcript_events.c.session_key == session_key)
+        .where(transcript_events.c.seq > after_seq)
+        .order_by(transcript_events.c.seq)
+        .limit(limit)
+    )
+    return [EventRow.of(row) for row in conn.execute(stmt)]
+
+

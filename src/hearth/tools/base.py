@@ -1,0 +1,70 @@
+"""The tool protocol: what a tool declares, what it is handed, what it answers.
+
+A tool declares its effect class (`reads`, `changes`, `external`) and whether it may run in
+parallel with others. It refuses what it must by raising `ToolRefused` with a sentence that
+says why; the sentence reaches the model as the call's result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+Effect = Literal["reads", "changes", "external"]
+
+
+class ToolRefused(Exception):
+    """The tool will not do this call; `sentence` says why."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    workspace: Path
+    session_key: str
+    run_id: str
+    shell_timeout: float = 60.0
+    output_chars: int = 50_000
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What the call produced (for the model) and its receipt (one sentence for a person)."""
+
+    output: str
+    receipt: str
+    ok: bool = True
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    effect: Effect
+    parallel_safe: bool
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome: ...
+
+
+def check_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
+    """A sentence naming the first problem with `args` against a flat JSON schema, or None."""
+    types: dict[str, type | tuple[type, ...]] = {
+        "string": str, "integer": int, "boolean": bool, "number": (int, float),
+    }
+    props: dict[str, Any] = schema.get("properties", {})
+    for name in schema.get("required", []):
+        if name not in args:
+            return f"the argument {name!r} is required"
+    for name, value in args.items():
+        if name not in props:
+            return f"there is no argument {name!r} (it takes {', '.join(props) or 'none'})"
+        expected = types.get(props[name].get("type", ""))
+        if expected is not None and (
+            not isinstance(value, expected) or (expected is int and isinstance(value, bool))
+        ):
+            return f"the argument {name!r} must be a {props[name]['type']}"
+    return None

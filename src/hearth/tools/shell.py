@@ -1,0 +1,94 @@
+"""The shell tool: one command in the workspace, with a timeout and an output cap.
+
+The command runs with the workspace as its working folder and an environment that carries
+none of the gateway's secrets. It is not a sandbox: where it runs is the sandbox's job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from typing import Any
+
+from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+
+_KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR")
+
+
+def clean_environment(workspace: str) -> dict[str, str]:
+    """Only the harmless variables of the gateway's environment, never its keys or token."""
+    env = {name: os.environ[name] for name in _KEPT_ENV if name in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env["HOME"] = workspace
+    env["PWD"] = workspace
+    return env
+
+
+class Shell:
+    name = "shell"
+    description = (
+        "Run a shell command (bash -c) in the workspace folder and return its output "
+        "and exit code. Use for commands the file tools cannot do."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line to run"},
+            "timeout": {"type": "integer", "description": "Seconds before it is stopped"},
+        },
+        "required": ["command"],
+    }
+    effect: Effect = "changes"
+    parallel_safe = False
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        command: str = args["command"]
+        if not command.strip():
+            raise ToolRefused("The command is empty; say what to run.")
+        timeout = float(min(args.get("timeout") or ctx.shell_timeout, ctx.shell_timeout))
+        proc = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=ctx.workspace,
+            env=clean_environment(str(ctx.workspace)),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            _kill_group(proc.pid)
+            await proc.wait()
+            short = _short(command)
+            return ToolOutcome(
+                output=f"The command was stopped after {timeout:g} seconds (its time limit).",
+                receipt=f"Ran `{short}`, stopped after {timeout:g} s.",
+                ok=False,
+            )
+        except asyncio.CancelledError:
+            _kill_group(proc.pid)
+            raise
+        text = out.decode("utf-8", errors="replace")
+        if len(text) > ctx.output_chars:
+            text = text[: ctx.output_chars] + f"\n[output cut at {ctx.output_chars} characters]"
+        code = proc.returncode
+        return ToolOutcome(
+            output=f"{text}\n[exit code {code}]",
+            receipt=f"Ran `{_short(command)}` (exit {code}).",
+            ok=code == 0,
+        )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _short(command: str, width: int = 60) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -1,0 +1,66 @@
+"""The FastAPI app factory: the gateway's HTTP surface over one engine."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI
+
+from hearth import __version__
+from hearth.config import Config
+from hearth.engine.runtime import Engine
+from hearth.home import Home
+from hearth.models.registry import ModelRegistry
+from hearth.store.db import Database
+from hearth.tools.registry import ToolRegistry, builtin_tools
+from hearth.web import errors, events_api, runs_api, sessions_api
+from hearth.web.auth import require_token
+from hearth.web.limits import BodyLimit
+
+log = logging.getLogger(__name__)
+
+
+def build_engine(home: Home, config: Config) -> Engine:
+    """Open the store (migrated), find the models, and compose the engine."""
+    home.ensure()
+    db = Database(home.database_url(), synchronous=config.store.synchronous)
+    db.upgrade()
+    models = ModelRegistry.from_config(config)
+    if not models.ids():
+        log.warning("no model is set up; every turn will end saying how to add one")
+    return Engine(db=db, config=config, models=models, tools=ToolRegistry(builtin_tools()),
+                  workspace=home.workspace)
+
+
+def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:
+    engine = engine or build_engine(home, config)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await engine.start()
+        try:
+            yield
+        finally:
+            await engine.close()
+            engine.db.close()
+
+    app = FastAPI(title="Hearth", version=__version__, lifespan=lifespan, docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    app.state.engine = engine
+    app.state.token = home.token()
+    errors.install(app)
+    app.add_middleware(BodyLimit)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"ok": True, "version": __version__, "db": engine.db.dialect,
+                "models": engine.deps.models.ids()}
+
+    protected = APIRouter(dependencies=[Depends(require_token)])
+    for module in (sessions_api, runs_api, events_api):
+        protected.include_router(module.router)
+    app.include_router(protected)
+    return app

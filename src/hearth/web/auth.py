@@ -1,0 +1,21 @@
+"""Bearer-token auth: every route but /healthz needs `Authorization: Bearer <token>`."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Request
+
+from hearth.web.errors import ApiError
+
+
+def require_token(request: Request) -> None:
+    expected: str = request.app.state.token
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not given:
+        raise ApiError(401, "unauthorized",
+                       "This needs the gateway's token: send 'Authorization: Bearer <token>' "
+                       "(`hearth token` prints it).")
+    if not hmac.compare_digest(given.strip().encode(), expected.encode()):
+        raise ApiError(401, "unauthorized", "The token is not this gateway's token.")

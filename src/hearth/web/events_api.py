@@ -1,0 +1,97 @@
+"""Server-Sent Events per chat: replay from the store after `after=SEQ`, then live frames.
+
+The stream subscribes to the bus before it reads the store, so nothing falls between the
+replay and the live part; a persisted message is sent once (by seq), whichever way it came.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import StreamingResponse
+
+from hearth.engine import queries
+from hearth.engine.endings import message_frame
+from hearth.engine.events import Subscription
+from hearth.engine.runtime import Engine
+from hearth.sessions import chats
+from hearth.sessions.chats import ChatError
+from hearth.web.deps import engine_of
+from hearth.web.errors import ApiError
+
+router = APIRouter()
+EngineDep = Annotated[Engine, Depends(engine_of)]
+KEEPALIVE_SECONDS = 15.0
+REPLAY_PAGE = 500
+
+
+def _sse(frame: dict[str, Any]) -> str:
+    head = f"id: {frame['seq']}\n" if frame.get("type") == "message" else ""
+    return f"{head}data: {json.dumps(frame, separators=(',', ':'))}\n\n"
+
+
+@router.get("/api/sessions/{key}/events")
+async def session_events(
+    key: str,
+    engine: EngineDep,
+    after: Annotated[int | None, Query(ge=0)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    try:
+        session = chats.get_chat(engine.db, key)
+    except ChatError as error:
+        raise ApiError(error.status, error.code, error.sentence) from error
+    if after is None and last_event_id is not None and last_event_id.isdigit():
+        after = int(last_event_id)
+    start = session.last_seq if after is None else after
+    subscription = engine.bus.subscribe(key)
+    return StreamingResponse(
+        _stream(engine, key, start, subscription),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _stream(engine: Engine, key: str, last: int, sub: Subscription) -> AsyncIterator[str]:
+    try:
+        while True:
+            page = queries.events_after(engine.db, key, last, REPLAY_PAGE)
+            for event in page:
+                yield _sse(message_frame(event))
+                last = event.seq
+            if len(page) < REPLAY_PAGE:
+                break
+        status = queries.current_run(engine.db, key)
+        yield _sse({"type": "status", "running": status is not None, "run_id": status})
+        skip_below: dict[str, int] = {}
+        streaming = engine.bus.streaming(key)
+        if streaming is not None:
+            run_id, text = streaming
+            skip_below[run_id] = len(text)
+            yield _sse({"type": "delta", "run_id": run_id, "offset": 0, "text": text})
+        async for frame in _live(sub):
+            if frame["type"] == "message":
+                if frame["seq"] <= last:
+                    continue
+                last = frame["seq"]
+            elif frame["type"] == "delta" and frame["offset"] < skip_below.get(frame["run_id"], 0):
+                continue
+            yield _sse(frame)
+    finally:
+        engine.bus.unsubscribe(sub)
+
+
+async def _live(sub: Subscription) -> AsyncIterator[dict[str, Any]]:
+    while True:
+        try:
+            frame = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
+        except TimeoutError:
+            yield {"type": "keepalive"}
+            continue
+        if frame is None:  # fell behind; the client reconnects with after=
+            return
+        yield frame

@@ -1,0 +1,41 @@
+"""Routes for runs: a run's state and receipts, and waiting for its end."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from hearth.engine import queries
+from hearth.engine.runtime import Engine
+from hearth.web.deps import engine_of
+from hearth.web.errors import ApiError
+
+router = APIRouter()
+EngineDep = Annotated[Engine, Depends(engine_of)]
+
+
+def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
+    view = queries.run_status(engine.db, run_id)
+    if view is None:
+        raise ApiError(404, "run_not_found", f"There is no run {run_id!r}.")
+    return view
+
+
+@router.get("/api/runs/{run_id}")
+async def get_run(run_id: str, engine: EngineDep) -> dict[str, Any]:
+    return _run_or_404(engine, run_id)
+
+
+@router.get("/api/runs/{run_id}/wait")
+async def wait_run(
+    run_id: str,
+    engine: EngineDep,
+    timeout: Annotated[float, Query(gt=0, le=600)] = 30.0,
+) -> dict[str, Any]:
+    view = _run_or_404(engine, run_id)
+    if view["status"] in ("admitted", "running"):
+        await engine.bus.wait_run(run_id, timeout)
+        view = _run_or_404(engine, run_id)
+    view["timed_out"] = view["status"] in ("admitted", "running")
+    return view

@@ -1,0 +1,807 @@
+"""A scripted, real-HTTP fake LLM provider for the test-suite.
+
+``ScriptedModelServer`` is a genuine HTTP server (stdlib ``ThreadingHTTPServer`` running in a
+daemon thread, bound to ``127.0.0.1`` on a free port).  It speaks the real wire protocols, so the
+*official* ``openai`` and ``anthropic`` SDKs — and anything else that talks HTTP — work against it
+unchanged over loopback.  Nothing is monkeypatched.
+
+Endpoints
+---------
+``POST /v1/chat/completions``
+    OpenAI Chat Completions.  ``stream: true`` answers ``text/event-stream`` chunks exactly as the
+    real API does (role chunk, content deltas, tool-call deltas, finish chunk, optional usage chunk
+    when ``stream_options.include_usage`` is set, ``data: [DONE]``); otherwise a ``chat.completion``
+    JSON object.
+``POST /v1/messages``
+    Anthropic Messages API.  ``stream: true`` answers named SSE events (``message_start``,
+    ``ping``, ``content_block_start/delta/stop``, ``message_delta``, ``message_stop``); otherwise a
+    ``message`` JSON object.
+``GET /v1/models``
+    OpenAI model list (``fake-model``).  If the request carries an ``anthropic-version`` header
+    (the Anthropic SDK always sends one) the Anthropic list shape is returned instead.
+``GET /api/tags``
+    Ollama's local model list, from :attr:`ScriptedModelServer.ollama_tags` (``None`` → 404).
+anything else
+    404 with a JSON error body.
+
+Scripting
+---------
+Each model call (one of the two POSTs) consumes one :class:`Reply`: first from the per-model queue
+for the request's ``model`` (see ``push(..., model=...)``), then from the shared queue, and finally
+falls back to :attr:`ScriptedModelServer.default`.  Replies are picked — and the request recorded in
+:attr:`ScriptedModelServer.requests` — as soon as the request arrives, before any ``hold`` wait, so
+FIFO order always matches arrival order.
+
+Faults (see :class:`Reply`): ``status`` (HTTP error with the provider's error body), ``cut_after``
+(stream ends cleanly mid-answer with no finish reason / usage / terminator), ``stall`` (pause after
+the first event), ``delay`` (pause between chunks) and ``hold`` (do not answer at all until an event
+is set).  ``cut_after``, ``delay`` and tool-call fragmenting only concern streamed answers;
+a non-streamed answer honours ``status``, ``hold``, ``started`` and ``stall`` (the stall happens
+between the response headers and the body).
+
+Streamed responses use HTTP/1.1 chunked transfer encoding with a proper terminating chunk and
+``Connection: close``; every response closes its connection, so :meth:`ScriptedModelServer.stop`
+really makes the provider go away.
+
+Example::
+
+    with ScriptedModelServer() as server:
+        server.push(Reply(text="hello there"), Reply(tool_calls=[Call("search", {"q": "x"})]))
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="test")
+        ...
+        assert server.calls("/v1/chat/completions")[0].messages[-1]["content"] == "hi"
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Call", "Recorded", "Reply", "ScriptedModelServer"]
+
+OPENAI_CHAT_PATH = "/v1/chat/completions"
+ANTHROPIC_MESSAGES_PATH = "/v1/messages"
+MODEL_CALL_PATHS = (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH)
+
+HOLD_TIMEOUT = 60.0
+
+_ANTHROPIC_STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+}
+
+_OPENAI_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "unsupported_country_region_territory"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass
+class Call:
+    """One scripted tool call.
+
+    ``arguments`` may be a dict (JSON-encoded on the wire) or a str, which is sent verbatim so a
+    test can deliver invalid JSON.  ``id`` is generated as ``call_<n>`` when ``None``.
+    """
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+    def arguments_json(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments)
+
+    def arguments_object(self) -> Any:
+        """The arguments as a JSON value (str arguments are parsed if possible, else kept)."""
+        if isinstance(self.arguments, str):
+            try:
+                return json.loads(self.arguments)
+            except ValueError:
+                return self.arguments
+        return self.arguments
+
+
+@dataclass
+class Reply:
+    """One scripted model answer (plus optional faults).
+
+    * ``text`` — answer text, streamed as ``chunks`` roughly equal deltas (none when empty).
+    * ``tool_calls`` — list of :class:`Call`; each call's arguments are streamed in 2 fragments.
+    * ``finish_reason`` — ``"auto"``: ``"tool_calls"`` if there are tool calls else ``"stop"``.
+      Explicit values are sent as given to OpenAI clients; for Anthropic they are mapped
+      (``stop``→``end_turn``, ``length``→``max_tokens``, ``tool_calls``→``tool_use``, anything else
+      passed through).  ``None``: a streamed OpenAI answer has no finish chunk at all, and the
+      Anthropic ``stop_reason`` is null.
+    * ``usage`` — ``(input/prompt tokens, output/completion tokens)``; ``None`` means
+      ``(10, words in text + 1)``.
+    * ``delay`` — seconds slept between streamed chunks.
+    * ``hold`` — block (up to 60 s) before sending anything at all, status line included, until the
+      event is set.  Stopping the server releases the hold and drops the connection unanswered.
+    * ``started`` — set as soon as this reply is picked for a request (before any ``hold`` wait).
+    * ``cut_after`` — FAULT: after this many content chunks (text deltas, tool-call start deltas
+      and argument fragments counted together) end the stream cleanly with no finish reason,
+      no usage and no terminator (``[DONE]`` / ``message_delta`` + ``message_stop``).  The stream
+      ends this way even if the answer has fewer content chunks than ``cut_after``.
+    * ``status`` — FAULT: answer this HTTP status with the provider's JSON error body (429 adds
+      ``retry-after: 0``).
+    * ``stall`` — FAULT: send the headers and the first event, then sleep this many seconds.
+    """
+
+    text: str = ""
+    tool_calls: list[Call] = field(default_factory=list)
+    finish_reason: str | None = "auto"
+    usage: tuple[int, int] | None = None
+    chunks: int = 3
+    delay: float = 0.0
+    hold: threading.Event | None = None
+    started: threading.Event | None = None
+    cut_after: int | None = None
+    status: int | None = None
+    stall: float | None = None
+
+    def resolved_usage(self) -> tuple[int, int]:
+        if self.usage is not None:
+            return self.usage
+        return (10, len(self.text.split()) + 1)
+
+    def openai_finish_reason(self) -> str | None:
+        if self.finish_reason == "auto":
+            return "tool_calls" if self.tool_calls else "stop"
+        return self.finish_reason
+
+    def anthropic_stop_reason(self) -> str | None:
+        reason = self.openai_finish_reason()
+        if reason is None:
+            return None
+        return _ANTHROPIC_STOP_REASONS.get(reason, reason)
+
+    def text_pieces(self) -> list[str]:
+        """``text`` split into at most ``chunks`` non-empty, roughly equal pieces."""
+        if not self.text:
+            return []
+        n = max(1, min(self.chunks, len(self.text)))
+        size = len(self.text)
+        bounds = [i * size // n for i in range(n + 1)]
+        return [self.text[bounds[i] : bounds[i + 1]] for i in range(n)]
+
+
+@dataclass
+class Recorded:
+    """A model-call request as received (header names are lower-cased)."""
+
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    model: str
+    stream: bool
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages", [])
+
+
+def _split_in_two(s: str) -> list[str]:
+    """Split a string into 2 non-empty fragments (fewer if it is too short)."""
+    if len(s) < 2:
+        return [s] if s else []
+    mid = len(s) // 2
+    return [s[:mid], s[mid:]]
+
+
+class _Aborted(Exception):
+    """Raised inside a handler when the server is stopping mid-response."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: ScriptedModelServer
+
+
+class ScriptedModelServer:
+    """A real HTTP fake of the OpenAI / Anthropic / Ollama APIs driven by scripted replies.
+
+    See the module docstring for the protocol details.  ``port=0`` (the default) picks a free
+    port on the first :meth:`start`; after :meth:`stop`, :meth:`start` rebinds the same port so a
+    test can simulate a provider that goes away and comes back.
+    """
+
+    def __init__(self, port: int = 0) -> None:
+        self._port = port
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._shared: deque[Reply] = deque()
+        self._per_model: dict[str, deque[Reply]] = {}
+        self._ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.requests: list[Recorded] = []
+        self.default: Reply = Reply(text="ok")
+        self.ollama_tags: list[str] | None = ["llama3.1"]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> ScriptedModelServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
+        httpd.owner = self
+        self._port = httpd.server_address[1]
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"ScriptedModelServer:{self._port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()  # releases holds / delays / stalls of in-flight responses
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    # ------------------------------------------------------------------ scripting
+
+    def push(self, *replies: Reply | str, model: str | None = None) -> None:
+        """Queue replies (FIFO).  A bare str is shorthand for ``Reply(text=...)``."""
+        items = [Reply(text=r) if isinstance(r, str) else r for r in replies]
+        with self._lock:
+            if model is None:
+                self._shared.extend(items)
+            else:
+                self._per_model.setdefault(model, deque()).extend(items)
+
+    def pending(self, model: str | None = None) -> int:
+        """Number of replies still queued (shared queue, or the given model's queue)."""
+        with self._lock:
+            if model is None:
+                return len(self._shared)
+            return len(self._per_model.get(model, ()))
+
+    def calls(self, path: str | None = None) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if path is None or r.path == path]
+
+    def wait_for_requests(self, n: int, timeout: float = 10.0) -> bool:
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout=timeout)
+
+    def reset(self) -> None:
+        """Clear queues and recorded requests; restore ``default`` and ``ollama_tags``."""
+        with self._lock:
+            self._shared.clear()
+            self._per_model.clear()
+            self.requests.clear()
+            self.default = Reply(text="ok")
+            self.ollama_tags = ["llama3.1"]
+
+    # ------------------------------------------------------------------ internals
+
+    def _next_id(self) -> int:
+        with self._lock:
+            return next(self._ids)
+
+    def _take(self, recorded: Recorded) -> Reply:
+        """Record a model call and pick its reply, atomically."""
+        with self._arrived:
+            self.requests.append(recorded)
+            self._arrived.notify_all()
+            queue = self._per_model.get(recorded.model)
+            if queue:
+                return queue.popleft()
+            if self._shared:
+                return self._shared.popleft()
+            return self.default
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0 and self._stopping.wait(seconds):
+            raise _Aborted
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    # quiet
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    @property
+    def owner(self) -> ScriptedModelServer:
+        return self.server.owner
+
+    # ------------------------------------------------------------------ dispatch
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.close_connection = True
+        path = self.path.split("?", 1)[0].rstrip("/")
+        try:
+            if path == "/v1/models":
+                if "anthropic-version" in self.headers:
+                    self._send_json(
+                        200,
+                        {
+                            "data": [
+                                {
+                                    "type": "model",
+                                    "id": "fake-model",
+                                    "display_name": "Fake Model",
+                                    "created_at": "2024-01-01T00:00:00Z",
+                                }
+                            ],
+                            "has_more": False,
+                            "first_id": "fake-model",
+                            "last_id": "fake-model",
+                        },
+                    )
+                else:
+                    self._send_json(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {
+                                    "id": "fake-model",
+                                    "object": "model",
+                                    "created": 0,
+                                    "owned_by": "fake",
+                                }
+                            ],
+                        },
+                    )
+            elif path == "/api/tags":
+                tags = self.owner.ollama_tags
+                if tags is None:
+                    self._send_json(404, {"error": "not found"})
+                else:
+                    self._send_json(200, {"models": [_ollama_model(name) for name in tags]})
+            else:
+                self._not_found()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.close_connection = True
+        path = self.path.split("?", 1)[0].rstrip("/")
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if path not in MODEL_CALL_PATHS:
+            self._not_found()
+            return
+        anthropic = path == ANTHROPIC_MESSAGES_PATH
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not a JSON object")
+        except ValueError as exc:
+            self._send_error(400, f"Invalid JSON body: {exc}", anthropic=anthropic)
+            return
+
+        recorded = Recorded(
+            path=path,
+            body=body,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            model=str(body.get("model", "")),
+            stream=bool(body.get("stream")),
+        )
+        owner = self.owner
+        reply = owner._take(recorded)
+        if reply.started is not None:
+            reply.started.set()
+        try:
+            if reply.hold is not None:
+                deadline = time.monotonic() + HOLD_TIMEOUT
+                while not reply.hold.wait(0.05):
+                    if owner._stopping.is_set():
+                        raise _Aborted
+                    if time.monotonic() >= deadline:
+                        break
+            if reply.status is not None:
+                self._send_error(reply.status, f"Scripted error {reply.status}", anthropic)
+            elif anthropic:
+                self._anthropic(recorded, reply)
+            else:
+                self._openai(recorded, reply)
+        except (_Aborted, BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    # ------------------------------------------------------------------ helpers
+
+    def _send_json(
+        self,
+        status: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+        stall: float | None = None,
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if stall:
+            self.wfile.flush()
+            self.owner._sleep(stall)
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _not_found(self) -> None:
+        self._send_json(
+            404,
+            {"error": {"message": f"Unknown path {self.path}", "type": "not_found", "code": None}},
+        )
+
+    def _send_error(self, status: int, message: str, anthropic: bool) -> None:
+        headers = {"retry-after": "0"} if status == 429 else {}
+        if anthropic:
+            err_type = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+            payload: dict[str, Any] = {
+                "type": "error",
+                "error": {"type": err_type, "message": message},
+            }
+            headers["request-id"] = f"req_{self.owner._next_id()}"
+        else:
+            err_type, code = _OPENAI_ERROR_TYPES.get(
+                status, ("server_error" if status >= 500 else "invalid_request_error", None)
+            )
+            payload = {"error": {"message": message, "type": err_type, "param": None, "code": code}}
+        self._send_json(status, payload, headers)
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    # ------------------------------------------------------------------ OpenAI
+
+    def _openai(self, req: Recorded, reply: Reply) -> None:
+        owner = self.owner
+        completion_id = f"chatcmpl-{owner._next_id()}"
+        created = int(time.time())
+        prompt_tokens, completion_tokens = reply.resolved_usage()
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        call_ids = [c.id or f"call_{owner._next_id()}" for c in reply.tool_calls]
+
+        if not req.stream:
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": reply.text or None,
+                "refusal": None,
+            }
+            if reply.tool_calls:
+                message["tool_calls"] = [
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments_json()},
+                    }
+                    for cid, c in zip(call_ids, reply.tool_calls, strict=True)
+                ]
+            self._send_json(
+                200,
+                {
+                    "id": completion_id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": req.model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "logprobs": None,
+                            "finish_reason": reply.openai_finish_reason(),
+                        }
+                    ],
+                    "usage": usage,
+                },
+                stall=reply.stall,
+            )
+            return
+
+        stream_options = req.body.get("stream_options") or {}
+        include_usage = isinstance(stream_options, dict) and bool(
+            stream_options.get("include_usage")
+        )
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            data: dict[str, Any] = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": req.model,
+                "system_fingerprint": None,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": delta,
+                        "logprobs": None,
+                        "finish_reason": finish_reason,
+                    }
+                ],
+            }
+            if include_usage:
+                data["usage"] = None
+            return data
+
+        content: list[dict[str, Any]] = [chunk({"content": piece}) for piece in reply.text_pieces()]
+        for index, (cid, call) in enumerate(zip(call_ids, reply.tool_calls, strict=True)):
+            content.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": cid,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            for fragment in _split_in_two(call.arguments_json()):
+                content.append(
+                    chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+                )
+
+        self._start_stream()
+
+        def send(data: dict[str, Any]) -> None:
+            self._write_chunk(b"data: " + json.dumps(data).encode() + b"\n\n")
+
+        send(chunk({"role": "assistant", "content": ""}))
+        if reply.stall:
+            owner._sleep(reply.stall)
+        for n, data in enumerate(content):
+            if reply.cut_after is not None and n >= reply.cut_after:
+                break
+            owner._sleep(reply.delay)
+            send(data)
+        if reply.cut_after is None:
+            finish = reply.openai_finish_reason()
+            if finish is not None:
+                owner._sleep(reply.delay)
+                send(chunk({}, finish))
+            if include_usage:
+                send(
+                    {
+                        "id": completion_id,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": req.model,
+                        "system_fingerprint": None,
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
+            self._write_chunk(b"data: [DONE]\n\n")
+        self._end_stream()
+
+    # ------------------------------------------------------------------ Anthropic
+
+    def _anthropic(self, req: Recorded, reply: Reply) -> None:
+        owner = self.owner
+        message_id = f"msg_{owner._next_id()}"
+        input_tokens, output_tokens = reply.resolved_usage()
+        call_ids = [c.id or f"call_{owner._next_id()}" for c in reply.tool_calls]
+
+        if not req.stream:
+            blocks: list[dict[str, Any]] = []
+            if reply.text:
+                blocks.append({"type": "text", "text": reply.text})
+            for cid, call in zip(call_ids, reply.tool_calls, strict=True):
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": cid,
+                        "name": call.name,
+                        "input": call.arguments_object(),
+                    }
+                )
+            self._send_json(
+                200,
+                {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": req.model,
+                    "content": blocks,
+                    "stop_reason": reply.anthropic_stop_reason(),
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+                },
+                stall=reply.stall,
+            )
+            return
+
+        # (event payload, counts as a content chunk?)
+        events: list[tuple[dict[str, Any], bool]] = []
+        index = 0
+        pieces = reply.text_pieces()
+        if pieces:
+            events.append(
+                (
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                    False,
+                )
+            )
+            for piece in pieces:
+                events.append(
+                    (
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                        True,
+                    )
+                )
+            events.append(({"type": "content_block_stop", "index": index}, False))
+            index += 1
+        for cid, call in zip(call_ids, reply.tool_calls, strict=True):
+            events.append(
+                (
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": cid,
+                            "name": call.name,
+                            "input": {},
+                        },
+                    },
+                    True,
+                )
+            )
+            for fragment in _split_in_two(call.arguments_json()):
+                events.append(
+                    (
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": fragment},
+                        },
+                        True,
+                    )
+                )
+            events.append(({"type": "content_block_stop", "index": index}, False))
+            index += 1
+
+        self._start_stream()
+
+        def send(data: dict[str, Any]) -> None:
+            self._write_chunk(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
+
+        send(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": req.model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+                },
+            }
+        )
+        if reply.stall:
+            owner._sleep(reply.stall)
+        send({"type": "ping"})
+        sent = 0
+        for data, counts in events:
+            if counts:
+                if reply.cut_after is not None and sent >= reply.cut_after:
+                    break
+                owner._sleep(reply.delay)
+                sent += 1
+            send(data)
+        if reply.cut_after is None:
+            owner._sleep(reply.delay)
+            send(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": reply.anthropic_stop_reason(), "stop_sequence": None},
+                    "usage": {"output_tokens": output_tokens},
+                }
+            )
+            send({"type": "message_stop"})
+        self._end_stream()
+
+
+def _ollama_model(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "model": name,
+        "modified_at": "2024-01-01T00:00:00Z",
+        "size": 0,
+        "digest": "0" * 64,
+        "details": {"format": "gguf", "family": "fake", "parameter_size": "1B"},
+    }

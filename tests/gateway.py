@@ -1,0 +1,152 @@
+"""A Hearth gateway run as a real subprocess for end-to-end tests, and a client for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TOKEN = "test-token-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_config(home: Path, model_url: str | None, extra: str = "") -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    text = ""
+    if model_url is not None:
+        text += (
+            '[[models]]\nid = "fake"\nprovider = "openai"\n'
+            f'base_url = "{model_url}"\napi_key = "sk-test"\nmodel = "fake-model"\n\n'
+        )
+    (home / "config.toml").write_text(text + extra, encoding="utf-8")
+
+
+class Gateway:
+    """`hearth gateway` in a subprocess with its own HEARTH_HOME."""
+
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.extra_env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = home / "gateway.log"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_"))}
+        env.update({"HEARTH_HOME": str(self.home), "HEARTH_TOKEN": TOKEN,
+                    "HEARTH_OLLAMA_URL": "http://127.0.0.1:9", "PYTHONUNBUFFERED": "1"})
+        env.update(self.extra_env)
+        return env
+
+    def start(self, wait: bool = True) -> Gateway:
+        handle = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hearth", "gateway", "--port", str(self.port)],
+            env=self.env(), stdout=handle, stderr=subprocess.STDOUT,
+        )
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"gateway exited {self.proc.returncode}:\n{self.output()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"gateway did not become ready:\n{self.output()}")
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def client(self, token: str = TOKEN) -> Api:
+        return Api(self.url, token)
+
+
+class Api:
+    """A thin httpx client with helpers for the routes the tests use."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
+                                 timeout=30)
+
+    def new_chat(self, **body: Any) -> str:
+        answer = self.http.post("/api/sessions", json=body)
+        assert answer.status_code in (200, 201), answer.text
+        return str(answer.json()["key"])
+
+    def send(self, key: str, text: str, **extra: Any) -> dict[str, Any]:
+        answer = self.http.post(f"/api/sessions/{key}/messages", json={"text": text, **extra})
+        assert answer.status_code == 202, answer.text
+        return dict(answer.json())
+
+    def wait(self, run_id: str, timeout: float = 20) -> dict[str, Any]:
+        answer = self.http.get(f"/api/runs/{run_id}/wait", params={"timeout": timeout},
+                               timeout=timeout + 5)
+        assert answer.status_code == 200, answer.text
+        body = dict(answer.json())
+        assert not body["timed_out"], body
+        return body
+
+    def messages(self, key: str, **params: Any) -> list[dict[str, Any]]:
+        answer = self.http.get(f"/api/sessions/{key}", params={"limit": 1000, **params})
+        assert answer.status_code == 200, answer.text
+        return list(answer.json()["messages"])
+
+    def frames(self, key: str, after: int, until: Any, timeout: float = 20) -> list[dict[str, Any]]:
+        """Read SSE frames after `after` until `until(frame)` is true."""
+        got: list[dict[str, Any]] = []
+        with self.http.stream("GET", f"/api/sessions/{key}/events", params={"after": after},
+                              timeout=timeout) as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    frame = json.loads(line[6:])
+                    got.append(frame)
+                    if until(frame):
+                        break
+        return got
+
+
+def kinds(messages: list[dict[str, Any]]) -> list[str]:
+    return [m["kind"] for m in messages]
+
+
+def iter_texts(messages: list[dict[str, Any]], kind: str) -> Iterator[str]:
+    return (m["text"] for m in messages if m["kind"] == kind)
