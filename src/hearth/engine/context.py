@@ -33,7 +33,7 @@ def build(
     with db.read() as conn:
         events = transcript.window(conn, run.session_key, history_messages)
     mine = [e for e in events if not _queued_behind(e, run)]
-    messages = fold(mine)
+    messages = fold(by_turn(mine))
     budget = max(1000, (context_window - max_output_tokens) * CHARS_PER_TOKEN)
     messages = fit(messages, budget - len(system_prompt))
     return [Message("system", system_prompt), *messages]
@@ -45,6 +45,16 @@ def _queued_behind(event: EventRow, run: RunRow) -> bool:
         and run.user_event_seq is not None
         and event.seq > run.user_event_seq
     )
+
+
+def by_turn(events: list[EventRow]) -> list[EventRow]:
+    """Events grouped by the turn they belong to, turns in the order their messages came.
+
+    The transcript is in arrival order, so a message queued behind a running turn sits
+    before that turn's answer; the model reads each question followed by its own answer.
+    """
+    anchor = {e.run_id: e.seq for e in events if e.kind == "user" and e.run_id}
+    return sorted(events, key=lambda e: (anchor.get(e.run_id, 0) if e.run_id else e.seq, e.seq))
 
 
 def fold(events: list[EventRow]) -> list[Message]:

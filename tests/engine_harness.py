@@ -1,0 +1,63 @@
+"""An engine in this process (no HTTP), on a private store, talking to the scripted server.
+
+For tests that need tools of their own (slow ones, ones that count their runs) or that look
+at the engine's records directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hearth.config import Config
+from hearth.engine import queries
+from hearth.engine.runtime import Engine
+from hearth.models.registry import ModelRegistry
+from hearth.sessions import chats
+from hearth.store import transcript
+from hearth.store.db import Database
+from hearth.store.transcript import EventRow
+from hearth.tools.base import Tool
+from hearth.tools.registry import ToolRegistry, builtin_tools
+
+
+def make_config(model_url: str | None, **sections: dict[str, Any]) -> Config:
+    raw: dict[str, Any] = dict(sections)
+    if model_url is not None:
+        raw["models"] = [{"id": "fake", "provider": "openai", "base_url": model_url,
+                          "api_key": "sk-test", "model": "fake-model"}]
+    return Config.model_validate(raw)
+
+
+def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) -> Engine:
+    db = Database(f"sqlite:///{tmp / 'hearth.db'}")
+    db.upgrade()
+    workspace = tmp / "workspace"
+    workspace.mkdir(exist_ok=True)
+    registry = ToolRegistry(builtin_tools() if tools is None else tools)
+    return Engine(db=db, config=config, models=ModelRegistry(config.models, config.chains.chat),
+                  tools=registry, workspace=workspace)
+
+
+async def turn(engine: Engine, key: str, text: str, timeout: float = 15) -> dict[str, Any]:
+    """Send a message and wait for its run to end; the run's view."""
+    admitted = engine.send(key, text)
+    await engine.bus.wait_run(admitted.run_id, timeout)
+    view = queries.run_status(engine.db, admitted.run_id)
+    assert view is not None and view["status"] not in ("admitted", "running"), view
+    return view
+
+
+def new_chat(engine: Engine) -> str:
+    return chats.open_chat(engine.db).session.key
+
+
+def events(engine: Engine, key: str) -> list[EventRow]:
+    with engine.db.read() as conn:
+        return transcript.window(conn, key, 10_000)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)

@@ -1,0 +1,267 @@
+"""The model/tool loop in-process: call order, parallelism, limits, endings."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from hearth.tools.base import Effect, ToolContext, ToolOutcome
+from tests.engine_harness import events, make_config, make_engine, new_chat, run, turn
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+
+
+class Sleeper:
+    """A read-only tool that sleeps for `seconds`, recording when it started and finished."""
+
+    description = "Sleep, then answer."
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}, "tag": {"type": "string"}},
+        "required": ["seconds", "tag"],
+    }
+    effect: Effect = "reads"
+
+    def __init__(self, name: str = "sleeper", parallel_safe: bool = True) -> None:
+        self.name = name
+        self.parallel_safe = parallel_safe
+        self.log: list[tuple[str, str, float]] = []
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        self.log.append(("start", args["tag"], time.monotonic()))
+        await asyncio.sleep(args["seconds"])
+        self.log.append(("end", args["tag"], time.monotonic()))
+        return ToolOutcome(output=f"slept {args['tag']}", receipt=f"Slept {args['tag']}.")
+
+
+def _calls(*specs: tuple[float, str]) -> list[Call]:
+    return [Call("sleeper", {"seconds": s, "tag": t}, id=f"c_{t}") for s, t in specs]
+
+
+def test_parallel_results_are_appended_in_call_order(tmp_path: Path,
+                                                     model_server: ScriptedModelServer) -> None:
+    tool = Sleeper()
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [tool])
+    model_server.push(Reply(tool_calls=_calls((0.6, "a"), (0.3, "b"), (0.0, "c"))),
+                      Reply(text="done"))
+
+    async def body() -> dict[str, Any]:
+        await engine.start()
+        key = new_chat(engine)
+        view = await turn(engine, key, "go")
+        view["events"] = events(engine, key)
+        await engine.close()
+        return view
+
+    view = run(body())
+    assert view["status"] == "complete"
+    ends = [tag for kind, tag, _ in tool.log if kind == "end"]
+    assert ends == ["c", "b", "a"]  # they finished out of order, so they ran in parallel
+    starts = [stamp for kind, _, stamp in tool.log if kind == "start"]
+    assert max(starts) - min(starts) < 0.2
+    results = [e.content["call_id"] for e in view["events"] if e.kind == "tool_result"]
+    assert results == ["c_a", "c_b", "c_c"]  # ...and were appended in the model's order
+    sent = model_server.requests[1].messages
+    assert [m.get("tool_call_id") for m in sent if m["role"] == "tool"] == ["c_a", "c_b", "c_c"]
+
+
+def test_a_batch_with_a_tool_that_forbids_parallel_runs_in_sequence(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    tool = Sleeper(parallel_safe=False)
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [tool])
+    model_server.push(Reply(tool_calls=_calls((0.2, "a"), (0.0, "b"))), Reply(text="ok"))
+
+    async def body() -> None:
+        await engine.start()
+        await turn(engine, new_chat(engine), "go")
+        await engine.close()
+
+    run(body())
+    assert [(k, t) for k, t, _ in tool.log] == [
+        ("start", "a"), ("end", "a"), ("start", "b"), ("end", "b")]
+
+
+def test_model_call_limit_ends_a_runaway_turn(tmp_path: Path,
+                                              model_server: ScriptedModelServer) -> None:
+    tool = Sleeper()
+    config = make_config(model_server.openai_base_url,
+                         limits={"max_model_calls_per_turn": 3})
+    engine = make_engine(tmp_path, config, [tool])
+    model_server.default = Reply(tool_calls=[Call("sleeper", {"seconds": 0, "tag": "x"})])
+
+    async def body() -> tuple[dict[str, Any], list[Any]]:
+        await engine.start()
+        key = new_chat(engine)
+        view = await turn(engine, key, "loop forever")
+        rows = events(engine, key)
+        await engine.close()
+        return view, rows
+
+    view, rows = run(body())
+    assert len(model_server.requests) == 3
+    assert view["status"] == "error" and view["ending"] == "model_call_limit"
+    assert "3 model calls" in view["sentence"]
+    assert rows[-1].kind == "notice" and rows[-1].content["text"] == view["sentence"]
+
+
+def test_tool_call_limit_refuses_the_batch_that_would_pass_it(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    tool = Sleeper()
+    config = make_config(model_server.openai_base_url, limits={"max_tool_calls_per_turn": 3})
+    engine = make_engine(tmp_path, config, [tool])
+    model_server.push(Reply(tool_calls=_calls((0, "a"), (0, "b"))),
+                      Reply(tool_calls=_calls((0, "c"), (0, "d"))))
+
+    async def body() -> tuple[dict[str, Any], list[Any]]:
+        await engine.start()
+        key = new_chat(engine)
+        view = await turn(engine, key, "go")
+        rows = events(engine, key)
+        await engine.close()
+        return view, rows
+
+    view, rows = run(body())
+    assert view["ending"] == "tool_call_limit" and "3 tool calls" in view["sentence"]
+    assert [t for k, t, _ in tool.log if k == "start"] == ["a", "b"]  # c and d never ran
+    refused = [e.content for e in rows if e.kind == "tool_result" and e.content["is_error"]]
+    assert [r["call_id"] for r in refused] == ["c_c", "c_d"]
+    assert len(view["tool_calls"]) == 2  # the ledger holds only what ran
+    assert len(model_server.requests) == 2
+
+
+def test_a_cut_off_stream_keeps_the_partial_and_says_so(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [Sleeper()])
+    model_server.push(Reply(text="one two three four five six", chunks=6, cut_after=2))
+
+    async def body() -> tuple[dict[str, Any], list[Any]]:
+        await engine.start()
+        key = new_chat(engine)
+        view = await turn(engine, key, "talk")
+        rows = events(engine, key)
+        await engine.close()
+        return view, rows
+
+    view, rows = run(body())
+    assert view["status"] == "error" and view["ending"] == "cut_off"
+    assert "cut off" in view["sentence"]
+    partial = [e for e in rows if e.kind == "assistant"]
+    assert len(partial) == 1
+    assert partial[0].content["text"] and "one two three four five six".startswith(
+        partial[0].content["text"])
+    assert partial[0].content["text"] != "one two three four five six"
+    assert partial[0].meta["partial"] is True
+    assert partial[0].meta["finish_reason"] == "incomplete"
+    assert rows[-1].kind == "notice"
+
+
+def test_a_cut_off_tool_request_runs_nothing(tmp_path: Path,
+                                             model_server: ScriptedModelServer) -> None:
+    tool = Sleeper()
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [tool])
+    model_server.push(Reply(tool_calls=_calls((0, "a"), (0, "b")), cut_after=2))
+
+    async def body() -> dict[str, Any]:
+        await engine.start()
+        view = await turn(engine, new_chat(engine), "go")
+        await engine.close()
+        return view
+
+    view = run(body())
+    assert view["ending"] == "cut_off"
+    assert tool.log == [] and view["tool_calls"] == []
+
+
+def test_unknown_tool_and_bad_arguments_answer_the_model(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    tool = Sleeper()
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [tool])
+    model_server.push(
+        Reply(tool_calls=[Call("nope", {}, id="x1"), Call("sleeper", {"seconds": 1}, id="x2"),
+                          Call("sleeper", "{not json", id="x3")]),
+        Reply(text="sorry"),
+    )
+
+    async def body() -> dict[str, Any]:
+        await engine.start()
+        view = await turn(engine, new_chat(engine), "go")
+        await engine.close()
+        return view
+
+    view = run(body())
+    assert view["status"] == "complete" and tool.log == []
+    results = {m["tool_call_id"]: m["content"] for m in model_server.requests[1].messages
+               if m["role"] == "tool"}
+    assert "no tool named 'nope'" in results["x1"]
+    assert "'tag' is required" in results["x2"]
+    assert "not valid JSON" in results["x3"]
+
+
+def test_an_empty_answer_is_resent_once_then_ends_with_a_sentence(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
+    model_server.push(Reply(text=""), Reply(text=""), Reply(text="late"))
+
+    async def body() -> dict[str, Any]:
+        await engine.start()
+        view = await turn(engine, new_chat(engine), "hello?")
+        await engine.close()
+        return view
+
+    view = run(body())
+    assert len(model_server.requests) == 2
+    assert view["ending"] == "no_answer" and view["sentence"] == "The model wrote no answer."
+
+
+def test_an_output_cap_with_no_answer_names_the_cap(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
+    model_server.push(Reply(text="", finish_reason="length"))
+
+    async def body() -> dict[str, Any]:
+        await engine.start()
+        view = await turn(engine, new_chat(engine), "write a novel")
+        await engine.close()
+        return view
+
+    view = run(body())
+    assert view["ending"] == "output_cap" and "8,192 tokens" in view["sentence"]
+
+
+def test_a_provider_error_ends_the_turn_with_its_status(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
+    model_server.push(Reply(status=500))
+
+    async def body() -> dict[str, Any]:
+        await engine.start()
+        view = await turn(engine, new_chat(engine), "hi")
+        await engine.close()
+        return view
+
+    view = run(body())
+    assert view["ending"] == "model_error" and "HTTP 500" in view["sentence"]
+    assert "sk-test" not in view["sentence"]
+
+
+def test_history_excludes_messages_queued_behind_the_run(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
+    model_server.push(Reply(text="first answer", delay=0.1), Reply(text="second answer"))
+
+    async def body() -> None:
+        await engine.start()
+        key = new_chat(engine)
+        first = engine.send(key, "first question")
+        second = engine.send(key, "second question")
+        assert second.status == "queued"
+        await engine.bus.wait_run(first.run_id, 10)
+        await engine.bus.wait_run(second.run_id, 10)
+        await engine.close()
+
+    run(body())
+    one = [m["content"] for m in model_server.requests[0].messages if m["role"] != "system"]
+    two = [m["content"] for m in model_server.requests[1].messages if m["role"] != "system"]
+    assert one == ["first question"]
+    assert two == ["first question", "first answer", "second question"]
