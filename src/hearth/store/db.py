@@ -13,8 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.pool import NullPool
 
@@ -52,6 +50,9 @@ class Database:
 
     def upgrade(self) -> None:
         """Apply every Alembic migration not yet applied (idempotent)."""
+        from alembic import command
+        from alembic.config import Config as AlembicConfig
+
         cfg = AlembicConfig()
         cfg.set_main_option("script_location", str(MIGRATIONS))
         with self.engine.connect() as conn:
