@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,6 +163,15 @@ def drain(url: str, last_run: dict[str, str], timeout: float = 300) -> float:
     return time.perf_counter() - start
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU the process has used so far (Linux /proc), None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -254,7 +263,7 @@ def run(args: argparse.Namespace) -> None:
                            f"[store]\nsynchronous = \"{args.synchronous}\"\n")
         gateway = Gateway(home).start()
         try:
-            measure(gateway.url, args)
+            measure(gateway, model, args)
         except Exception:
             print("\n--- gateway log ---\n" + gateway.output()[-4000:])
             raise
@@ -264,10 +273,13 @@ def run(args: argparse.Namespace) -> None:
         print(f"\n  the fake model answered {busy} model call(s) during the run")
 
 
-def measure(url: str, args: argparse.Namespace) -> None:
+def measure(gateway: Gateway, model: ScriptedModelServer, args: argparse.Namespace) -> None:
+    url, pid = gateway.url, gateway.proc.pid if gateway.proc else None
+    answer = model.default
     with client(url) as http:
-        keys = new_chats(http, args.chats + args.senders + 1)
-    one_keys, many_keys, warm_key = keys[:args.chats], keys[args.chats:-1], keys[-1]
+        keys = new_chats(http, 2 * args.chats + args.senders + 1)
+    one_keys, parked_keys = keys[:args.chats], keys[args.chats:2 * args.chats]
+    many_keys, warm_key = keys[2 * args.chats:-1], keys[-1]
 
     warm = one_sender(url, [warm_key], 30)  # imports, statement caches, connection pool
     drain(url, warm.last_run)
@@ -275,20 +287,55 @@ def measure(url: str, args: argparse.Namespace) -> None:
     report("Floor: GET /healthz, 1 client (HTTP + client overhead, no store work)", floor,
            targets=False)
 
+    cpu = cpu_seconds(pid)
     single = one_sender(url, one_keys, args.messages)
     report(f"1 sender: {args.messages} sequential messages over {len(one_keys)} chats "
-           "(turns running in the background)", single)
+           "(their turns running in the background)", single)
     waited = drain(url, single.last_run)
-    print(f"  (the turns behind them finished {waited:.1f} s after the last ACK)")
+    gateway_cpu(pid, cpu, len(single.latencies), waited)
 
     dup = duplicates(url, single.sent, args.duplicates)
-    report(f"Duplicate: the same client_message_id again, 1 sender, {args.duplicates} times", dup)
+    report(f"Duplicate: the same client_message_id again, 1 sender, {len(dup.latencies)} times",
+           dup)
 
+    # Diagnostic: the same sends while the turns wait on the model (they hold no CPU), so the
+    # figure is admission alone: HTTP + validation + the store transaction.
+    release = threading.Event()
+    model.default = Reply(text=answer.text, hold=release)
+    parked_n = min(args.messages, 200)
+    cpu = cpu_seconds(pid)
+    parked = one_sender(url, parked_keys, parked_n)
+    cpu_parked = cpu_seconds(pid)
+    model.default = answer
+    release.set()
+    report(f"Diagnostic, 1 sender, turns parked: {parked_n} messages over {len(parked_keys)} "
+           "chats while every turn waits on the model (admission alone)", parked)
+    if cpu is not None and cpu_parked is not None and parked.latencies:
+        print(f"  gateway CPU per admission: {(cpu_parked - cpu) / len(parked.latencies) * 1e3:.2f}"
+              " ms")
+    drain(url, parked.last_run)
+
+    cpu = cpu_seconds(pid)
     many, wall = many_senders(url, many_keys, args.per_sender)
     report(f"{len(many_keys)} senders: {args.per_sender} messages each to its own chat, "
-           "all at once (threads, one keep-alive httpx.Client each)", many, wall)
+           "all at once, back to back (threads, one keep-alive httpx.Client each)", many, wall)
+    if many.latencies:
+        per = wall / len(many.latencies) * 1000
+        print(f"  closed loop: {len(many_keys)} requests always in flight, so mean latency ~= "
+              f"{len(many_keys)} x {per:.2f} ms (wall per ACK) = {len(many_keys) * per:.0f} ms; "
+              f"p50 <= {P50_TARGET_MS:g} ms here needs <= "
+              f"{P50_TARGET_MS / len(many_keys) * 1000:.0f} us of gateway time per ACK")
     waited = drain(url, many.last_run)
-    print(f"  (the turns behind them finished {waited:.1f} s after the last ACK)")
+    gateway_cpu(pid, cpu, len(many.latencies), waited)
+
+
+def gateway_cpu(pid: int | None, before: float | None, messages: int, waited: float) -> None:
+    after = cpu_seconds(pid)
+    line = f"  (the turns behind them finished {waited:.1f} s after the last ACK"
+    if before is not None and after is not None and messages:
+        line += (f"; gateway CPU per message, admission and its turn: "
+                 f"{(after - before) / messages * 1e3:.1f} ms")
+    print(line + ")")
 
 
 def main() -> int:

@@ -164,3 +164,25 @@ def test_sse_live_stream_sends_each_message_once_with_deltas_and_done(
     assert offsets == sorted(offsets) and offsets[0] == 0
     assert frames[-1] == {"type": "done", "run_id": run_id, "outcome": "complete",
                           "ending": "complete", "sentence": "The agent answered."}
+
+
+def test_a_stop_ends_open_event_streams_at_once(gateway: Gateway) -> None:
+    api = gateway.client()
+    key = api.new_chat()
+    ended = threading.Event()
+
+    def listen() -> None:
+        try:
+            api.frames(key, after=0, until=lambda f: False, timeout=30)
+        except httpx.HTTPError:
+            pass
+        ended.set()
+
+    threading.Thread(target=listen, daemon=True).start()
+    time.sleep(0.5)
+    begun = time.monotonic()
+    gateway.stop()
+    assert gateway.proc is not None
+    assert gateway.proc.returncode in (0, -15)  # uvicorn re-raises the SIGTERM it handled
+    assert time.monotonic() - begun < 5  # not the 10 s grace period
+    assert ended.wait(5)

@@ -309,8 +309,10 @@ def test_a_run_is_finished_once(db: Database) -> None:
     assert (done.status, done.ending, done.sentence) == (
         "complete", "complete", "The agent answered.")
     assert done.ended and done.ended_at is not None
+    waiting = new_run(db, "s1")
     with db.write() as conn, pytest.raises(ValueError):
-        runs.finish(conn, new_run(db, "s1").run_id, status="running", ending="x", sentence="x")
+        runs.finish(conn, waiting.run_id, status="running", ending="x", sentence="x")
+    assert get_run(db, waiting.run_id).status == "admitted"
 
 
 def test_sessions_with_admitted_are_ordered_by_their_oldest_waiting_run(db: Database) -> None:

@@ -31,9 +31,8 @@ def gateway(
     port: Annotated[int | None, typer.Option(help="Port to listen on")] = None,
 ) -> None:
     """Run the gateway (HTTP API, turns, live events) in the foreground."""
-    import uvicorn
-
     from hearth.web.app import create_app
+    from hearth.web.server import serve
 
     home, config = _load()
     logging.basicConfig(
@@ -43,8 +42,7 @@ def gateway(
     bind_port = port or config.gateway.port
     application = create_app(home, config)
     typer.echo(f"Hearth gateway on http://{bind_host}:{bind_port} (home {home.root})", err=True)
-    uvicorn.run(application, host=bind_host, port=bind_port, log_level="warning",
-                timeout_graceful_shutdown=10)
+    serve(application, host=bind_host, port=bind_port)
 
 
 @app.command()

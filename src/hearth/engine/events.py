@@ -54,6 +54,15 @@ class Bus:
                 sub.queue.get_nowait()
                 sub.queue.put_nowait(None)  # tells the reader to end; the client replays
 
+    def close(self) -> None:
+        """End every live stream (the gateway is stopping); clients reconnect with after=."""
+        for subs in list(self._subs.values()):
+            for sub in list(subs):
+                self.unsubscribe(sub)
+                if sub.queue.full():
+                    sub.queue.get_nowait()
+                sub.queue.put_nowait(None)
+
     def delta(self, session_key: str, run_id: str, text: str) -> None:
         """Publish streamed text, remembering the run's text so far for late subscribers."""
         current_run, so_far = self._streaming.get(session_key, (run_id, ""))
