@@ -265,3 +265,35 @@ def test_history_excludes_messages_queued_behind_the_run(
     two = [m["content"] for m in model_server.requests[1].messages if m["role"] != "system"]
     assert one == ["first question"]
     assert two == ["first question", "first answer", "second question"]
+
+
+def test_a_run_that_lost_its_writer_claim_cannot_write(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    import threading
+
+    from hearth.store import sessions as session_store
+
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
+    release, started = threading.Event(), threading.Event()
+    model_server.push(Reply(text="too late", hold=release, started=started))
+
+    async def body() -> tuple[dict[str, Any], list[Any]]:
+        await engine.start()
+        key = new_chat(engine)
+        admitted = engine.send(key, "hi")
+        assert await asyncio.to_thread(started.wait, 10)
+        with engine.db.write() as conn:  # another writer takes the chat (e.g. a second process)
+            session_store.release_writer(conn, key, admitted.run_id)
+            assert session_store.claim_writer(conn, key, "run_intruder")
+        release.set()
+        await engine.bus.wait_run(admitted.run_id, 10)
+        from hearth.engine import queries
+        view = queries.run_status(engine.db, admitted.run_id)
+        rows = events(engine, key)
+        await engine.close()
+        assert view is not None
+        return view, rows
+
+    view, rows = run(body())
+    assert view["status"] == "error" and view["ending"] == "stale"
+    assert [e.kind for e in rows] == ["user"]  # the answer was not written

@@ -13,6 +13,7 @@ from sqlalchemy import Connection
 
 from hearth.engine.endings import message_frame
 from hearth.engine.events import Bus
+from hearth.errors import Refusal
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import transcript
@@ -22,12 +23,8 @@ MAX_TEXT_BYTES = 1024 * 1024
 MAX_CLIENT_ID = 200
 
 
-class AdmissionError(Exception):
-    def __init__(self, code: str, status: int, sentence: str) -> None:
-        super().__init__(sentence)
-        self.code = code
-        self.status = status
-        self.sentence = sentence
+class AdmissionError(Refusal):
+    """A message that cannot be admitted; nothing of it was written."""
 
 
 @dataclass(frozen=True)

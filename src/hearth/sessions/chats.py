@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
+from hearth.errors import Refusal
 from hearth.sessions.naming import NAME_PATTERN, chat_number_of, next_chat_name
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
@@ -29,14 +30,8 @@ LISTED_MODES = ("persistent",)
 MODE_TITLES = {"incognito": "Incognito chat", "temporary": "Temporary chat"}
 
 
-class ChatError(Exception):
-    """A request about a chat that cannot be done; `code` and `status` say how to answer."""
-
-    def __init__(self, code: str, status: int, sentence: str) -> None:
-        super().__init__(sentence)
-        self.code = code
-        self.status = status
-        self.sentence = sentence
+class ChatError(Refusal):
+    """A request about a chat that cannot be done."""
 
 
 @dataclass(frozen=True)

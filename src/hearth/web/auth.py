@@ -6,7 +6,7 @@ import hmac
 
 from fastapi import Request
 
-from hearth.web.errors import ApiError
+from hearth.errors import Refusal
 
 
 def require_token(request: Request) -> None:
@@ -14,8 +14,8 @@ def require_token(request: Request) -> None:
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
-        raise ApiError(401, "unauthorized",
+        raise Refusal("unauthorized", 401,
                        "This needs the gateway's token: send 'Authorization: Bearer <token>' "
                        "(`hearth token` prints it).")
     if not hmac.compare_digest(given.strip().encode(), expected.encode()):
-        raise ApiError(401, "unauthorized", "The token is not this gateway's token.")
+        raise Refusal("unauthorized", 401, "The token is not this gateway's token.")

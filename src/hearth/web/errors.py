@@ -9,6 +9,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from hearth.errors import Refusal
+
 log = logging.getLogger(__name__)
 
 _HTTP_CODES = {
@@ -16,16 +18,6 @@ _HTTP_CODES = {
     405: "method_not_allowed", 409: "conflict", 413: "request_too_large",
     422: "invalid_request", 429: "too_many_requests",
 }
-
-
-class ApiError(Exception):
-    """Raised by a route to answer with the envelope."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
 
 
 def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None
@@ -47,9 +39,9 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
 
 
 def install(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return envelope(exc.status, exc.code, exc.message)
+    @app.exception_handler(Refusal)
+    async def _refusal(_request: Request, exc: Refusal) -> JSONResponse:
+        return envelope(exc.status, exc.code, exc.sentence)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -19,9 +19,7 @@ from hearth.engine.endings import message_frame
 from hearth.engine.events import Subscription
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
-from hearth.sessions.chats import ChatError
 from hearth.web.deps import engine_of
-from hearth.web.errors import ApiError
 
 router = APIRouter()
 EngineDep = Annotated[Engine, Depends(engine_of)]
@@ -41,10 +39,7 @@ async def session_events(
     after: Annotated[int | None, Query(ge=0)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    try:
-        session = chats.get_chat(engine.db, key)
-    except ChatError as error:
-        raise ApiError(error.status, error.code, error.sentence) from error
+    session = chats.get_chat(engine.db, key)
     if after is None and last_event_id is not None and last_event_id.isdigit():
         after = int(last_event_id)
     start = session.last_seq if after is None else after

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Query
 
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
+from hearth.errors import Refusal
 from hearth.web.deps import engine_of
-from hearth.web.errors import ApiError
 
 router = APIRouter()
 EngineDep = Annotated[Engine, Depends(engine_of)]
@@ -18,7 +18,7 @@ EngineDep = Annotated[Engine, Depends(engine_of)]
 def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
     view = queries.run_status(engine.db, run_id)
     if view is None:
-        raise ApiError(404, "run_not_found", f"There is no run {run_id!r}.")
+        raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
     return view
 
 

@@ -8,13 +8,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine.admission import AdmissionError
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
+from hearth.errors import Refusal
 from hearth.sessions import chats
-from hearth.sessions.chats import ChatError
 from hearth.web.deps import engine_of
-from hearth.web.errors import ApiError
 
 router = APIRouter()
 EngineDep = Annotated[Engine, Depends(engine_of)]
@@ -40,23 +38,16 @@ class SendMessage(BaseModel):
     client_message_id: str | None = None
 
 
-def _chat_error(error: ChatError) -> ApiError:
-    return ApiError(error.status, error.code, error.sentence)
-
-
 @router.post("/api/sessions")
 async def create_session(engine: EngineDep, body: CreateSession | None = None) -> JSONResponse:
     body = body or CreateSession()
     if body.model is not None and body.model not in engine.deps.models.ids():
         known = ", ".join(engine.deps.models.ids()) or "none are set up"
-        raise ApiError(422, "unknown_model", f"There is no model {body.model!r} ({known}).")
-    try:
-        opened = chats.open_chat(
-            engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
-            model=body.model, workspace_dir=body.workspace_dir,
-        )
-    except ChatError as error:
-        raise _chat_error(error) from error
+        raise Refusal("unknown_model", 422, f"There is no model {body.model!r} ({known}).")
+    opened = chats.open_chat(
+        engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
+        model=body.model, workspace_dir=body.workspace_dir,
+    )
     return JSONResponse(session_view(opened.session), status_code=201 if opened.created else 200)
 
 
@@ -67,10 +58,7 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=500)] = None,
 ) -> dict[str, Any]:
-    try:
-        rows, next_cursor = chats.list_chats(engine.db, limit=limit, query=q, cursor=cursor)
-    except ChatError as error:
-        raise _chat_error(error) from error
+    rows, next_cursor = chats.list_chats(engine.db, limit=limit, query=q, cursor=cursor)
     return {"sessions": [session_view(r) for r in rows], "next_cursor": next_cursor}
 
 
@@ -81,10 +69,7 @@ async def get_session(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before: Annotated[int | None, Query(ge=1)] = None,
 ) -> dict[str, Any]:
-    try:
-        window = chats.read_chat(engine.db, key, limit=limit, before=before)
-    except ChatError as error:
-        raise _chat_error(error) from error
+    window = chats.read_chat(engine.db, key, limit=limit, before=before)
     current = window.current_run
     return {
         "session": session_view(window.session),
@@ -96,10 +81,7 @@ async def get_session(
 
 @router.patch("/api/sessions/{key}")
 async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict[str, Any]:
-    try:
-        row = chats.rename(engine.db, key, body.title.strip() or body.title)
-    except ChatError as error:
-        raise _chat_error(error) from error
+    row = chats.rename(engine.db, key, body.title.strip() or body.title)
     return session_view(row)
 
 
@@ -107,10 +89,7 @@ async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict
 async def send_message(
     key: str, body: SendMessage, engine: EngineDep, request: Request
 ) -> JSONResponse:
-    try:
-        admitted = engine.send(key, body.text, client_message_id=body.client_message_id)
-    except AdmissionError as error:
-        raise ApiError(error.status, error.code, error.sentence) from error
+    admitted = engine.send(key, body.text, client_message_id=body.client_message_id)
     payload = {"run_id": admitted.run_id, "status": admitted.status, "seq": admitted.seq,
                "duplicate": admitted.duplicate}
     return JSONResponse(payload, status_code=202)
