@@ -61,3 +61,19 @@ def events(engine: Engine, key: str) -> list[EventRow]:
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+def one_turn(engine: Engine, text: str) -> tuple[dict[str, Any], list[EventRow]]:
+    """Start the engine, run one message in a new chat, close: the run and the transcript."""
+
+    async def body() -> tuple[dict[str, Any], list[EventRow]]:
+        await engine.start()
+        try:
+            key = new_chat(engine)
+            view = await turn(engine, key, text)
+            return view, events(engine, key)
+        finally:
+            await engine.close()
+
+    result: tuple[dict[str, Any], list[EventRow]] = asyncio.run(body())
+    return result

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from hearth.tools.base import Effect, ToolContext, ToolOutcome
-from tests.engine_harness import events, make_config, make_engine, new_chat, run, turn
+from tests.engine_harness import (
+    events,
+    make_config,
+    make_engine,
+    new_chat,
+    one_turn,
+    run,
+    turn,
+)
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
 
@@ -72,12 +80,7 @@ def test_a_batch_with_a_tool_that_forbids_parallel_runs_in_sequence(
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [tool])
     model_server.push(Reply(tool_calls=_calls((0.2, "a"), (0.0, "b"))), Reply(text="ok"))
 
-    async def body() -> None:
-        await engine.start()
-        await turn(engine, new_chat(engine), "go")
-        await engine.close()
-
-    run(body())
+    one_turn(engine, "go")
     assert [(k, t) for k, t, _ in tool.log] == [
         ("start", "a"), ("end", "a"), ("start", "b"), ("end", "b")]
 
@@ -90,15 +93,7 @@ def test_model_call_limit_ends_a_runaway_turn(tmp_path: Path,
     engine = make_engine(tmp_path, config, [tool])
     model_server.default = Reply(tool_calls=[Call("sleeper", {"seconds": 0, "tag": "x"})])
 
-    async def body() -> tuple[dict[str, Any], list[Any]]:
-        await engine.start()
-        key = new_chat(engine)
-        view = await turn(engine, key, "loop forever")
-        rows = events(engine, key)
-        await engine.close()
-        return view, rows
-
-    view, rows = run(body())
+    view, rows = one_turn(engine, "loop forever")
     assert len(model_server.requests) == 3
     assert view["status"] == "error" and view["ending"] == "model_call_limit"
     assert "3 model calls" in view["sentence"]
@@ -113,15 +108,7 @@ def test_tool_call_limit_refuses_the_batch_that_would_pass_it(
     model_server.push(Reply(tool_calls=_calls((0, "a"), (0, "b"))),
                       Reply(tool_calls=_calls((0, "c"), (0, "d"))))
 
-    async def body() -> tuple[dict[str, Any], list[Any]]:
-        await engine.start()
-        key = new_chat(engine)
-        view = await turn(engine, key, "go")
-        rows = events(engine, key)
-        await engine.close()
-        return view, rows
-
-    view, rows = run(body())
+    view, rows = one_turn(engine, "go")
     assert view["ending"] == "tool_call_limit" and "3 tool calls" in view["sentence"]
     assert [t for k, t, _ in tool.log if k == "start"] == ["a", "b"]  # c and d never ran
     refused = [e.content for e in rows if e.kind == "tool_result" and e.content["is_error"]]
@@ -135,15 +122,7 @@ def test_a_cut_off_stream_keeps_the_partial_and_says_so(
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [Sleeper()])
     model_server.push(Reply(text="one two three four five six", chunks=6, cut_after=2))
 
-    async def body() -> tuple[dict[str, Any], list[Any]]:
-        await engine.start()
-        key = new_chat(engine)
-        view = await turn(engine, key, "talk")
-        rows = events(engine, key)
-        await engine.close()
-        return view, rows
-
-    view, rows = run(body())
+    view, rows = one_turn(engine, "talk")
     assert view["status"] == "error" and view["ending"] == "cut_off"
     assert "cut off" in view["sentence"]
     partial = [e for e in rows if e.kind == "assistant"]
@@ -162,13 +141,7 @@ def test_a_cut_off_tool_request_runs_nothing(tmp_path: Path,
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [tool])
     model_server.push(Reply(tool_calls=_calls((0, "a"), (0, "b")), cut_after=2))
 
-    async def body() -> dict[str, Any]:
-        await engine.start()
-        view = await turn(engine, new_chat(engine), "go")
-        await engine.close()
-        return view
-
-    view = run(body())
+    view, _ = one_turn(engine, "go")
     assert view["ending"] == "cut_off"
     assert tool.log == [] and view["tool_calls"] == []
 
@@ -183,13 +156,7 @@ def test_unknown_tool_and_bad_arguments_answer_the_model(
         Reply(text="sorry"),
     )
 
-    async def body() -> dict[str, Any]:
-        await engine.start()
-        view = await turn(engine, new_chat(engine), "go")
-        await engine.close()
-        return view
-
-    view = run(body())
+    view, _ = one_turn(engine, "go")
     assert view["status"] == "complete" and tool.log == []
     results = {m["tool_call_id"]: m["content"] for m in model_server.requests[1].messages
                if m["role"] == "tool"}
@@ -203,13 +170,7 @@ def test_an_empty_answer_is_resent_once_then_ends_with_a_sentence(
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
     model_server.push(Reply(text=""), Reply(text=""), Reply(text="late"))
 
-    async def body() -> dict[str, Any]:
-        await engine.start()
-        view = await turn(engine, new_chat(engine), "hello?")
-        await engine.close()
-        return view
-
-    view = run(body())
+    view, _ = one_turn(engine, "hello?")
     assert len(model_server.requests) == 2
     assert view["ending"] == "no_answer" and view["sentence"] == "The model wrote no answer."
 
@@ -219,13 +180,7 @@ def test_an_output_cap_with_no_answer_names_the_cap(
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
     model_server.push(Reply(text="", finish_reason="length"))
 
-    async def body() -> dict[str, Any]:
-        await engine.start()
-        view = await turn(engine, new_chat(engine), "write a novel")
-        await engine.close()
-        return view
-
-    view = run(body())
+    view, _ = one_turn(engine, "write a novel")
     assert view["ending"] == "output_cap" and "8,192 tokens" in view["sentence"]
 
 
@@ -234,13 +189,7 @@ def test_a_provider_error_ends_the_turn_with_its_status(
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
     model_server.push(Reply(status=500))
 
-    async def body() -> dict[str, Any]:
-        await engine.start()
-        view = await turn(engine, new_chat(engine), "hi")
-        await engine.close()
-        return view
-
-    view = run(body())
+    view, _ = one_turn(engine, "hi")
     assert view["ending"] == "model_error" and "HTTP 500" in view["sentence"]
     assert "sk-test" not in view["sentence"]
 
