@@ -139,9 +139,11 @@ def test_a_cut_off_tool_request_runs_nothing(tmp_path: Path,
                                              model_server: ScriptedModelServer) -> None:
     tool = Sleeper()
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [tool])
-    model_server.push(Reply(tool_calls=_calls((0, "a"), (0, "b")), cut_after=2))
+    cut = Reply(tool_calls=_calls((0, "a"), (0, "b")), cut_after=2)
+    model_server.push(cut, cut)
 
     view, _ = one_turn(engine, "go")
+    assert len(model_server.requests) == 2  # nothing was shown, so it was asked once more
     assert view["ending"] == "cut_off"
     assert tool.log == [] and view["tool_calls"] == []
 
@@ -175,12 +177,17 @@ def test_an_empty_answer_is_resent_once_then_ends_with_a_sentence(
     assert view["ending"] == "no_answer" and view["sentence"] == "The model wrote no answer."
 
 
-def test_an_output_cap_with_no_answer_names_the_cap(
+def test_an_output_cap_with_no_answer_asks_once_for_brevity_then_names_the_cap(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
-    model_server.push(Reply(text="", finish_reason="length"))
+    capped = Reply(text="", finish_reason="length")
+    model_server.push(capped, capped)
 
     view, _ = one_turn(engine, "write a novel")
+    assert len(model_server.requests) == 2
+    note = model_server.requests[1].messages[-1]
+    assert note["role"] == "system" and "briefly" in note["content"]
+    assert len(model_server.requests[0].messages) == 2  # the note was on one request only
     assert view["ending"] == "output_cap" and "8,192 tokens" in view["sentence"]
 
 

@@ -34,6 +34,7 @@ class GatewayConfig(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
     max_concurrent_turns: int = Field(4, ge=1, le=256)
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
 
 
 class ModelConfig(_Section):
@@ -69,6 +70,8 @@ class LimitsConfig(_Section):
     recovery_attempts: int = Field(3, ge=0)
     history_messages: int = Field(200, ge=2)
     shell_timeout_seconds: float = Field(60.0, gt=0)
+    turn_timeout_seconds: float = Field(0.0, ge=0)  # 0: a turn runs until it is done
+    unattended_idle_seconds: float = Field(900.0, gt=0)
     tool_output_chars: int = Field(50_000, ge=1000)
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 from hearth.engine.endings import message_frame
 from hearth.engine.events import Bus
 from hearth.errors import Refusal
+from hearth.faults import crash_point
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import transcript
@@ -63,6 +64,7 @@ def admit(
     *,
     client_message_id: str | None = None,
     source_channel: str | None = None,
+    kind: str = "chat",
 ) -> Admitted:
     """Persist the message and its run; the caller dispatches the session's lane after."""
     validate(text, client_message_id)
@@ -85,8 +87,9 @@ def admit(
             idempotency_key=idem, source_channel=source_channel,
         )
         run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
-                         generation=session.generation, user_event_seq=event.seq)
+                         generation=session.generation, user_event_seq=event.seq, kind=kind)
         queued = run_store.active_count(conn, session_key) > 1
+    crash_point("queued" if queued else "admitted")
     bus.publish(session_key, message_frame(event))
     return Admitted(run_id, "queued" if queued else "started", False, session_key, event.seq)
 

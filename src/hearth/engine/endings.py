@@ -91,6 +91,53 @@ def interrupted() -> Ending:
     )
 
 
+def abandoned(attempts: int) -> Ending:
+    return Ending(
+        "abandoned", "abandoned",
+        f"This turn was interrupted by {attempts} restarts in a row, so Hearth gave up on it "
+        "rather than try again. What it did is above; the chat is free for your next message.",
+    )
+
+
+def stopped() -> Ending:
+    return Ending("stopped", "stopped", "You stopped this turn.")
+
+
+def connection_lost(sentence: str, tries: int) -> Ending:
+    return Ending(
+        "connection_lost", "error",
+        f"The connection to the model was lost before it answered ({sentence}); the message "
+        f"was sent {tries} times. Send it again to retry.",
+    )
+
+
+def connection_lost_after_steps(steps: int) -> Ending:
+    noun = "step" if steps == 1 else "steps"
+    return Ending(
+        "connection_lost", "error",
+        f"The connection to the model closed after {steps} {noun} of this turn that may have "
+        "changed something, so your message was not sent again: that could repeat them. "
+        "Send it again to retry.",
+    )
+
+
+def idle(minutes: float, steps: int) -> Ending:
+    noun = "step" if steps == 1 else "steps"
+    return Ending(
+        "no_progress", "error",
+        f"This turn was stopped after {minutes:g} minutes with no progress, {steps} {noun} in. "
+        "What it did is above, and the chat is free for your next message.",
+    )
+
+
+def time_limit(seconds: float) -> Ending:
+    return Ending(
+        "time_limit", "error",
+        f"The agent did not finish within the turn's time limit ({seconds:g} s), so the turn "
+        "was stopped. What it did is above; its late answer is dropped.",
+    )
+
+
 def internal(error: BaseException) -> Ending:
     return Ending(
         "internal_error", "error",

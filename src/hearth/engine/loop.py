@@ -1,19 +1,26 @@
 """The model/tool loop: model call, tool batch, model call… until an answer or a limit.
 
-Each model call streams through the call guard; its text is published as deltas. An answer
-that asks for tools is recorded (its text, then one event per call), the batch runs, and the
-results go back to the model. The loop ends with an `Ending`; the final answer is appended at
-most once (its idempotency key is the run's).
+Each model call streams through the call guard; its text is published as deltas and
+checkpointed on the run at least every second. An answer that asks for tools is recorded (its
+text, then one event per call), the batch runs, and the results go back to the model. The
+endings table's retries live here, each used at most once a turn: an answer cut off before
+anything was shown, an output cap hit with nothing written, tools run and no reply written, an
+empty answer; a connection lost before an answer is resent up to three times unless a step
+that may have changed something was finished. The final answer is appended at most once (its
+idempotency key is the run's).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 
 from hearth.engine import endings, record
 from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
 from hearth.engine.toolbatch import run_batch
+from hearth.faults import crash_point
 from hearth.models import guard
 from hearth.models.types import (
     AnswerCutOff,
@@ -21,12 +28,26 @@ from hearth.models.types import (
     Message,
     ModelError,
     ModelRequest,
+    ProviderUnreachable,
     TextDelta,
     ToolCall,
     ToolSpec,
 )
+from hearth.store import ledger
+from hearth.store import runs as run_store
 
 NOT_RUN_LIMIT = "Not run: the turn reached its tool call limit (limits.max_tool_calls_per_turn)."
+BRIEF_NOTE = (
+    "Your previous reply ran out of output room before it said anything. Answer now, briefly "
+    "and directly, without long reasoning."
+)
+REPLY_OWED_NOTE = (
+    "You ran tools for this message but wrote no reply. Write your reply to the user now, "
+    "from what the tools returned."
+)
+CHECKPOINT_SECONDS = 1.0
+RESEND_LIMIT = 3
+RESEND_BACKOFF = (0.5, 1.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -36,34 +57,51 @@ class Answer:
 
 
 async def drive(turn: Turn, messages: list[Message]) -> Ending:
+    note: str | None = None  # said on the next request only, never kept in the history
     while True:
         if turn.model_calls >= turn.limits.max_model_calls_per_turn:
             return endings.model_call_limit(turn.limits.max_model_calls_per_turn)
         turn.model_calls += 1
+        request = [*messages, Message("system", note)] if note else messages
+        note = None
         try:
-            answer = await stream_answer(turn, messages)
+            answer = await stream_answer(turn, request)
         except AnswerCutOff as cut:
-            _keep_partial(turn, cut)
+            if not turn.streamed and turn.once("cut_off"):
+                continue  # nothing of it was shown: asked once more, on its own
+            keep_partial(turn, cut.code)
             return endings.cut_off(cut.sentence)
+        except ProviderUnreachable as lost:
+            retry = await _after_lost_connection(turn, lost)
+            if isinstance(retry, Ending):
+                return retry
+            continue
         except ModelError as error:
-            _keep_partial(turn, error)
+            keep_partial(turn, error.code)
             return endings.model_error(error.sentence)
-        calls = answer.done.tool_calls
-        if calls:
-            step = await _tool_step(turn, answer, calls)
+        if answer.done.tool_calls:
+            step = await _tool_step(turn, answer, answer.done.tool_calls)
             if isinstance(step, Ending):
                 return step
-            messages = [*messages, Message("assistant", answer.text, calls), *step]
+            messages = [*messages, Message("assistant", answer.text, answer.done.tool_calls),
+                        *step]
             continue
         if answer.text:
             _append_final(turn, answer)
             return endings.complete()
         if answer.done.finish_reason == "length":
+            if turn.once("output_cap"):
+                note = BRIEF_NOTE
+                continue
             return endings.output_cap(_cap_of(turn))
-        if turn.tool_calls == 0 and not turn.resent_empty:
-            turn.resent_empty = True  # wrote nothing and ran nothing: resend once, silently
-            continue
-        return endings.no_answer(turn.tool_calls)
+        if turn.tool_calls:
+            if turn.once("reply_owed"):
+                note = REPLY_OWED_NOTE
+                continue
+            return endings.no_answer(turn.tool_calls)
+        if turn.once("empty"):
+            continue  # wrote nothing and ran nothing: resent once, silently
+        return endings.no_answer(0)
 
 
 async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
@@ -71,10 +109,18 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
     request = ModelRequest(messages=messages, tools=specs if turn.offer_tools else [])
     turn.streamed = ""
     done: Completed | None = None
+    saved_at = time.monotonic()
     async for event in guard.stream(turn.provider, request):
+        turn.touch()
         if isinstance(event, TextDelta):
+            first = not turn.streamed
             turn.streamed += event.text
             turn.bus.delta(turn.session_key, turn.run_id, event.text)
+            if first:
+                crash_point("mid_stream")
+            if time.monotonic() - saved_at >= CHECKPOINT_SECONDS:
+                checkpoint(turn)
+                saved_at = time.monotonic()
         else:
             done = event
     if done is None:  # an adapter must raise AnswerCutOff instead; hold the rule here too
@@ -82,6 +128,36 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
     return Answer(turn.streamed, done)
+
+
+def checkpoint(turn: Turn) -> None:
+    """Keep what has streamed so far on the run, so a crash does not lose it."""
+    with turn.db.write() as conn:
+        run_store.checkpoint(conn, turn.run_id, turn.streamed or None)
+    turn.checkpointed = bool(turn.streamed)
+
+
+def keep_partial(turn: Turn, why: str) -> None:
+    """Append what streamed of an answer that did not finish, marked partial."""
+    if not turn.streamed:
+        return
+    meta = {"finish_reason": "incomplete", "partial": True, "cut_off": why,
+            "turn_telemetry": turn.telemetry()}
+    record.append(turn, "assistant", {"text": turn.streamed}, meta=meta)
+    turn.streamed = ""
+
+
+async def _after_lost_connection(turn: Turn, lost: ProviderUnreachable) -> Ending | None:
+    with turn.db.read() as conn:
+        changed = ledger.changed_something(conn, turn.run_id)
+    if changed:
+        return endings.connection_lost_after_steps(changed)
+    if turn.resends >= RESEND_LIMIT:
+        return endings.connection_lost(lost.sentence, turn.resends + 1)
+    await asyncio.sleep(RESEND_BACKOFF[turn.resends])
+    turn.resends += 1
+    turn.model_calls -= 1  # a resend is the same call again, not another step
+    return None
 
 
 async def _tool_step(
@@ -95,6 +171,8 @@ async def _tool_step(
         ("tool_call", {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}, {})
         for c in calls
     ])
+    checkpoint_cleared(turn)
+    crash_point("tools_requested")
     limit = turn.limits.max_tool_calls_per_turn
     if turn.tool_calls + len(calls) > limit:
         record.append_many(turn, [
@@ -107,18 +185,21 @@ async def _tool_step(
     return await run_batch(turn, calls)
 
 
+def checkpoint_cleared(turn: Turn) -> None:
+    """The streamed text is recorded now; the run's checkpoint of it is no longer needed."""
+    turn.streamed = ""
+    if turn.checkpointed:
+        with turn.db.write() as conn:
+            run_store.checkpoint(conn, turn.run_id, None)
+        turn.checkpointed = False
+
+
 def _append_final(turn: Turn, answer: Answer) -> None:
     meta = {"finish_reason": answer.done.finish_reason, "turn_telemetry": turn.telemetry()}
     record.append(turn, "assistant", {"text": answer.text}, meta=meta,
                   idempotency_key=f"final:{turn.run_id}")
-
-
-def _keep_partial(turn: Turn, error: ModelError) -> None:
-    if not turn.streamed:
-        return
-    meta = {"finish_reason": "incomplete", "partial": True, "cut_off": error.code,
-            "turn_telemetry": turn.telemetry()}
-    record.append(turn, "assistant", {"text": turn.streamed}, meta=meta)
+    turn.streamed = ""
+    crash_point("answer_persisted")
 
 
 def _cap_of(turn: Turn) -> int | None:

@@ -1,19 +1,22 @@
 """The engine: composes the store, the live bus, the lanes, models and tools.
 
-It owns the gateway's turn machinery for one process: `start` settles what a previous process
-left and re-queues admitted runs in order; `send` admits a message and wakes its lane;
-`close` stops taking runs.
+It owns the gateway's turn machinery for one process: `start` recovers what a previous process
+left (before anything is served) and re-queues admitted runs in order; `send` admits a message
+and wakes its lane; `stop` ends a chat's running turn; `close` stops admitting, lets running
+turns finish within the grace period, and leaves the rest to be resumed by the next start.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from hearth.config import Config
-from hearth.engine import admission, endings
-from hearth.engine.admission import Admitted
+from hearth.engine import admission, endings, recovery
+from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.events import Bus
+from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
 from hearth.models.registry import ModelRegistry
 from hearth.sessions.lanes import Lanes
@@ -38,37 +41,61 @@ class Engine:
         self.db = db
         self.config = config
         self.bus = Bus()
+        self.active = ActiveTurns()
         self.deps = TurnDeps(db=db, bus=self.bus, config=config, models=models, tools=tools,
-                             default_workspace=workspace)
+                             default_workspace=workspace, active=self.active)
         self.lanes: Lanes | None = None
+        self.accepting = False
 
     async def start(self) -> None:
-        """Settle runs a previous process left running, then re-queue admitted ones in order."""
+        """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""
+        begun = time.monotonic()
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
         with self.db.write() as conn:
             session_store.release_all_writers(conn)
-            left_running = run_store.with_status(conn, "running")
-        for run in left_running:
-            endings.settle(self.db, self.bus, session_key=run.session_key, run_id=run.run_id,
-                           ending=endings.interrupted())
+        requeued, abandoned = recovery.requeue_at_boot(
+            self.db, self.bus, self.config.limits.recovery_attempts)
         with self.db.read() as conn:
             waiting = run_store.sessions_with_admitted(conn)
         for session_key in waiting:
             self.lanes.dispatch(session_key)
-        if left_running or waiting:
-            log.info("boot: %d interrupted run(s) settled, %d chat(s) with queued messages",
-                     len(left_running), len(waiting))
+        self.accepting = True
+        if requeued or abandoned or waiting:
+            log.info("recovered in %.0f ms: %d interrupted run(s) resumed, %d abandoned, "
+                     "%d chat(s) with waiting messages", (time.monotonic() - begun) * 1000,
+                     requeued, abandoned, len(waiting))
 
     def send(
         self, session_key: str, text: str, *, client_message_id: str | None = None,
-        source_channel: str | None = None,
+        source_channel: str | None = None, kind: str = "chat",
     ) -> Admitted:
+        if not self.accepting:
+            raise AdmissionError(
+                "shutting_down", 503,
+                "The gateway is stopping and takes no new messages; send it again once it is "
+                "back.",
+            )
         admitted = admission.admit(self.db, self.bus, session_key, text,
                                    client_message_id=client_message_id,
-                                   source_channel=source_channel)
+                                   source_channel=source_channel, kind=kind)
         if self.lanes is not None:
             self.lanes.dispatch(session_key)
         return admitted
+
+    def stop(self, session_key: str) -> str | None:
+        """End the chat's running turn at once (or its next run, if it waits for a slot)."""
+        stopped = self.active.stop(session_key)
+        if stopped is not None:
+            return stopped
+        with self.db.read() as conn:
+            waiting = run_store.current(conn, session_key)
+        if waiting is None or waiting.status != "admitted" or self.lanes is None:
+            return None
+        if not self.lanes.busy(session_key):
+            return None  # queued behind nothing: it starts at once; nothing to stop yet
+        endings.settle(self.db, self.bus, session_key=session_key, run_id=waiting.run_id,
+                       ending=endings.stopped())
+        return waiting.run_id
 
     async def _run_next(self, session_key: str) -> bool:
         with self.db.read() as conn:
@@ -78,6 +105,12 @@ class Engine:
         await run_turn(self.deps, run)
         return True
 
+    def stop_admitting(self) -> None:
+        self.accepting = False
+        self.bus.close()
+
     async def close(self) -> None:
+        """Stop admitting; give running turns the grace period, then leave them to resume."""
+        self.stop_admitting()
         if self.lanes is not None:
-            await self.lanes.close()
+            await self.lanes.close(self.config.gateway.shutdown_grace_seconds)

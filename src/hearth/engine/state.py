@@ -30,7 +30,23 @@ class Turn:
     tokens_in: int = 0
     tokens_out: int = 0
     streamed: str = ""  # text of the model call in flight, as it arrived
-    resent_empty: bool = False
+    last_progress: float = field(default_factory=time.monotonic)
+    tools_running: int = 0  # while a call runs, an unattended turn's idle clock stands still
+    halt: str | None = None  # why the turn is being ended from outside: stopped, idle, time
+    retried: set[str] = field(default_factory=set)  # the once-only retries already used
+    checkpointed: bool = False  # the run holds a checkpoint of `streamed`
+    resends: int = 0  # model calls sent again after the connection was lost
+
+    def touch(self) -> None:
+        """Something happened: a chunk, a call, a result."""
+        self.last_progress = time.monotonic()
+
+    def once(self, retry: str) -> bool:
+        """True the first time a retry of this kind is asked for in this turn."""
+        if retry in self.retried:
+            return False
+        self.retried.add(retry)
+        return True
 
     @property
     def session_key(self) -> str:

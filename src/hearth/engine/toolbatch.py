@@ -13,6 +13,7 @@ from typing import Any
 
 from hearth.engine import record
 from hearth.engine.state import Turn
+from hearth.faults import crash_point
 from hearth.models.types import Message, ToolCall
 from hearth.store import ledger
 from hearth.tools.base import Tool, ToolContext, ToolOutcome, ToolRefused, check_arguments
@@ -63,10 +64,17 @@ async def _run_one(turn: Turn, position: int, call: ToolCall, tool: Tool | None)
             conn, run_id=turn.run_id, session_key=turn.session_key, call_id=call.call_id,
             position=position, tool=call.name, arguments=call.arguments, effect=tool.effect,
         )
-    outcome, status = await _execute(turn, call, tool)
+    turn.tools_running += 1
+    try:
+        outcome, status = await _execute(turn, call, tool)
+    finally:
+        turn.tools_running -= 1
+        turn.touch()
+    crash_point("tool_ran")
     with turn.db.write() as conn:
         ledger.record_ended(conn, run_id=turn.run_id, call_id=call.call_id, status=status,
-                            result=outcome.output[:4000], receipt=outcome.receipt)
+                            result=outcome.output, receipt=outcome.receipt)
+    crash_point("tool_recorded")
     return outcome
 
 

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hearth.config import Config
-from hearth.engine import context, endings, loop
+from hearth.engine import context, endings, loop, recovery
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus
 from hearth.engine.state import Turn
+from hearth.engine.supervise import ActiveTurns
+from hearth.faults import crash_point
 from hearth.models.registry import ModelRegistry
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
@@ -35,6 +37,7 @@ class TurnDeps:
     models: ModelRegistry
     tools: ToolRegistry
     default_workspace: Path
+    active: ActiveTurns
 
 
 async def run_turn(deps: TurnDeps, run: RunRow) -> None:
@@ -60,6 +63,7 @@ def _claim(deps: TurnDeps, run: RunRow) -> SessionRow | Ending:
             return endings.stale("it was no longer waiting to run.")
         if not session_store.claim_writer(conn, run.session_key, run.run_id):
             return endings.stale("another turn holds its chat.")
+    crash_point("run_start")
     return session
 
 
@@ -77,15 +81,19 @@ async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Endi
         else deps.default_workspace,
         offer_tools=model_config.tools if model_config else True,
     )
-    messages = context.build(
-        deps.db, run,
-        system_prompt=deps.config.agent.system_prompt,
-        history_messages=deps.config.limits.history_messages,
-        context_window=model_config.context_window if model_config else 128_000,
-        max_output_tokens=model_config.max_output_tokens if model_config else 8192,
-    )
     try:
-        return await loop.drive(turn, messages)
+        if run.started_at is not None:  # it ran before, in a process that died
+            ending = recovery.resume(turn)
+            if ending is not None:
+                return ending
+        messages = context.build(
+            deps.db, run,
+            system_prompt=deps.config.agent.system_prompt,
+            history_messages=deps.config.limits.history_messages,
+            context_window=model_config.context_window if model_config else 128_000,
+            max_output_tokens=model_config.max_output_tokens if model_config else 8192,
+        )
+        return await deps.active.supervise(turn, loop.drive(turn, messages))
     except WriterClaimLost:
         return endings.stale("it lost its hold on the chat while it ran.")
     except Exception as error:  # the turn boundary: a bug must end the turn, not wedge the chat

@@ -36,6 +36,7 @@ from hearth.models.types import (
     Message,
     ModelRequest,
     ProviderUnavailable,
+    ProviderUnreachable,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -109,6 +110,10 @@ class AnthropicProvider:
         except anthropic.APIStatusError as exc:
             raise ProviderUnavailable(
                 f"{self.model_id} answered HTTP {exc.status_code}: {_brief(exc)}"
+            ) from exc
+        except anthropic.APIConnectionError as exc:
+            raise ProviderUnreachable(
+                f"{self.model_id} could not be reached: {_brief(exc)}"
             ) from exc
         except anthropic.APIError as exc:
             raise ProviderUnavailable(

@@ -20,6 +20,7 @@ from hearth.models.types import (
     Message,
     ModelRequest,
     ProviderUnavailable,
+    ProviderUnreachable,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -74,6 +75,10 @@ class OpenAICompatProvider:
         except openai.APIStatusError as exc:
             raise ProviderUnavailable(
                 f"{self.model_id} answered HTTP {exc.status_code}: {_brief(exc)}"
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise ProviderUnreachable(
+                f"{self.model_id} could not be reached: {_brief(exc)}"
             ) from exc
         except openai.APIError as exc:
             raise ProviderUnavailable(

@@ -103,6 +103,12 @@ class ProviderUnavailable(ModelError):
     code = "provider_unavailable"
 
 
+class ProviderUnreachable(ProviderUnavailable):
+    """The connection to the provider failed or closed before any answer began."""
+
+    code = "connection_lost"
+
+
 class Provider(Protocol):
     """A model endpoint that streams one answer per call."""
 

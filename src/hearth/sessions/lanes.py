@@ -40,7 +40,7 @@ class Lanes:
 
     async def _drain(self, session_key: str) -> None:
         try:
-            while True:
+            while not self._closed:
                 self._woken.discard(session_key)
                 async with self._global:
                     took = await self._run_next(session_key)
@@ -50,10 +50,13 @@ class Lanes:
             if self._drainers.get(session_key) is asyncio.current_task():
                 del self._drainers[session_key]
 
-    async def close(self) -> None:
-        """Stop taking runs and cancel the lanes (their runs stay in the store)."""
+    async def close(self, grace: float = 0.0) -> None:
+        """Take no more runs; let the running ones finish within `grace` seconds, then cancel
+        them (their runs stay in the store, to be resumed)."""
         self._closed = True
         tasks = list(self._drainers.values())
+        if tasks and grace > 0:
+            await asyncio.wait(tasks, timeout=grace)
         for task in tasks:
             task.cancel()
         for task in tasks:

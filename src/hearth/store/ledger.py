@@ -68,7 +68,7 @@ def record_started(
 def record_ended(
     conn: Connection, *, run_id: str, call_id: str, status: str, result: str, receipt: str
 ) -> None:
-    if status not in ("finished", "failed"):
+    if status not in ("finished", "failed", "unknown"):
         raise ValueError(f"{status!r} is not how a call ends")
     conn.execute(
         update(tool_calls)
@@ -80,3 +80,22 @@ def record_ended(
 def for_run(conn: Connection, run_id: str) -> list[CallRow]:
     stmt = select(tool_calls).where(tool_calls.c.run_id == run_id).order_by(tool_calls.c.id)
     return [CallRow.of(row) for row in conn.execute(stmt)]
+
+
+def mark_unknown(conn: Connection, run_id: str, receipt: str) -> list[CallRow]:
+    """Calls of the run recorded started but never ended: whether they took effect is unknown.
+    They are never run again; answers the rows it marked."""
+    open_calls = [c for c in for_run(conn, run_id) if c.status == "started"]
+    if open_calls:
+        conn.execute(
+            update(tool_calls)
+            .where(tool_calls.c.run_id == run_id, tool_calls.c.status == "started")
+            .values(status="unknown", receipt=receipt, ended_at=now())
+        )
+    return open_calls
+
+
+def changed_something(conn: Connection, run_id: str) -> int:
+    """How many of the run's calls may have changed something (not read-only, and begun)."""
+    return sum(1 for c in for_run(conn, run_id)
+               if c.effect != "reads" and c.status in ("finished", "failed", "unknown"))

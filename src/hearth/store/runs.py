@@ -36,6 +36,7 @@ class RunRow:
     created_at: float
     started_at: float | None
     ended_at: float | None
+    partial_text: str | None
 
     @classmethod
     def of(cls, row: Any) -> RunRow:
@@ -118,9 +119,28 @@ def mark_running(conn: Connection, run_id: str) -> bool:
     result = conn.execute(
         update(runs)
         .where(runs.c.run_id == run_id, runs.c.status == "admitted")
-        .values(status="running", started_at=now())
+        .values(status="running", started_at=func.coalesce(runs.c.started_at, now()))
     )
     return result.rowcount == 1
+
+
+def checkpoint(conn: Connection, run_id: str, text: str | None) -> None:
+    """Keep (or clear, with None) the text of the answer streaming now."""
+    conn.execute(update(runs).where(runs.c.run_id == run_id)
+                 .values(partial_text=text, partial_at=now() if text else None))
+
+
+def requeue_interrupted(conn: Connection, budget: int) -> tuple[int, list[RunRow]]:
+    """At boot: count one more recovery attempt on every run left running, put those within
+    the budget back in their queue, and answer how many were and the runs past it."""
+    conn.execute(update(runs).where(runs.c.status == "running")
+                 .values(recovery_attempts=runs.c.recovery_attempts + 1))
+    requeued = conn.execute(
+        update(runs)
+        .where(runs.c.status == "running", runs.c.recovery_attempts <= budget)
+        .values(status="admitted")
+    ).rowcount
+    return requeued, with_status(conn, "running")
 
 
 def set_model(conn: Connection, run_id: str, model: str) -> None:
@@ -134,7 +154,8 @@ def finish(conn: Connection, run_id: str, *, status: str, ending: str, sentence:
     result = conn.execute(
         update(runs)
         .where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE))
-        .values(status=status, ending=ending, sentence=sentence, ended_at=now())
+        .values(status=status, ending=ending, sentence=sentence, ended_at=now(),
+                partial_text=None, partial_at=None)
     )
     return result.rowcount == 1
 

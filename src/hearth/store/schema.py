@@ -89,6 +89,8 @@ runs = Table(
     Column("created_at", Float, nullable=False),
     Column("started_at", Float),
     Column("ended_at", Float),
+    Column("partial_text", Text),  # the answer streaming at the last checkpoint
+    Column("partial_at", Float),
     Index("ix_runs_queue", "session_key", "status", "id"),
     Index("ix_runs_status", "status", "id"),
 )

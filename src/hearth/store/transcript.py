@@ -134,3 +134,14 @@ def after(conn: Connection, session_key: str, after_seq: int, limit: int = 500) 
     return [EventRow.of(row) for row in conn.execute(stmt)]
 
 
+
+
+def of_run(conn: Connection, session_key: str, run_id: str, from_seq: int) -> list[EventRow]:
+    """A run's events: none comes before its user message, so the scan starts there."""
+    stmt = (
+        select(transcript_events)
+        .where(transcript_events.c.session_key == session_key)
+        .where(transcript_events.c.seq >= from_seq, transcript_events.c.run_id == run_id)
+        .order_by(transcript_events.c.seq)
+    )
+    return [EventRow.of(row) for row in conn.execute(stmt)]

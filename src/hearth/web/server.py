@@ -24,7 +24,7 @@ class GatewayServer(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         try:
-            asyncio.get_running_loop().call_soon_threadsafe(self._engine.bus.close)
+            asyncio.get_running_loop().call_soon_threadsafe(self._engine.stop_admitting)
         except RuntimeError:  # no loop running yet, so nothing is streaming
             pass
         super().handle_exit(sig, frame)

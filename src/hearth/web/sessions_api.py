@@ -93,3 +93,9 @@ async def send_message(
     payload = {"run_id": admitted.run_id, "status": admitted.status, "seq": admitted.seq,
                "duplicate": admitted.duplicate}
     return JSONResponse(payload, status_code=202)
+
+
+@router.post("/api/sessions/{key}/stop")
+async def stop_session(key: str, engine: EngineDep) -> dict[str, Any]:
+    chats.get_chat(engine.db, key)
+    return {"stopped": engine.stop(key)}

@@ -1,0 +1,112 @@
+"""Recovery: what a restart makes of the runs a previous process left behind.
+
+At boot, before serving: every run left running counts one more recovery attempt (durably),
+and goes back to the head of its chat's queue; a run past `limits.recovery_attempts` is ended
+as abandoned instead, and no later boot tries it again. When a resumed run's turn starts, it
+settles what the dead process left: a final answer already written ends it as complete (never
+written twice); a call recorded started but never finished is marked `unknown` and NEVER run
+again (the model is told it may or may not have taken effect); a finished call's result
+stands; the answer that was streaming is kept, marked partial; and a notice says the turn was
+interrupted by a restart and resumed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hearth.engine import endings
+from hearth.engine.endings import Ending, message_frame
+from hearth.engine.events import Bus
+from hearth.engine.state import Turn
+from hearth.store import ledger, transcript
+from hearth.store import runs as run_store
+from hearth.store.db import Database
+from hearth.store.transcript import EventRow
+
+UNKNOWN_AFTER_RESTART = (
+    "This call was interrupted by a restart after it began, before its result was recorded. "
+    "It may or may not have taken effect, and it was not run again."
+)
+NOT_RUN_AFTER_RESTART = (
+    "This call was not run: the gateway restarted before it began. Ask for it again if it is "
+    "still needed."
+)
+RESUMED = "This turn was interrupted by a restart and resumed."
+
+
+def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
+    """Count an attempt on each interrupted run; requeue or abandon it. (requeued, abandoned)"""
+    with db.write() as conn:
+        requeued, past_budget = run_store.requeue_interrupted(conn, budget)
+    for run in past_budget:
+        endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
+                       ending=endings.abandoned(run.recovery_attempts))
+    return requeued, len(past_budget)
+
+
+def resume(turn: Turn) -> Ending | None:
+    """Settle what the dead process left of this run; an ending if nothing is left to do."""
+    with turn.db.read() as conn:
+        final = transcript.find(conn, turn.session_key, f"final:{turn.run_id}")
+        run = run_store.get(conn, turn.run_id)
+    if final is not None:
+        return endings.complete()
+    answer_open_calls(turn, unknown=UNKNOWN_AFTER_RESTART, not_run=NOT_RUN_AFTER_RESTART)
+    published: list[EventRow] = []
+    with turn.db.write() as conn:
+        if run is not None and run.partial_text:
+            published.append(transcript.append(
+                conn, turn.session_key, "assistant", {"text": run.partial_text},
+                meta={"finish_reason": "incomplete", "partial": True, "recovered": True},
+                run_id=turn.run_id, writer=turn.run_id,
+            ))
+        run_store.checkpoint(conn, turn.run_id, None)
+        published.append(transcript.append(
+            conn, turn.session_key, "notice", {"text": RESUMED},
+            meta={"recovered": True, "attempt": turn.run.recovery_attempts},
+            run_id=turn.run_id, writer=turn.run_id,
+        ))
+    _publish(turn.bus, turn.session_key, published)
+    return None
+
+
+def answer_open_calls(turn: Turn, *, unknown: str, not_run: str) -> None:
+    """Give every call of this run that has no result one, from the ledger's word on it.
+
+    A call recorded started and never ended becomes `unknown` and is answered `unknown`; one
+    that finished keeps its recorded result; one the ledger never saw never ran.
+    """
+    with turn.db.write() as conn:
+        ledger.mark_unknown(conn, turn.run_id, receipt=f"Unknown: {unknown}")
+        rows = {c.call_id: c for c in ledger.for_run(conn, turn.run_id)}
+        events = transcript.of_run(conn, turn.session_key, turn.run_id,
+                                   turn.run.user_event_seq or 0)
+        answered = {e.content.get("call_id") for e in events if e.kind == "tool_result"}
+        appended = []
+        for event in events:
+            call_id = event.content.get("call_id")
+            if event.kind != "tool_call" or call_id in answered:
+                continue
+            content, meta = _result_for(event, rows.get(str(call_id)), unknown, not_run)
+            appended.append(transcript.append(
+                conn, turn.session_key, "tool_result", content, meta=meta,
+                run_id=turn.run_id, writer=turn.run_id,
+            ))
+    _publish(turn.bus, turn.session_key, appended)
+
+
+def _result_for(
+    call: EventRow, row: ledger.CallRow | None, unknown: str, not_run: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    base = {"call_id": call.content["call_id"], "name": call.content.get("name", "")}
+    if row is None:
+        return {**base, "output": not_run, "is_error": True}, {"receipt": "Not run."}
+    if row.status == "unknown":
+        return {**base, "output": unknown, "is_error": True}, {"receipt": row.receipt}
+    return ({**base, "output": row.result or "", "is_error": row.status == "failed"},
+            {"receipt": row.receipt, "recovered": True})
+
+
+def _publish(bus: Bus, session_key: str, events: list[EventRow]) -> None:
+    for event in events:
+        bus.publish(session_key, message_frame(event))

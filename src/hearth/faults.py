@@ -1,0 +1,33 @@
+"""Named crash points for the kill-9 tests: inert unless HEARTH_CRASH_AT names one.
+
+`crash_point("tool_ran")` ends the process at once (`os._exit`, no cleanup, no flush) when
+`HEARTH_CRASH_AT=tool_ran` is set; otherwise it does nothing. The engine passes each point at
+the moment its name says, so a test can kill the gateway exactly there and check what a
+restart makes of it.
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV = "HEARTH_CRASH_AT"
+EXIT_CODE = 97
+
+POINTS = {
+    "admitted": "after a message and its run are committed, before the acknowledgement",
+    "queued": "after a message is admitted behind a running turn",
+    "run_start": "after a run is marked running and holds its chat",
+    "mid_stream": "after the first piece of an answer has streamed",
+    "tools_requested": "after the model's tool calls are recorded, before any ran",
+    "tool_ran": "after a tool ran, before its call is recorded finished",
+    "tool_recorded": "after a tool call is recorded finished",
+    "answer_persisted": "after the final answer is appended, before the run is marked done",
+}
+
+
+def crash_point(name: str) -> None:
+    """Die here, at once, if HEARTH_CRASH_AT names this point."""
+    if name not in POINTS:
+        raise ValueError(f"unknown crash point {name!r}")
+    if os.environ.get(ENV) == name:
+        os._exit(EXIT_CODE)
