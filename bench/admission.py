@@ -13,8 +13,9 @@ the gateway, so its own CPU time is inside the figures.
 
 A benchmark, not a test: it prints figures and verdicts and exits 0 whatever they are.
 
-    .venv/bin/python bench/admission.py [--messages 500] [--chats 20] [--senders 50]
-        [--per-sender 20] [--duplicates 100] [--max-turns 4] [--synchronous FULL]
+    .venv/bin/python bench/admission.py [--messages 400] [--chats 20] [--senders 50]
+        [--per-sender 16] [--think 0] [--duplicates 100] [--parked 80] [--max-turns 4]
+        [--synchronous FULL]
         [--profile]
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -92,8 +94,14 @@ def one_sender(url: str, keys: Sequence[str], messages: int) -> Sample:
     return sample
 
 
-def many_senders(url: str, keys: Sequence[str], per_sender: int) -> tuple[Sample, float]:
-    """One thread and one keep-alive client per chat, all started together."""
+def many_senders(
+    url: str, keys: Sequence[str], per_sender: int, think: float = 0.0
+) -> tuple[Sample, float]:
+    """One thread and one keep-alive client per chat, all started together.
+
+    With `think` > 0 each sender pauses a random 0..2*think seconds between its messages (a
+    person typing) instead of sending back to back.
+    """
     samples = [Sample() for _ in keys]
     clients = [client(url) for _ in keys]
     for http in clients:  # open each keep-alive connection before the clock starts
@@ -101,8 +109,11 @@ def many_senders(url: str, keys: Sequence[str], per_sender: int) -> tuple[Sample
     gate = threading.Barrier(len(keys) + 1)
 
     def sender(index: int) -> None:
+        pause = random.Random(index)
         gate.wait()
-        for _ in range(per_sender):
+        for n in range(per_sender):
+            if think > 0 and n:
+                time.sleep(pause.uniform(0, 2 * think))
             post_message(clients[index], keys[index], f"many-{uuid.uuid4().hex}", samples[index])
 
     threads = [threading.Thread(target=sender, args=(i,)) for i in range(len(keys))]
@@ -205,36 +216,37 @@ def report(label: str, sample: Sample, wall: float | None = None, targets: bool 
 
 
 def profile_in_process(messages: int, synchronous: str) -> None:
-    """cProfile `Engine.send` (admission + lane wake-up) in this process, turns not running."""
+    """cProfile `admission.admit` (validate, the store transaction, publish) in this process."""
     import cProfile
     import pstats
 
-    from hearth.config import Config, ModelConfig
-    from hearth.engine.runtime import Engine
-    from hearth.models.registry import ModelRegistry
+    from hearth.engine import admission
+    from hearth.engine.events import Bus
     from hearth.sessions import chats
     from hearth.store.db import Database
-    from hearth.tools.registry import ToolRegistry
 
     with tempfile.TemporaryDirectory(prefix="hearth-bench-prof-") as tmp:
         db = Database(f"sqlite:///{tmp}/hearth.db", synchronous=synchronous)
         db.upgrade()
-        config = Config(models=[ModelConfig(id="fake", base_url="http://127.0.0.1:9/v1",
-                                            api_key="unused", model="fake-model")])
-        engine = Engine(db=db, config=config, models=ModelRegistry.from_config(config),
-                        tools=ToolRegistry([]), workspace=Path(tmp))
+        bus = Bus()
         keys = [chats.open_chat(db).session.key for _ in range(20)]
+
+        def admit(i: int, client_id: str) -> None:
+            admission.admit(db, bus, keys[i % len(keys)], TEXT, client_message_id=client_id)
+
         for i in range(50):  # warm-up
-            engine.send(keys[i % len(keys)], TEXT, client_message_id=f"warm-{i}")
-        profiler = cProfile.Profile()
+            admit(i, f"warm-{i}")
         start = time.perf_counter()
+        for i in range(messages):
+            admit(i, uuid.uuid4().hex)
+        plain = (time.perf_counter() - start) / messages * 1000
+        profiler = cProfile.Profile()
         profiler.enable()
         for i in range(messages):
-            engine.send(keys[i % len(keys)], TEXT, client_message_id=uuid.uuid4().hex)
+            admit(i, uuid.uuid4().hex)
         profiler.disable()
-        per = (time.perf_counter() - start) / messages * 1000
-        print(f"\nIn-process profile: Engine.send x{messages} (no lanes, no HTTP), "
-              f"synchronous={synchronous}: {per:.2f} ms per call under cProfile")
+        print(f"\nIn-process: admission.admit x{messages} (no HTTP, no turns), synchronous="
+              f"{synchronous}: {plain:.2f} ms per call (without the profiler)")
         stats = pstats.Stats(profiler)
         stats.sort_stats("cumulative").print_stats(25)
         stats.sort_stats("tottime").print_stats(12)
@@ -281,7 +293,7 @@ def measure(gateway: Gateway, model: ScriptedModelServer, args: argparse.Namespa
     one_keys, parked_keys = keys[:args.chats], keys[args.chats:2 * args.chats]
     many_keys, warm_key = keys[2 * args.chats:-1], keys[-1]
 
-    warm = one_sender(url, [warm_key], 30)  # imports, statement caches, connection pool
+    warm = one_sender(url, [warm_key], 20)  # imports, statement caches, connection pool
     drain(url, warm.last_run)
     floor = healthz_floor(url, 200)
     report("Floor: GET /healthz, 1 client (HTTP + client overhead, no store work)", floor,
@@ -298,11 +310,11 @@ def measure(gateway: Gateway, model: ScriptedModelServer, args: argparse.Namespa
     report(f"Duplicate: the same client_message_id again, 1 sender, {len(dup.latencies)} times",
            dup)
 
-    # Diagnostic: the same sends while the turns wait on the model (they hold no CPU), so the
+    # Diagnostic: the same sends while every turn waits on the model (holding no CPU), so the
     # figure is admission alone: HTTP + validation + the store transaction.
     release = threading.Event()
     model.default = Reply(text=answer.text, hold=release)
-    parked_n = min(args.messages, 200)
+    parked_n = min(args.messages, args.parked)
     cpu = cpu_seconds(pid)
     parked = one_sender(url, parked_keys, parked_n)
     cpu_parked = cpu_seconds(pid)
@@ -311,22 +323,22 @@ def measure(gateway: Gateway, model: ScriptedModelServer, args: argparse.Namespa
     report(f"Diagnostic, 1 sender, turns parked: {parked_n} messages over {len(parked_keys)} "
            "chats while every turn waits on the model (admission alone)", parked)
     if cpu is not None and cpu_parked is not None and parked.latencies:
-        print(f"  gateway CPU per admission: {(cpu_parked - cpu) / len(parked.latencies) * 1e3:.2f}"
-              " ms")
+        print(f"  gateway CPU per admission (HTTP included): "
+              f"{(cpu_parked - cpu) / len(parked.latencies) * 1e3:.2f} ms")
     drain(url, parked.last_run)
 
-    cpu = cpu_seconds(pid)
-    many, wall = many_senders(url, many_keys, args.per_sender)
+    many, wall = many_senders(url, many_keys, args.per_sender, args.think)
+    pace = (f"each pausing 0-{2 * args.think:g} s between messages" if args.think > 0
+            else "back to back")
     report(f"{len(many_keys)} senders: {args.per_sender} messages each to its own chat, "
-           "all at once, back to back (threads, one keep-alive httpx.Client each)", many, wall)
-    if many.latencies:
+           f"all at once, {pace} (threads, one keep-alive httpx.Client each)", many, wall)
+    if many.latencies and args.think <= 0:
         per = wall / len(many.latencies) * 1000
         print(f"  closed loop: {len(many_keys)} requests always in flight, so mean latency ~= "
               f"{len(many_keys)} x {per:.2f} ms (wall per ACK) = {len(many_keys) * per:.0f} ms; "
               f"p50 <= {P50_TARGET_MS:g} ms here needs <= "
               f"{P50_TARGET_MS / len(many_keys) * 1000:.0f} us of gateway time per ACK")
-    waited = drain(url, many.last_run)
-    gateway_cpu(pid, cpu, len(many.latencies), waited)
+    print("  (this phase is last: the turns still queued behind it are not waited for)")
 
 
 def gateway_cpu(pid: int | None, before: float | None, messages: int, waited: float) -> None:
@@ -340,21 +352,29 @@ def gateway_cpu(pid: int | None, before: float | None, messages: int, waited: fl
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=500, help="1-sender messages")
+    parser.add_argument("--messages", type=int, default=400, help="1-sender messages")
     parser.add_argument("--chats", type=int, default=20, help="chats the 1 sender spreads over")
     parser.add_argument("--senders", type=int, default=50, help="concurrent senders")
-    parser.add_argument("--per-sender", type=int, default=20, help="messages per sender")
+    parser.add_argument("--per-sender", type=int, default=16, help="messages per sender")
     parser.add_argument("--duplicates", type=int, default=100, help="duplicate sends timed")
+    parser.add_argument("--parked", type=int, default=80,
+                        help="messages of the turns-parked diagnostic")
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="mean seconds each of the many senders pauses between messages "
+                             "(default 0: back to back, a closed loop)")
     parser.add_argument("--max-turns", type=int, default=4,
                         help="[gateway] max_concurrent_turns of the gateway under test")
     parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL",
                         help="[store] synchronous of the gateway under test")
     parser.add_argument("--profile", action="store_true",
-                        help="also cProfile the admission path in this process (no HTTP)")
+                        help="also time and cProfile admission.admit in this process (no HTTP)")
     args = parser.parse_args()
     args.senders = max(1, args.senders)
     args.chats = max(1, args.chats)
+    started = time.perf_counter()
     run(args)
+    print(f"  finished in {time.perf_counter() - started:.0f} s; load average "
+          f"{os.getloadavg()[0]:.2f} at the end")
     if args.profile:
         profile_in_process(min(args.messages, 300), args.synchronous)
     return 0

@@ -13,33 +13,40 @@ Measured with synchronous=FULL (the default) and again with NORMAL for reference
 
 A benchmark, not a test: it prints figures, ratios and verdicts and exits 0 whatever they are.
 
-    .venv/bin/python bench/append.py [--small 100] [--big 100000] [--ops 1000] [--reads 2000]
+    .venv/bin/python bench/append.py [--small 100] [--big 100000] [--ops 1000] [--reads 1000]
+        [--bulk-fill] [--dir PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, update
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from hearth.store import sessions, transcript  # noqa: E402
 from hearth.store.db import Database  # noqa: E402
+from hearth.store.schema import sessions as sessions_table  # noqa: E402
+from hearth.store.schema import transcript_events  # noqa: E402
 
 TARGET_RATIO = 1.5
 FILL_BATCH = 10_000
+SMALL_CHATS = 10  # appends rotate over them so each stays near its starting length
 TEXT = (
     "Could you look at the notes I left yesterday about the garden plan and tell me which of "
     "the three layouts keeps the tomatoes in the sun longest? Keep it short."
@@ -49,11 +56,14 @@ TEXT = (
 # ----------------------------------------------------------------------------- setup
 
 
-def make_chat(db: Database, key: str, length: int) -> None:
+def make_chat(db: Database, key: str, length: int, bulk: bool) -> None:
     """Create a persistent chat and fill it with `length` user events (batched transactions)."""
     with db.write() as conn:
         sessions.insert(conn, key=key, tab_id=uuid.uuid4().hex, memory_mode="persistent",
                         chat_number=None)
+    if bulk:
+        bulk_fill(db, key, length)
+        return
     done = 0
     while done < length:
         batch = min(FILL_BATCH, length - done)
@@ -61,6 +71,24 @@ def make_chat(db: Database, key: str, length: int) -> None:
             for i in range(batch):
                 transcript.append(conn, key, "user", {"text": f"{TEXT} #{done + i}"})
         done += batch
+
+
+def bulk_fill(db: Database, key: str, length: int) -> None:
+    """The same rows `transcript.append` writes, inserted many per statement (--bulk-fill)."""
+    parent = None
+    for first in range(1, length + 1, FILL_BATCH):
+        rows = []
+        for seq in range(first, min(length, first + FILL_BATCH - 1) + 1):
+            event_id = uuid.uuid4().hex
+            rows.append({"session_key": key, "seq": seq, "event_id": event_id,
+                         "parent_event_id": parent, "idempotency_key": None, "kind": "user",
+                         "content": {"text": f"{TEXT} #{seq}"}, "meta": {},
+                         "source_channel": None, "run_id": None, "created_at": time.time()})
+            parent = event_id
+        with db.write() as conn:
+            conn.execute(transcript_events.insert(), rows)
+            conn.execute(update(sessions_table).where(sessions_table.c.key == key).values(
+                last_seq=rows[-1]["seq"], head_event_id=parent, message_count=rows[-1]["seq"]))
 
 
 def length_of(db: Database, key: str) -> int:
@@ -85,24 +113,65 @@ def read_once(db: Database, key: str) -> None:
 
 
 def timed_pairs(
-    op: Callable[[str], None], small: str, big: str, rounds: int
+    op: Callable[[str], None], smalls: Sequence[str], big: str, rounds: int
 ) -> tuple[list[float], list[float]]:
-    """Run `op` on each chat `rounds` times in ABBA order; per-call seconds for each chat."""
-    times: dict[str, list[float]] = {small: [], big: []}
+    """Run `op` `rounds` times on the big chat and on the small ones (in turn), ABBA order."""
+    small_times: list[float] = []
+    big_times: list[float] = []
     for warm in range(20):  # warm caches, compiled-statement cache, connection pool
-        op(small if warm % 2 else big)
+        op(smalls[warm % len(smalls)] if warm % 2 else big)
     gc.collect()
     gc.disable()
     try:
         for r in range(rounds):
-            order = (small, big) if r % 2 == 0 else (big, small)
-            for key in order:
+            small = smalls[r % len(smalls)]
+            order = ((small, small_times), (big, big_times))
+            for key, times in order if r % 2 == 0 else reversed(order):
                 start = time.perf_counter()
                 op(key)
-                times[key].append(time.perf_counter() - start)
+                times.append(time.perf_counter() - start)
     finally:
         gc.enable()
-    return times[small], times[big]
+    return small_times, big_times
+
+
+# ----------------------------------------------------------------------------- raw reference
+
+
+def raw_connection(path: str, synchronous: str) -> sqlite3.Connection:
+    """A plain sqlite3 connection with the pragmas the store sets (the no-SQLAlchemy floor)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    for pragma in ("journal_mode=WAL", f"synchronous={synchronous}", "busy_timeout=30000",
+                   "foreign_keys=ON"):
+        conn.execute(f"PRAGMA {pragma}")
+    return conn
+
+
+def raw_append(conn: sqlite3.Connection, key: str) -> None:
+    """What transcript.append does, written straight against sqlite3."""
+    conn.execute("BEGIN IMMEDIATE")
+    last_seq, head, _writer = conn.execute(
+        "SELECT last_seq, head_event_id, writer_run_id FROM sessions WHERE key = ?", (key,)
+    ).fetchone()
+    seq, event_id, stamp = last_seq + 1, uuid.uuid4().hex, time.time()
+    conn.execute("UPDATE sessions SET last_seq = ?, head_event_id = ?, message_count = "
+                 "message_count + 1, updated_at = ? WHERE key = ?", (seq, event_id, stamp, key))
+    conn.execute(
+        "INSERT INTO transcript_events (session_key, seq, event_id, parent_event_id, kind, "
+        "content, meta, created_at) VALUES (?, ?, ?, ?, 'user', ?, '{}', ?)",
+        (key, seq, event_id, head, json.dumps({"text": TEXT}), stamp),
+    )
+    conn.execute("COMMIT")
+
+
+def raw_window(conn: sqlite3.Connection, key: str) -> None:
+    """What transcript.window(key, 50) does, JSON decoding included, straight against sqlite3."""
+    conn.execute("BEGIN")
+    rows = conn.execute("SELECT * FROM transcript_events WHERE session_key = ? "
+                        "ORDER BY seq DESC LIMIT 50", (key,)).fetchall()
+    conn.execute("COMMIT")
+    decoded = [(row, json.loads(row[6]), json.loads(row[7])) for row in rows]
+    assert len(decoded) == 50
 
 
 def pct(values: list[float], q: float) -> float:
@@ -111,16 +180,19 @@ def pct(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def report(label: str, small: list[float], big: list[float], sizes: tuple[int, int]) -> None:
+def report(
+    label: str, small: list[float], big: list[float], sizes: tuple[int, int],
+    target: bool = True,
+) -> None:
     s50, b50 = statistics.median(small), statistics.median(big)
     s90, b90 = pct(small, 90), pct(big, 90)
     ratio50, ratio90 = b50 / s50, b90 / s90
     verdict = "MET" if ratio50 <= TARGET_RATIO else "MISSED"
+    judged = f"   target median <= {TARGET_RATIO}x: {verdict}" if target else ""
     print(f"  {label}  ({len(small)} per chat)")
     print(f"    chat of {sizes[0]:>7,}: median {s50 * 1e6:8.1f} us   p90 {s90 * 1e6:8.1f} us")
     print(f"    chat of {sizes[1]:>7,}: median {b50 * 1e6:8.1f} us   p90 {b90 * 1e6:8.1f} us")
-    print(f"    ratio big/small: median {ratio50:.2f}x  p90 {ratio90:.2f}x   "
-          f"target median <= {TARGET_RATIO}x: {verdict}")
+    print(f"    ratio big/small: median {ratio50:.2f}x  p90 {ratio90:.2f}x{judged}")
 
 
 # ----------------------------------------------------------------------------- query plans
@@ -174,50 +246,74 @@ def show_plans(db: Database, big: str) -> None:
 # ----------------------------------------------------------------------------- main
 
 
-def measure(url: str, synchronous: str, small: str, big: str, ops: int, reads: int) -> None:
-    db = Database(url, synchronous=synchronous)
+def measure(
+    path: str, synchronous: str, smalls: Sequence[str], big: str, ops: int, reads: int
+) -> None:
+    db = Database(f"sqlite:///{path}", synchronous=synchronous)
+    raw = raw_connection(path, synchronous)
     try:
-        sizes = (length_of(db, small), length_of(db, big))
-        print(f"\nsynchronous={synchronous}  (chats of {sizes[0]:,} and {sizes[1]:,} at start)")
-        s, b = timed_pairs(lambda key: append_once(db, key), small, big, ops)
+        sizes = (length_of(db, smalls[0]), length_of(db, big))
+        print(f"\nsynchronous={synchronous}  (a chat of {sizes[1]:,} against {len(smalls)} fresh "
+              f"chats of {sizes[0]:,}, taken in turn)")
+        s, b = timed_pairs(lambda key: append_once(db, key), smalls, big, ops)
         report("append (one db.write() transaction each, commit included)", s, b, sizes)
-        s, b = timed_pairs(lambda key: append_once(db, key, idem=True), small, big, ops // 2)
+        s, b = timed_pairs(lambda key: append_once(db, key, idem=True), smalls, big, ops // 2)
         report("append with an idempotency key (admission's shape)", s, b, sizes)
-        s, b = timed_pairs(lambda key: read_once(db, key), small, big, reads)
+        s, b = timed_pairs(lambda key: read_once(db, key), smalls, big, reads)
         report("window(key, 50) read (one db.read() each)", s, b, sizes)
-        print(f"    (the small chat grew to {length_of(db, small):,} during the run; both chats "
-              "share one table and index, so its depth is set by the total row count)")
+        s, b = timed_pairs(lambda key: raw_append(raw, key), smalls, big, ops // 2)
+        report("reference: the same append straight through sqlite3 (no SQLAlchemy)", s, b,
+               sizes, target=False)
+        s, b = timed_pairs(lambda key: raw_window(raw, key), smalls, big, reads // 2)
+        report("reference: the same window read straight through sqlite3 (JSON decoded)", s, b,
+               sizes, target=False)
+        grown = max(length_of(db, key) for key in smalls)
+        print(f"    (the small chats grew to at most {grown:,} during the run, the big one to "
+              f"{length_of(db, big):,})")
     finally:
+        raw.close()
         db.close()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--small", type=int, default=100, help="length of the small chat")
+    parser.add_argument("--small", type=int, default=100, help="length of the small chats")
     parser.add_argument("--big", type=int, default=100_000, help="length of the big chat")
     parser.add_argument("--ops", type=int, default=1000, help="timed appends per chat per mode")
-    parser.add_argument("--reads", type=int, default=2000, help="timed reads per chat per mode")
+    parser.add_argument("--reads", type=int, default=1000, help="timed reads per chat per mode")
+    parser.add_argument("--bulk-fill", action="store_true",
+                        help="fill with multi-row inserts instead of transcript.append (faster "
+                             "set-up, same rows)")
     parser.add_argument("--dir", type=Path, default=None,
                         help="folder for the database (default: a temp folder; fsync cost "
                              "depends on the disk under it)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="hearth-bench-", dir=args.dir) as tmp:
-        url = f"sqlite:///{tmp}/bench.db"
+        path = f"{tmp}/bench.db"
         print("Hearth bench: transcript append and window read vs transcript length")
-        print(f"  SQLite store at {tmp}/bench.db (WAL); targets: big/small <= {TARGET_RATIO}x")
-        db = Database(url)
+        print(f"  machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
+        print(f"  SQLite store at {path} (WAL); targets: big/small <= {TARGET_RATIO}x")
+        db = Database(f"sqlite:///{path}")
         db.upgrade()
         started = time.perf_counter()
-        make_chat(db, "bench-small", args.small)
-        make_chat(db, "bench-big", args.big)
-        print(f"  filled {args.small + args.big:,} events in {time.perf_counter() - started:.1f} s")
+        make_chat(db, "bench-big", args.big, args.bulk_fill)
+        took = time.perf_counter() - started
+        how = "multi-row inserts" if args.bulk_fill else (
+            f"transcript.append, {FILL_BATCH:,} per transaction")
+        print(f"  filled the big chat ({args.big:,} events) in {took:.1f} s with {how} "
+              f"({took / max(1, args.big) * 1e6:.0f} us per event)")
+        modes = ("FULL", "NORMAL")
+        smalls = {mode: [f"bench-small-{mode.lower()}-{i}" for i in range(SMALL_CHATS)]
+                  for mode in modes}
+        for key in (k for keys in smalls.values() for k in keys):
+            make_chat(db, key, args.small, args.bulk_fill)
         db.close()
 
-        for synchronous in ("FULL", "NORMAL"):
-            measure(url, synchronous, "bench-small", "bench-big", args.ops, args.reads)
+        for mode in modes:
+            measure(path, mode, smalls[mode], "bench-big", args.ops, args.reads)
 
-        db = Database(url)
+        db = Database(f"sqlite:///{path}")
         try:
             show_plans(db, "bench-big")
         finally:

@@ -13,17 +13,27 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, event, inspect, select, text
 
 from hearth.home import Home
 from hearth.sessions.naming import next_chat_name
 from hearth.store import runs, sessions, transcript
-from hearth.store.db import Database
+from hearth.store.db import MIGRATIONS, Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound, WriterClaimLost
 from hearth.store.schema import metadata
 from hearth.store.schema import sessions as sessions_table
 
 TABLES = {"sessions", "transcript_events", "runs", "tool_calls", "audit"}
+
+
+def head_revision() -> str:
+    """The newest migration (0001 when the store was first written; later ones build on it)."""
+    script = ScriptDirectory(str(MIGRATIONS))
+    heads = script.get_heads()
+    assert len(heads) == 1, f"the migrations must have one head, not {heads}"
+    assert "0001" in {rev.revision for rev in script.walk_revisions()}
+    return heads[0]
 
 
 @pytest.fixture
@@ -65,7 +75,7 @@ def test_upgrade_creates_the_tables_at_head_in_wal_mode(db: Database) -> None:
     with db.read() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [
-            "0001"]
+            head_revision()]
 
 
 def test_upgrade_is_idempotent_and_keeps_data(db: Database) -> None:
@@ -261,6 +271,12 @@ def get_run(db: Database, run_id: str) -> runs.RunRow:
     return row
 
 
+def next_up(db: Database, key: str) -> str | None:
+    with db.read() as conn:
+        row = runs.next_admitted(conn, key)
+    return row.run_id if row else None
+
+
 def test_runs_are_admitted_and_queue_fifo_per_session(db: Database) -> None:
     make_session(db, "a")
     make_session(db, "b")
@@ -269,14 +285,14 @@ def test_runs_are_admitted_and_queue_fifo_per_session(db: Database) -> None:
     second = new_run(db, "a")
     assert first.status == "admitted" and first.ending is None and not first.ended
     assert first.id < second.id
-    with db.read() as conn:
-        assert runs.next_admitted(conn, "a").run_id == first.run_id  # type: ignore[union-attr]
-        assert runs.next_admitted(conn, "b").run_id == other.run_id  # type: ignore[union-attr]
+    assert next_up(db, "a") == first.run_id
+    assert next_up(db, "b") == other.run_id
     with db.write() as conn:
         assert runs.mark_running(conn, first.run_id)
+    assert next_up(db, "a") == second.run_id
     with db.read() as conn:
-        assert runs.next_admitted(conn, "a").run_id == second.run_id  # type: ignore[union-attr]
-        assert runs.current(conn, "a").run_id == first.run_id  # type: ignore[union-attr]
+        current = runs.current(conn, "a")
+        assert current is not None and current.run_id == first.run_id
         assert runs.active_count(conn, "a") == 2
 
 
@@ -377,7 +393,8 @@ def test_hearth_db_upgrade_makes_the_database_and_can_run_again(tmp_path: Path) 
     try:
         assert TABLES <= set(inspect(database.engine).get_table_names())
         with database.read() as conn:
-            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+            version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            assert version == head_revision()
     finally:
         database.close()
 
@@ -400,3 +417,14 @@ def test_hearth_token_env_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("HEARTH_TOKEN", "from-the-environment")
     assert home.token() == "from-the-environment"
     assert home.token_file.read_text().strip() == from_file
+
+
+def test_an_empty_token_file_never_gives_an_empty_token(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HEARTH_TOKEN", raising=False)
+    home = Home(tmp_path / "tok")
+    home.root.mkdir(parents=True)
+    home.token_file.write_text("")
+    token = home.token()
+    assert token, "an empty bearer token would let an empty credential through"
+    assert home.token() == token

@@ -49,11 +49,11 @@ class ModelConfig(_Section):
     max_output_tokens: int = Field(8192, ge=1)
     timeout_seconds: float = Field(600.0, gt=0)
 
-    def resolved_api_key(self) -> str | None:
+    def resolved_api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         if self.api_key:
             return self.api_key
         if self.api_key_env:
-            return os.environ.get(self.api_key_env)
+            return (os.environ if environ is None else environ).get(self.api_key_env)
         return None
 
 
@@ -117,22 +117,33 @@ class Config(_Section):
         return self
 
 
-# Environment overrides: variable -> (section, key). HEARTH_HOST/PORT are the documented ones;
-# every scalar of [gateway] and [limits] can be set as HEARTH_<SECTION>_<KEY> too.
+# Environment overrides: every scalar of [gateway] and [limits] (and store.synchronous) as
+# HEARTH_<SECTION>_<KEY>; HEARTH_HOST and HEARTH_PORT are the documented short names and win
+# when both are set.
 _ALIASES = {"HEARTH_HOST": ("gateway", "host"), "HEARTH_PORT": ("gateway", "port")}
 
 
-def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    table = dict(_ALIASES)
+def _env_table() -> dict[str, tuple[str, str]]:
+    table: dict[str, tuple[str, str]] = {}
     for section, model in (("gateway", GatewayConfig), ("limits", LimitsConfig)):
         for key in model.model_fields:
             table[f"HEARTH_{section.upper()}_{key.upper()}"] = (section, key)
     table["HEARTH_STORE_SYNCHRONOUS"] = ("store", "synchronous")
+    table.update(_ALIASES)  # last, so the short names win
+    return table
+
+
+def _env_overrides(
+    environ: Mapping[str, str],
+) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """The values the environment sets, by section, and which variable set each key."""
     found: dict[str, dict[str, str]] = {}
-    for var, (section, key) in table.items():
+    origins: dict[str, str] = {}
+    for var, (section, key) in _env_table().items():
         if var in environ:
             found.setdefault(section, {})[key] = environ[var]
-    return found
+            origins[f"{section}.{key}"] = var
+    return found, origins
 
 
 def _describe(error: ValidationError, env_vars: Mapping[str, str]) -> str:
@@ -162,23 +173,13 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot be read: {exc}") from exc
-    overrides = _env_overrides(environ)
-    origins: dict[str, str] = {}
+    overrides, origins = _env_overrides(environ)
     for section, values in overrides.items():
         current = raw.get(section, {})
         if not isinstance(current, dict):
             raise ConfigError(f"{path}: [{section}] must be a table")
         raw[section] = {**current, **values}
-        for key in values:
-            var = next(v for v, sk in _alias_table(section, key) if v in environ)
-            origins[f"{section}.{key}"] = var
     try:
         return Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(f"{path}: {_describe(exc, origins)}") from exc
-
-
-def _alias_table(section: str, key: str) -> list[tuple[str, tuple[str, str]]]:
-    names = [(var, sk) for var, sk in _ALIASES.items() if sk == (section, key)]
-    names.append((f"HEARTH_{section.upper()}_{key.upper()}", (section, key)))
-    return names

@@ -56,19 +56,33 @@ class Home:
 
     def token(self, create: bool = True) -> str | None:
         """The bearer token: HEARTH_TOKEN, else the token file (made 0600 on first use)."""
-        from_env = os.environ.get(TOKEN_ENV)
+        from_env = os.environ.get(TOKEN_ENV, "").strip()
         if from_env:
             return from_env
-        if self.token_file.exists():
-            return self.token_file.read_text(encoding="utf-8").strip()
-        if not create:
-            return None
+        kept = self._read_token()
+        if kept or not create:
+            return kept
         self.root.mkdir(parents=True, exist_ok=True)
+        # written whole under a temporary name, then linked into place: a reader never sees
+        # a half-written token, and of two processes making one at once the first one wins
         token = secrets.token_urlsafe(32)
-        try:
-            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process made it first
-            return self.token_file.read_text(encoding="utf-8").strip()
+        tmp = self.root / f".token.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(token + "\n")
-        return token
+        try:
+            if self.token_file.exists() and not self._read_token():
+                os.replace(tmp, self.token_file)  # an empty file left by a crash: replace it
+            else:
+                os.link(tmp, self.token_file)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+        return self._read_token()
+
+    def _read_token(self) -> str | None:
+        try:
+            return self.token_file.read_text(encoding="utf-8").strip() or None
+        except FileNotFoundError:
+            return None

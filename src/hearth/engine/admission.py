@@ -40,7 +40,13 @@ class Admitted:
 def validate(text: object, client_message_id: object) -> None:
     if not isinstance(text, str) or not text.strip():
         raise AdmissionError("empty_message", 422, "The message is empty; write something to send.")
-    size = len(text.encode("utf-8", errors="surrogatepass"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise AdmissionError(
+            "invalid_text", 422,
+            "The message holds characters that are not valid Unicode text (a lone surrogate).",
+        ) from exc
     if size > MAX_TEXT_BYTES:
         raise AdmissionError(
             "message_too_large", 413,

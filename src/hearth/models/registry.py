@@ -70,7 +70,7 @@ def _probe_ollama(url: str) -> ModelConfig | None:
     )
 
 
-def build_provider(model: ModelConfig) -> Provider:
+def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
     if model.provider == "anthropic":
         from hearth.models.anthropic_provider import AnthropicProvider
 
@@ -78,7 +78,7 @@ def build_provider(model: ModelConfig) -> Provider:
             model_id=model.id,
             model_name=model.model,
             base_url=model.base_url,
-            api_key=model.resolved_api_key(),
+            api_key=model.resolved_api_key(environ),
             max_output_tokens=model.max_output_tokens,
             timeout=model.timeout_seconds,
         )
@@ -88,7 +88,7 @@ def build_provider(model: ModelConfig) -> Provider:
         model_id=model.id,
         model_name=model.model,
         base_url=model.base_url,
-        api_key=model.resolved_api_key(),
+        api_key=model.resolved_api_key(environ),
         max_output_tokens=model.max_output_tokens,
         timeout=model.timeout_seconds,
     )
@@ -97,8 +97,14 @@ def build_provider(model: ModelConfig) -> Provider:
 class ModelRegistry:
     """The models this gateway can call, built once at start."""
 
-    def __init__(self, models: list[ModelConfig], chat_chain: list[str]) -> None:
+    def __init__(
+        self,
+        models: list[ModelConfig],
+        chat_chain: list[str],
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self._configs = {m.id: m for m in models}
+        self._environ = os.environ if environ is None else environ
         self._providers: dict[str, Provider] = {}
         self.chat_chain = chat_chain or [m.id for m in models]
 
@@ -108,8 +114,8 @@ class ModelRegistry:
     ) -> ModelRegistry:
         environ = os.environ if environ is None else environ
         if config.models:
-            return cls(config.models, config.chains.chat)
-        return cls(fallback_models(environ), [])
+            return cls(config.models, config.chains.chat, environ)
+        return cls(fallback_models(environ), [], environ)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
         return self._configs.get(model_id)
@@ -125,5 +131,5 @@ class ModelRegistry:
         if model_id is None:
             return None
         if model_id not in self._providers:
-            self._providers[model_id] = build_provider(self._configs[model_id])
+            self._providers[model_id] = build_provider(self._configs[model_id], self._environ)
         return self._providers[model_id]

@@ -63,19 +63,25 @@ def open_chat(
             f"memory_mode must be one of {', '.join(MEMORY_MODES)}.",
         )
     if workspace_dir is not None:
-        folder = Path(workspace_dir)
-        if not folder.is_absolute() or not folder.is_dir():
-            raise ChatError(
-                "invalid_workspace_dir", 422,
-                "workspace_dir must be the absolute path of a folder that exists.",
-            )
-        workspace_dir = str(folder.resolve())
+        workspace_dir = _checked_folder(workspace_dir)
     for _attempt in range(20):
         try:
             return _open_or_insert(db, name, memory_mode, agent, model, workspace_dir, origin)
         except IntegrityError:
             continue  # another request took the name in the same instant; look again
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
+
+
+def _checked_folder(raw: str) -> str:
+    problem = ChatError("invalid_workspace_dir", 422,
+                        "workspace_dir must be the absolute path of a folder that exists.")
+    folder = Path(raw)
+    try:
+        if "\x00" in raw or not folder.is_absolute() or not folder.is_dir():
+            raise problem
+        return str(folder.resolve())
+    except (OSError, ValueError) as exc:  # a name too long, a folder that cannot be read
+        raise problem from exc
 
 
 def _open_or_insert(

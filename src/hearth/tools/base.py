@@ -64,7 +64,8 @@ def check_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
             return f"there is no argument {name!r} (it takes {', '.join(props) or 'none'})"
         expected = types.get(props[name].get("type", ""))
         if expected is not None and (
-            not isinstance(value, expected) or (expected is int and isinstance(value, bool))
+            not isinstance(value, expected)
+            or (isinstance(value, bool) and props[name]["type"] != "boolean")
         ):
             return f"the argument {name!r} must be a {props[name]['type']}"
     return None

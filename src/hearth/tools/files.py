@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +86,8 @@ class ListDir:
         output = "\n".join(lines) if lines else "(empty folder)"
         count = len(lines)
         noun = "entry" if count == 1 else "entries"
-        receipt = f"Listed {count} {noun} in {name}."
+        where = "the workspace" if name == "." else name
+        receipt = f"Listed {count} {noun} in {where}."
         return ToolOutcome(output=output[: ctx.output_chars], receipt=receipt)
 
 
@@ -120,8 +124,16 @@ class WriteFile:
             raise ToolRefused(f"Refused: {name!r} is a folder, not a file.")
         path.parent.mkdir(parents=True, exist_ok=True)
         resolve_inside(ctx.workspace, name)  # the folders made must still be inside
-        tmp = path.with_name(f".{path.name}.hearth-tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        # a fresh temp file (O_EXCL: never one a link already holds), then an atomic rename
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".hearth-tmp",
+                                   dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         receipt = f"Wrote {size_words(len(data))} to {name}."
         return ToolOutcome(output=receipt, receipt=receipt)

@@ -47,7 +47,10 @@ class Shell:
         command: str = args["command"]
         if not command.strip():
             raise ToolRefused("The command is empty; say what to run.")
-        timeout = float(min(args.get("timeout") or ctx.shell_timeout, ctx.shell_timeout))
+        asked = args.get("timeout")
+        if asked is not None and asked <= 0:
+            raise ToolRefused("The timeout must be a positive number of seconds.")
+        timeout = float(min(asked or ctx.shell_timeout, ctx.shell_timeout))
         proc = await asyncio.create_subprocess_exec(
             "bash",
             "-c",

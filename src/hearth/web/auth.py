@@ -17,5 +17,5 @@ def require_token(request: Request) -> None:
         raise Refusal("unauthorized", 401,
                        "This needs the gateway's token: send 'Authorization: Bearer <token>' "
                        "(`hearth token` prints it).")
-    if not hmac.compare_digest(given.strip().encode(), expected.encode()):
+    if not expected or not hmac.compare_digest(given.strip().encode(), expected.encode()):
         raise Refusal("unauthorized", 401, "The token is not this gateway's token.")

@@ -52,6 +52,8 @@ def install(app: FastAPI) -> None:
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else "The request failed."
+        if exc.status_code == 400 and "parsing the body" in message:
+            code, message = "invalid_json", "The request body is not valid JSON."
         if exc.status_code == 404 and message == "Not Found":
             message = "There is nothing at this address."
         return envelope(exc.status_code, code, message, getattr(exc, "headers", None))

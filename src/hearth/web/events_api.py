@@ -25,6 +25,7 @@ router = APIRouter()
 EngineDep = Annotated[Engine, Depends(engine_of)]
 KEEPALIVE_SECONDS = 15.0
 REPLAY_PAGE = 500
+MAX_SEQ = 2**62
 
 
 def _sse(frame: dict[str, Any]) -> str:
@@ -36,12 +37,12 @@ def _sse(frame: dict[str, Any]) -> str:
 async def session_events(
     key: str,
     engine: EngineDep,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     session = chats.get_chat(engine.db, key)
     if after is None and last_event_id is not None and last_event_id.isdigit():
-        after = int(last_event_id)
+        after = min(int(last_event_id), MAX_SEQ)
     start = session.last_seq if after is None else after
     subscription = engine.bus.subscribe(key)
     return StreamingResponse(

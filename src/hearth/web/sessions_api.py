@@ -15,6 +15,7 @@ from hearth.sessions import chats
 from hearth.web.deps import engine_of
 
 router = APIRouter()
+MAX_SEQ = 2**62  # sequence numbers are SQLite integers; larger is not a place in any chat
 EngineDep = Annotated[Engine, Depends(engine_of)]
 
 
@@ -29,7 +30,7 @@ class CreateSession(BaseModel):
 
 class PatchSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    title: str = Field(min_length=1, max_length=200)
+    title: str = Field(min_length=1, max_length=200, pattern=r"\S")
 
 
 class SendMessage(BaseModel):
@@ -67,7 +68,7 @@ async def get_session(
     key: str,
     engine: EngineDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
 ) -> dict[str, Any]:
     window = chats.read_chat(engine.db, key, limit=limit, before=before)
     current = window.current_run
@@ -81,7 +82,7 @@ async def get_session(
 
 @router.patch("/api/sessions/{key}")
 async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict[str, Any]:
-    row = chats.rename(engine.db, key, body.title.strip() or body.title)
+    row = chats.rename(engine.db, key, body.title.strip())
     return session_view(row)
 
 
