@@ -15,8 +15,7 @@ A benchmark, not a test: it prints figures and verdicts and exits 0 whatever the
 
     .venv/bin/python bench/admission.py [--messages 400] [--chats 20] [--senders 50]
         [--per-sender 16] [--think 0] [--duplicates 100] [--parked 80] [--max-turns 4]
-        [--synchronous FULL]
-        [--profile]
+        [--synchronous FULL] [--profile]
 """
 
 from __future__ import annotations

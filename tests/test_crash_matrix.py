@@ -20,6 +20,12 @@ from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 
 SCENARIOS = ("plain", "write", "queued")
+COMMON = {"admitted", "run_start", "mid_stream", "answer_persisted"}
+FIRES = {  # the points each scenario passes: the process must die at exactly these
+    "plain": COMMON,
+    "write": COMMON | {"tools_requested", "tool_ran", "tool_recorded"},
+    "queued": COMMON | {"queued"},
+}
 
 
 def _script(scenario: str, server: ScriptedModelServer) -> threading.Event | None:
@@ -130,6 +136,7 @@ def test_crash_then_restart_keeps_every_promise(
     key, sent, acked = _drive(gateway, model_server, scenario)
     assert gateway.proc is not None
     died = gateway.proc.poll() is not None
+    assert died == (point in FIRES[scenario]), gateway.output()
     if died:
         assert gateway.proc.returncode == EXIT_CODE, gateway.output()
     gateway.kill()  # a point this scenario never passes: kill it anyway, at rest
