@@ -246,7 +246,7 @@ def test_append_and_window_use_keys_not_scans(db: Database) -> None:
         append_plans = _plans(conn, appended)
         read_plans = _plans(conn, reads)
     verbs = sorted(s.lstrip().split()[0].upper() for s in append_plans)
-    assert verbs.count("SELECT") >= 2 and "UPDATE" in verbs and "INSERT" in verbs, verbs
+    assert verbs == ["INSERT", "SELECT", "UPDATE"], verbs  # a fixed few, whatever the length
     assert len(read_plans) == 3
     for statement, details in {**append_plans, **read_plans}.items():
         assert not any(d.startswith("SCAN") for d in details), (statement, details)
@@ -259,9 +259,10 @@ def test_append_and_window_use_keys_not_scans(db: Database) -> None:
 
 
 def new_run(db: Database, key: str) -> runs.RunRow:
+    run_id = runs.new_run_id()
     with db.write() as conn:
-        return runs.insert(conn, run_id=runs.new_run_id(), session_key=key,
-                           tab_id=f"tab-{key}", generation=0)
+        runs.insert(conn, run_id=run_id, session_key=key, tab_id=f"tab-{key}", generation=0)
+    return get_run(db, run_id)
 
 
 def get_run(db: Database, run_id: str) -> runs.RunRow:
@@ -293,7 +294,7 @@ def test_runs_are_admitted_and_queue_fifo_per_session(db: Database) -> None:
     with db.read() as conn:
         current = runs.current(conn, "a")
         assert current is not None and current.run_id == first.run_id
-        assert runs.active_count(conn, "a") == 2
+        assert runs.any_active(conn, "a") and not runs.any_active(conn, "nobody")
 
 
 def test_mark_running_only_from_admitted(db: Database) -> None:

@@ -86,6 +86,7 @@ def admit(
             if kept is not None and kept.run_id is not None:
                 return _again(conn, kept.run_id, session_key, kept.seq)
         run_id = run_store.new_run_id()
+        queued = run_store.any_active(conn, session_key)
         # Under the write lock the lookup above and this append are one step; the unique
         # (session, idempotency_key) constraint holds the rule even if they were not.
         event = transcript.append(
@@ -94,7 +95,6 @@ def admit(
         )
         run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
                          generation=session.generation, user_event_seq=event.seq, kind=kind)
-        queued = run_store.active_count(conn, session_key) > 1
     crash_point("queued" if queued else "admitted")
     bus.publish(session_key, message_frame(event))
     return Admitted(run_id, "queued" if queued else "started", False, session_key, event.seq)

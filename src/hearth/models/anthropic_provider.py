@@ -30,6 +30,7 @@ from anthropic.types import (
     TextDelta as WireTextDelta,
 )
 
+from hearth.models.body import as_body
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -106,7 +107,7 @@ class AnthropicProvider:
                 for t in request.tools
             ]
         try:
-            stream = await self._client.messages.create(**kwargs)
+            stream = await self._client.messages.create(**as_body(kwargs))
         except anthropic.APIStatusError as exc:
             raise ProviderUnavailable(
                 f"{self.model_id} answered HTTP {exc.status_code}: {_brief(exc)}"

@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 import openai
 
+from hearth.models.body import as_body
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -71,7 +72,7 @@ class OpenAICompatProvider:
         if cap:
             kwargs["max_tokens"] = cap
         try:
-            stream = await self._client.chat.completions.create(**kwargs)
+            stream = await self._client.chat.completions.create(**as_body(kwargs))
         except openai.APIStatusError as exc:
             raise ProviderUnavailable(
                 f"{self.model_id} answered HTTP {exc.status_code}: {_brief(exc)}"

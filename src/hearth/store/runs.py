@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from hearth.store.db import now
 from hearth.store.schema import runs
@@ -52,6 +52,15 @@ def new_run_id() -> str:
     return "run_" + uuid.uuid4().hex
 
 
+_INSERT = runs.insert()
+_GET = select(runs).where(runs.c.run_id == bindparam("b_run"))
+_OTHER_ACTIVE = (
+    select(runs.c.id)
+    .where(runs.c.session_key == bindparam("b_key"), runs.c.status.in_(ACTIVE))
+    .limit(1)
+)
+
+
 def insert(
     conn: Connection,
     *,
@@ -61,27 +70,22 @@ def insert(
     generation: int,
     kind: str = "chat",
     user_event_seq: int | None = None,
-) -> RunRow:
-    conn.execute(
-        runs.insert().values(
-            run_id=run_id,
-            session_key=session_key,
-            tab_id=tab_id,
-            generation=generation,
-            kind=kind,
-            status="admitted",
-            user_event_seq=user_event_seq,
-            created_at=now(),
-        )
-    )
-    row = get(conn, run_id)
-    assert row is not None
-    return row
+) -> None:
+    conn.execute(_INSERT, {
+        "run_id": run_id, "session_key": session_key, "tab_id": tab_id,
+        "generation": generation, "kind": kind, "status": "admitted",
+        "user_event_seq": user_event_seq, "created_at": now(),
+    })
 
 
 def get(conn: Connection, run_id: str) -> RunRow | None:
-    row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+    row = conn.execute(_GET, {"b_run": run_id}).first()
     return RunRow.of(row) if row else None
+
+
+def any_active(conn: Connection, session_key: str) -> bool:
+    """Whether the session has a run admitted or running (so a new one would queue)."""
+    return conn.execute(_OTHER_ACTIVE, {"b_key": session_key}).first() is not None
 
 
 def next_admitted(conn: Connection, session_key: str) -> RunRow | None:
@@ -93,15 +97,6 @@ def next_admitted(conn: Connection, session_key: str) -> RunRow | None:
     ).first()
     return RunRow.of(row) if row else None
 
-
-def active_count(conn: Connection, session_key: str) -> int:
-    return int(
-        conn.execute(
-            select(func.count())
-            .select_from(runs)
-            .where(runs.c.session_key == session_key, runs.c.status.in_(ACTIVE))
-        ).scalar_one()
-    )
 
 
 def current(conn: Connection, session_key: str) -> RunRow | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
 from hearth.store.db import now
 from hearth.store.schema import sessions
@@ -35,8 +35,12 @@ class SessionRow:
         return cls(**{name: m[name] for name in cls.__dataclass_fields__})
 
 
+# Statements on the hot paths are built once: building one costs more than running it.
+_GET = select(sessions).where(sessions.c.key == bindparam("b_key"))
+
+
 def get(conn: Connection, key: str) -> SessionRow | None:
-    row = conn.execute(select(sessions).where(sessions.c.key == key)).first()
+    row = conn.execute(_GET, {"b_key": key}).first()
     return SessionRow.of(row) if row else None
 
 

@@ -11,7 +11,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy.exc import IntegrityError
 
 from hearth.store.db import now
 from hearth.store.errors import AlreadyAppended, SessionNotFound, WriterClaimLost
@@ -40,6 +41,32 @@ class EventRow:
         return cls(**{name: m[name] for name in cls.__dataclass_fields__})
 
 
+_HEAD = select(
+    sessions.c.last_seq, sessions.c.head_event_id, sessions.c.writer_run_id
+).where(sessions.c.key == bindparam("b_key"))
+_BUMP = (
+    update(sessions)
+    .where(sessions.c.key == bindparam("b_key"))
+    .values(
+        last_seq=bindparam("b_seq"),
+        head_event_id=bindparam("b_head"),
+        message_count=sessions.c.message_count + 1,
+        updated_at=bindparam("b_at"),
+    )
+)
+_INSERT = transcript_events.insert()
+_FIND = select(transcript_events).where(
+    transcript_events.c.session_key == bindparam("b_key"),
+    transcript_events.c.idempotency_key == bindparam("b_idem"),
+)
+_WINDOW = (
+    select(transcript_events)
+    .where(transcript_events.c.session_key == bindparam("b_key"))
+    .order_by(transcript_events.c.seq.desc())
+    .limit(bindparam("b_limit"))
+)
+
+
 def append(
     conn: Connection,
     session_key: str,
@@ -54,38 +81,20 @@ def append(
 ) -> EventRow:
     """Append one event. With `writer`, the append fails unless that run holds the claim.
 
-    Raises SessionNotFound, WriterClaimLost, or AlreadyAppended (same idempotency key).
+    Raises SessionNotFound, WriterClaimLost, or AlreadyAppended (same idempotency key: the
+    unique constraint says so, and nothing is changed).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
-    head = conn.execute(
-        select(sessions.c.last_seq, sessions.c.head_event_id, sessions.c.writer_run_id).where(
-            sessions.c.key == session_key
-        )
-    ).first()
+    head = conn.execute(_HEAD, {"b_key": session_key}).first()
     if head is None:
         raise SessionNotFound(session_key)
     if writer is not None and head.writer_run_id != writer:
         raise WriterClaimLost(session_key, writer)
-    if idempotency_key is not None and find(conn, session_key, idempotency_key) is not None:
-        raise AlreadyAppended(session_key, idempotency_key)
-    seq = head.last_seq + 1
-    event_id = uuid.uuid4().hex
-    stamp = now()
-    conn.execute(
-        update(sessions)
-        .where(sessions.c.key == session_key)
-        .values(
-            last_seq=seq,
-            head_event_id=event_id,
-            message_count=sessions.c.message_count + 1,
-            updated_at=stamp,
-        )
-    )
     row = {
         "session_key": session_key,
-        "seq": seq,
-        "event_id": event_id,
+        "seq": head.last_seq + 1,
+        "event_id": uuid.uuid4().hex,
         "parent_event_id": head.head_event_id,
         "idempotency_key": idempotency_key,
         "kind": kind,
@@ -93,19 +102,21 @@ def append(
         "meta": meta or {},
         "source_channel": source_channel,
         "run_id": run_id,
-        "created_at": stamp,
+        "created_at": now(),
     }
-    conn.execute(transcript_events.insert().values(**row))
+    try:
+        conn.execute(_INSERT, row)  # first: a refused insert leaves the transaction as it was
+    except IntegrityError:
+        if idempotency_key is not None and find(conn, session_key, idempotency_key):
+            raise AlreadyAppended(session_key, idempotency_key) from None
+        raise
+    conn.execute(_BUMP, {"b_key": session_key, "b_seq": row["seq"], "b_head": row["event_id"],
+                         "b_at": row["created_at"]})
     return EventRow(**{k: row[k] for k in EventRow.__dataclass_fields__})
 
 
 def find(conn: Connection, session_key: str, idempotency_key: str) -> EventRow | None:
-    row = conn.execute(
-        select(transcript_events).where(
-            transcript_events.c.session_key == session_key,
-            transcript_events.c.idempotency_key == idempotency_key,
-        )
-    ).first()
+    row = conn.execute(_FIND, {"b_key": session_key, "b_idem": idempotency_key}).first()
     return EventRow.of(row) if row else None
 
 
@@ -113,11 +124,9 @@ def window(
     conn: Connection, session_key: str, limit: int, before: int | None = None
 ) -> list[EventRow]:
     """The last `limit` events (with seq < before, when given), oldest first."""
-    stmt = select(transcript_events).where(transcript_events.c.session_key == session_key)
-    if before is not None:
-        stmt = stmt.where(transcript_events.c.seq < before)
-    stmt = stmt.order_by(transcript_events.c.seq.desc()).limit(limit)
-    rows = [EventRow.of(row) for row in conn.execute(stmt)]
+    stmt = _WINDOW if before is None else _WINDOW.where(transcript_events.c.seq < before)
+    rows = [EventRow.of(row) for row in conn.execute(stmt, {"b_key": session_key,
+                                                               "b_limit": limit})]
     rows.reverse()
     return rows
 
