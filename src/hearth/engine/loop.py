@@ -132,7 +132,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
 
 def checkpoint(turn: Turn) -> None:
     """Keep what has streamed so far on the run, so a crash does not lose it."""
-    with turn.db.write() as conn:
+    with turn.db.write(durable=False) as conn:
         run_store.checkpoint(conn, turn.run_id, turn.streamed or None)
     turn.checkpointed = bool(turn.streamed)
 
@@ -189,7 +189,7 @@ def checkpoint_cleared(turn: Turn) -> None:
     """The streamed text is recorded now; the run's checkpoint of it is no longer needed."""
     turn.streamed = ""
     if turn.checkpointed:
-        with turn.db.write() as conn:
+        with turn.db.write(durable=False) as conn:
             run_store.checkpoint(conn, turn.run_id, None)
         turn.checkpointed = False
 

@@ -20,7 +20,7 @@ def append(
     idempotency_key: str | None = None,
 ) -> EventRow:
     """Append one event as this run (raises WriterClaimLost if it no longer owns the chat)."""
-    with turn.db.write() as conn:
+    with turn.db.write(durable=False) as conn:
         event = transcript.append(
             conn, turn.session_key, kind, content, meta=meta, run_id=turn.run_id,
             writer=turn.run_id, idempotency_key=idempotency_key,
@@ -31,7 +31,7 @@ def append(
 
 def append_many(turn: Turn, items: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
     """Append several events in one transaction, in order (e.g. a batch's results)."""
-    with turn.db.write() as conn:
+    with turn.db.write(durable=False) as conn:
         events = [
             transcript.append(conn, turn.session_key, kind, content, meta=meta,
                               run_id=turn.run_id, writer=turn.run_id)

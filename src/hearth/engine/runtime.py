@@ -67,8 +67,10 @@ class Engine:
 
     def send(
         self, session_key: str, text: str, *, client_message_id: str | None = None,
-        source_channel: str | None = None, kind: str = "chat",
+        source_channel: str | None = None, kind: str = "chat", dispatch: bool = True,
     ) -> Admitted:
+        """Admit a message. With `dispatch=False` the caller wakes the lane itself (`dispatch`)
+        once it has acknowledged, so the acknowledgement goes out before the turn's work."""
         if not self.accepting:
             raise AdmissionError(
                 "shutting_down", 503,
@@ -78,9 +80,14 @@ class Engine:
         admitted = admission.admit(self.db, self.bus, session_key, text,
                                    client_message_id=client_message_id,
                                    source_channel=source_channel, kind=kind)
+        if dispatch and not admitted.duplicate:
+            self.dispatch(session_key)
+        return admitted
+
+    def dispatch(self, session_key: str) -> None:
+        """Wake the chat's lane (idempotent)."""
         if self.lanes is not None:
             self.lanes.dispatch(session_key)
-        return admitted
 
     def stop(self, session_key: str) -> str | None:
         """End the chat's running turn at once (or its next run, if it waits for a slot)."""

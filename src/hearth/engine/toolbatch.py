@@ -71,7 +71,7 @@ async def _run_one(turn: Turn, position: int, call: ToolCall, tool: Tool | None)
         turn.tools_running -= 1
         turn.touch()
     crash_point("tool_ran")
-    with turn.db.write() as conn:
+    with turn.db.write(durable=False) as conn:
         ledger.record_ended(conn, run_id=turn.run_id, call_id=call.call_id, status=status,
                             result=outcome.output, receipt=outcome.receipt)
     crash_point("tool_recorded")

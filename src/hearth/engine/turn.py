@@ -53,7 +53,7 @@ async def run_turn(deps: TurnDeps, run: RunRow) -> None:
 
 def _claim(deps: TurnDeps, run: RunRow) -> SessionRow | Ending:
     """Take ownership (running + writer claim), then check the snapshot again under it."""
-    with deps.db.write() as conn:
+    with deps.db.write(durable=False) as conn:
         session = session_store.get(conn, run.session_key)
         if session is None:
             return endings.stale("its chat no longer exists.")
@@ -72,7 +72,7 @@ async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Endi
     if provider is None:
         return endings.no_model()
     model_config = deps.models.config_of(provider.model_id)
-    with deps.db.write() as conn:
+    with deps.db.write(durable=False) as conn:
         run_store.set_model(conn, run.run_id, provider.model_id)
     turn = Turn(
         db=deps.db, bus=deps.bus, tools=deps.tools, limits=deps.config.limits, run=run,

@@ -3,6 +3,12 @@
 Every dialect-specific statement Hearth issues lives in `store/` and most of it here: WAL mode,
 `synchronous`, the busy timeout and `BEGIN IMMEDIATE` for writers on SQLite. PostgreSQL needs
 none of it.
+
+Two durability classes of write. A *promise* (`write()`: a message acknowledged, a tool call
+recorded started before it runs, a recovery attempt counted, an ending) is synced to disk
+before it returns (`synchronous=FULL`). *Bookkeeping* (`write(durable=False)`: the turn's
+events, checkpoints, claims) survives any crash of the process but may be lost with power
+(`NORMAL`); in WAL mode the next promise's sync carries every earlier write with it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ class Database:
 
     def __init__(self, url: str, synchronous: str = "FULL") -> None:
         self.url = url
-        self.engine = _make_engine(url, synchronous)
+        self.synchronous = synchronous
+        self.engine = _make_engine(url)
 
     @property
     def dialect(self) -> str:
@@ -36,10 +43,16 @@ class Database:
         return "postgresql" if name.startswith("postgres") else name
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A transaction that will write: on SQLite it takes the write lock at BEGIN."""
+    def write(self, durable: bool = True) -> Iterator[Connection]:
+        """A transaction that will write: on SQLite it takes the write lock at BEGIN.
+
+        `durable=False` for bookkeeping that a crash of the process must not lose but a loss
+        of power may (see the module docstring).
+        """
         with self.engine.connect() as conn:
-            conn.info["begin_mode"] = "BEGIN IMMEDIATE"
+            if self.dialect == "sqlite":
+                _set_synchronous(conn, self.synchronous if durable else "NORMAL")
+                conn.info["begin_mode"] = "BEGIN IMMEDIATE"
             with conn.begin():
                 yield conn
 
@@ -64,7 +77,16 @@ class Database:
         self.engine.dispose()
 
 
-def _make_engine(url: str, synchronous: str) -> Engine:
+def _set_synchronous(conn: Connection, level: str) -> None:
+    """Set PRAGMA synchronous on this pooled connection, outside any transaction."""
+    if conn.info.get("synchronous") != level:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.execute(f"PRAGMA synchronous={level}")
+        conn.info["synchronous"] = level
+
+
+def _make_engine(url: str) -> Engine:
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     engine = create_engine(
@@ -78,7 +100,6 @@ def _make_engine(url: str, synchronous: str) -> Engine:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from hearth.store.db import now
 from hearth.store.schema import tool_calls
@@ -37,6 +37,15 @@ class CallRow:
         return cls(**{name: m[name] for name in cls.__dataclass_fields__})
 
 
+_INSERT = tool_calls.insert()
+_END = (
+    update(tool_calls)
+    .where(tool_calls.c.run_id == bindparam("b_run"), tool_calls.c.call_id == bindparam("b_call"))
+    .values(status=bindparam("b_status"), result=bindparam("b_result"),
+            receipt=bindparam("b_receipt"), ended_at=bindparam("b_at"))
+)
+
+
 def record_started(
     conn: Connection,
     *,
@@ -50,19 +59,11 @@ def record_started(
 ) -> None:
     if effect not in EFFECTS:
         raise ValueError(f"unknown effect class {effect!r}")
-    conn.execute(
-        tool_calls.insert().values(
-            run_id=run_id,
-            session_key=session_key,
-            call_id=call_id,
-            position=position,
-            tool=tool,
-            arguments=arguments,
-            effect=effect,
-            status="started",
-            started_at=now(),
-        )
-    )
+    conn.execute(_INSERT, {
+        "run_id": run_id, "session_key": session_key, "call_id": call_id,
+        "position": position, "tool": tool, "arguments": arguments, "effect": effect,
+        "status": "started", "started_at": now(),
+    })
 
 
 def record_ended(
@@ -70,11 +71,8 @@ def record_ended(
 ) -> None:
     if status not in ("finished", "failed", "unknown"):
         raise ValueError(f"{status!r} is not how a call ends")
-    conn.execute(
-        update(tool_calls)
-        .where(tool_calls.c.run_id == run_id, tool_calls.c.call_id == call_id)
-        .values(status=status, result=result, receipt=receipt, ended_at=now())
-    )
+    conn.execute(_END, {"b_run": run_id, "b_call": call_id, "b_status": status,
+                        "b_result": result, "b_receipt": receipt, "b_at": now()})
 
 
 def for_run(conn: Connection, run_id: str) -> list[CallRow]:

@@ -88,41 +88,57 @@ def any_active(conn: Connection, session_key: str) -> bool:
     return conn.execute(_OTHER_ACTIVE, {"b_key": session_key}).first() is not None
 
 
+_NEXT = (
+    select(runs)
+    .where(runs.c.session_key == bindparam("b_key"), runs.c.status == "admitted")
+    .order_by(runs.c.id)
+    .limit(1)
+)
+_CURRENT = (
+    select(runs)
+    .where(runs.c.session_key == bindparam("b_key"), runs.c.status.in_(ACTIVE))
+    .order_by(runs.c.status.desc(), runs.c.id)
+    .limit(1)
+)
+_MARK_RUNNING = (
+    update(runs)
+    .where(runs.c.run_id == bindparam("b_run"), runs.c.status == "admitted")
+    .values(status="running", started_at=func.coalesce(runs.c.started_at, bindparam("b_at")))
+)
+_CHECKPOINT = (
+    update(runs)
+    .where(runs.c.run_id == bindparam("b_run"))
+    .values(partial_text=bindparam("b_text"), partial_at=bindparam("b_at"))
+)
+_FINISH = (
+    update(runs)
+    .where(runs.c.run_id == bindparam("b_run"), runs.c.status.in_(ACTIVE))
+    .values(status=bindparam("b_status"), ending=bindparam("b_ending"),
+            sentence=bindparam("b_sentence"), ended_at=bindparam("b_at"),
+            partial_text=None, partial_at=None)
+)
+
+
 def next_admitted(conn: Connection, session_key: str) -> RunRow | None:
-    row = conn.execute(
-        select(runs)
-        .where(runs.c.session_key == session_key, runs.c.status == "admitted")
-        .order_by(runs.c.id)
-        .limit(1)
-    ).first()
+    row = conn.execute(_NEXT, {"b_key": session_key}).first()
     return RunRow.of(row) if row else None
 
 
 
 def current(conn: Connection, session_key: str) -> RunRow | None:
     """The session's running run, else its oldest admitted one."""
-    row = conn.execute(
-        select(runs)
-        .where(runs.c.session_key == session_key, runs.c.status.in_(ACTIVE))
-        .order_by(runs.c.status.desc(), runs.c.id)
-        .limit(1)
-    ).first()
+    row = conn.execute(_CURRENT, {"b_key": session_key}).first()
     return RunRow.of(row) if row else None
 
 
 def mark_running(conn: Connection, run_id: str) -> bool:
-    result = conn.execute(
-        update(runs)
-        .where(runs.c.run_id == run_id, runs.c.status == "admitted")
-        .values(status="running", started_at=func.coalesce(runs.c.started_at, now()))
-    )
-    return result.rowcount == 1
+    return conn.execute(_MARK_RUNNING, {"b_run": run_id, "b_at": now()}).rowcount == 1
 
 
 def checkpoint(conn: Connection, run_id: str, text: str | None) -> None:
     """Keep (or clear, with None) the text of the answer streaming now."""
-    conn.execute(update(runs).where(runs.c.run_id == run_id)
-                 .values(partial_text=text, partial_at=now() if text else None))
+    conn.execute(_CHECKPOINT, {"b_run": run_id, "b_text": text,
+                               "b_at": now() if text else None})
 
 
 def requeue_interrupted(conn: Connection, budget: int) -> tuple[int, list[RunRow]]:
@@ -146,12 +162,8 @@ def finish(conn: Connection, run_id: str, *, status: str, ending: str, sentence:
     """End an active run. False when it had already ended (an ending is written once)."""
     if status not in FINAL:
         raise ValueError(f"{status!r} is not a final status")
-    result = conn.execute(
-        update(runs)
-        .where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE))
-        .values(status=status, ending=ending, sentence=sentence, ended_at=now(),
-                partial_text=None, partial_at=None)
-    )
+    result = conn.execute(_FINISH, {"b_run": run_id, "b_status": status, "b_ending": ending,
+                                    "b_sentence": sentence, "b_at": now()})
     return result.rowcount == 1
 
 

@@ -119,23 +119,27 @@ def set_title(conn: Connection, key: str, title: str) -> bool:
     return result.rowcount == 1
 
 
+_CLAIM = (
+    update(sessions)
+    .where(sessions.c.key == bindparam("b_key"))
+    .where(or_(sessions.c.writer_run_id.is_(None),
+               sessions.c.writer_run_id == bindparam("b_run")))
+    .values(writer_run_id=bindparam("b_run"))
+)
+_RELEASE = (
+    update(sessions)
+    .where(sessions.c.key == bindparam("b_key"), sessions.c.writer_run_id == bindparam("b_run"))
+    .values(writer_run_id=None)
+)
+
+
 def claim_writer(conn: Connection, key: str, run_id: str) -> bool:
     """Take the session's writer claim for `run_id` if nobody else holds it."""
-    result = conn.execute(
-        update(sessions)
-        .where(sessions.c.key == key)
-        .where(or_(sessions.c.writer_run_id.is_(None), sessions.c.writer_run_id == run_id))
-        .values(writer_run_id=run_id)
-    )
-    return result.rowcount == 1
+    return conn.execute(_CLAIM, {"b_key": key, "b_run": run_id}).rowcount == 1
 
 
 def release_writer(conn: Connection, key: str, run_id: str) -> None:
-    conn.execute(
-        update(sessions)
-        .where(sessions.c.key == key, sessions.c.writer_run_id == run_id)
-        .values(writer_run_id=None)
-    )
+    conn.execute(_RELEASE, {"b_key": key, "b_run": run_id})
 
 
 def release_all_writers(conn: Connection) -> int:

@@ -9,7 +9,7 @@ from fastapi import Request
 from hearth.errors import Refusal
 
 
-def require_token(request: Request) -> None:
+async def require_token(request: Request) -> None:
     expected: str = request.app.state.token
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")

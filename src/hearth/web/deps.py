@@ -7,6 +7,6 @@ from fastapi import Request
 from hearth.engine.runtime import Engine
 
 
-def engine_of(request: Request) -> Engine:
+async def engine_of(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine

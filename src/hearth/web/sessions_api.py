@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
 
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
@@ -88,12 +89,19 @@ async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict
 
 @router.post("/api/sessions/{key}/messages")
 async def send_message(
-    key: str, body: SendMessage, engine: EngineDep, request: Request
+    key: str, body: SendMessage, engine: EngineDep
 ) -> JSONResponse:
-    admitted = engine.send(key, body.text, client_message_id=body.client_message_id)
+    admitted = engine.send(key, body.text, client_message_id=body.client_message_id,
+                           dispatch=False)
     payload = {"run_id": admitted.run_id, "status": admitted.status, "seq": admitted.seq,
                "duplicate": admitted.duplicate}
-    return JSONResponse(payload, status_code=202)
+    # persist, acknowledge, then dispatch: the turn starts once the 202 is on its way
+    wake = None if admitted.duplicate else BackgroundTask(_wake, engine, key)
+    return JSONResponse(payload, status_code=202, background=wake)
+
+
+async def _wake(engine: Engine, key: str) -> None:
+    engine.dispatch(key)  # async so it runs on the event loop, not in a worker thread
 
 
 @router.post("/api/sessions/{key}/stop")
