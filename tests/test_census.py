@@ -66,3 +66,44 @@ def test_every_model_call_goes_through_the_guard() -> None:
 def test_the_guard_is_what_the_loop_calls() -> None:
     loop = (SRC / "engine" / "loop.py").read_text()
     assert "guard.stream(" in loop
+
+
+PROMISES = {"record_started", "admit", "requeue_interrupted", "finish", "insert"}
+
+
+def promises_written_without_sync(name: str, tree: ast.Module) -> list[str]:
+    """A `with db.write(durable=False)` block that writes a promise (a message admitted, a
+    call recorded started, a recovery attempt counted, an ending)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.With):
+            continue
+        for item in node.items:
+            call = item.context_expr
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "write"):
+                continue
+            lax = any(k.arg == "durable" and isinstance(k.value, ast.Constant)
+                      and k.value.value is False for k in call.keywords)
+            if not lax:
+                continue
+            for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+                if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                        and inner.func.attr in PROMISES):
+                    found.append(f"{name}:{inner.lineno} writes {inner.func.attr} unsynced")
+    return found
+
+
+def test_detector_finds_a_promise_written_without_sync() -> None:
+    planted = ast.parse(
+        "def f(turn, conn):\n"
+        "    with turn.db.write(durable=False) as conn:\n"
+        "        ledger.record_started(conn, run_id='r')\n"
+    )
+    assert len(promises_written_without_sync("engine/x.py", planted)) == 1
+
+
+def test_every_promise_is_synced_before_it_is_relied_on() -> None:
+    violations = [v for name, tree in _sources().items()
+                  for v in promises_written_without_sync(name, tree)]
+    assert violations == []

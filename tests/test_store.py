@@ -429,3 +429,18 @@ def test_an_empty_token_file_never_gives_an_empty_token(
     token = home.token()
     assert token, "an empty bearer token would let an empty credential through"
     assert home.token() == token
+
+
+def test_promises_are_synced_and_bookkeeping_is_not(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path}/sync.db")
+    db.upgrade()
+    with db.write() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+    with db.write(durable=False) as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    with db.write() as conn:  # the same pooled connection goes back to FULL
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+    relaxed = Database(f"sqlite:///{tmp_path}/relaxed.db", synchronous="NORMAL")
+    relaxed.upgrade()
+    with relaxed.write() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
