@@ -8,6 +8,7 @@ turns finish within the grace period, and leaves the rest to be resumed by the n
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -46,10 +47,12 @@ class Engine:
                              default_workspace=workspace, active=self.active)
         self.lanes: Lanes | None = None
         self.accepting = False
+        self._warming: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""
         begun = time.monotonic()
+        self._warming = asyncio.create_task(asyncio.to_thread(self.deps.models.warm))
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
         with self.db.write() as conn:
             session_store.release_all_writers(conn)

@@ -6,6 +6,7 @@ claim from its start to its ending.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,8 @@ def _claim(deps: TurnDeps, run: RunRow) -> SessionRow | Ending:
 
 
 async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Ending:
-    provider = deps.models.for_chat(session.model)
+    # built in a worker thread: the first build of a provider imports its SDK
+    provider = await asyncio.to_thread(deps.models.for_chat, session.model)
     if provider is None:
         return endings.no_model()
     model_config = deps.models.config_of(provider.model_id)

@@ -8,6 +8,7 @@ and the turn ends saying how to add a model (`NO_MODEL_SENTENCE`).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 
 import httpx
@@ -105,6 +106,7 @@ class ModelRegistry:
     ) -> None:
         self._configs = {m.id: m for m in models}
         self._environ = os.environ if environ is None else environ
+        self._lock = threading.Lock()  # providers are built in worker threads (SDK imports)
         self._providers: dict[str, Provider] = {}
         self.chat_chain = chat_chain or [m.id for m in models]
 
@@ -130,6 +132,13 @@ class ModelRegistry:
             model_id = self.chat_chain[0]
         if model_id is None:
             return None
-        if model_id not in self._providers:
-            self._providers[model_id] = build_provider(self._configs[model_id], self._environ)
-        return self._providers[model_id]
+        with self._lock:
+            if model_id not in self._providers:
+                self._providers[model_id] = build_provider(self._configs[model_id],
+                                                           self._environ)
+            return self._providers[model_id]
+
+    def warm(self) -> None:
+        """Build the chat chain's head now. Importing an SDK takes a second or more, so the
+        gateway does it in a worker thread at start rather than in the first turn."""
+        self.for_chat()
