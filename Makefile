@@ -30,6 +30,7 @@ test: lint
 bench: install
 	$(BIN)/python bench/admission.py
 	$(BIN)/python bench/append.py
+	$(BIN)/python bench/recovery.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
