@@ -125,7 +125,7 @@ def test_a_stop_ends_the_stream_at_once_and_frees_the_chat(
         return views[0], views[1], rows, took
 
     stopped, after, rows, took = run(body())
-    assert took < 1.0
+    assert took < 2.5  # at once: not the 30 s the stream would still have stalled
     assert stopped["status"] == "stopped" and stopped["ending"] == "stopped"
     assert stopped["sentence"] == "You stopped this turn."
     partial = [e for e in rows if e.kind == "assistant" and e.meta.get("partial")]

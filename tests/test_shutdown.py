@@ -27,7 +27,7 @@ def test_stop_over_http_ends_the_turn_and_the_chat_goes_on(
     answer = api.http.post(f"/api/sessions/{key}/stop")
     assert answer.status_code == 200 and answer.json() == {"stopped": first}
     run = api.wait(first)
-    assert time.monotonic() - begun < 2
+    assert time.monotonic() - begun < 4  # not the 30 s the command would have run
     assert run["status"] == "stopped" and run["sentence"] == "You stopped this turn."
     assert [c["status"] for c in run["tool_calls"]] == ["unknown"]
     assert api.http.post(f"/api/sessions/{key}/stop").json() == {"stopped": None}

@@ -23,12 +23,22 @@ class ToolRefused(Exception):
 
 
 @dataclass(frozen=True)
+class WebSettings:
+    """What web_fetch may reach and how much it may take."""
+
+    allow_hosts: tuple[str, ...] = ()  # hosts reachable even on private/loopback addresses
+    max_bytes: int = 2_000_000
+    timeout_seconds: float = 20.0
+
+
+@dataclass(frozen=True)
 class ToolContext:
     workspace: Path
     session_key: str
     run_id: str
     shell_timeout: float = 60.0
     output_chars: int = 50_000
+    web: WebSettings = WebSettings()
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,16 @@ class Tool(Protocol):
     parallel_safe: bool
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome: ...
+
+
+def effect_of(tool: Tool, args: dict[str, Any]) -> Effect:
+    """What this call may do: a tool that screens its arguments (the shell recognises
+    read-only commands) says so per call; otherwise its declared effect."""
+    classify = getattr(tool, "classify", None)
+    if classify is not None:
+        effect: Effect = classify(args)
+        return effect
+    return tool.effect
 
 
 def check_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
