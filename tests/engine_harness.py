@@ -24,7 +24,8 @@ from hearth.tools.registry import ToolRegistry, builtin_tools
 
 
 def make_config(model_url: str | None, **sections: dict[str, Any]) -> Config:
-    raw: dict[str, Any] = dict(sections)
+    raw: dict[str, Any] = {"tools": {"profile": "full"}}  # tests bring tools of their own
+    raw.update(sections)
     if model_url is not None:
         raw["models"] = [{"id": "fake", "provider": "openai", "base_url": model_url,
                           "api_key": "sk-test", "model": "fake-model"}]
@@ -50,8 +51,9 @@ async def turn(engine: Engine, key: str, text: str, timeout: float = 15) -> dict
     return view
 
 
-def new_chat(engine: Engine) -> str:
-    return chats.open_chat(engine.db).session.key
+def new_chat(engine: Engine, trust: str = "trusted") -> str:
+    """A new chat, trusted unless said otherwise (see tests.gateway.Api.new_chat)."""
+    return chats.open_chat(engine.db, trust=trust).session.key
 
 
 def events(engine: Engine, key: str) -> list[EventRow]:

@@ -14,6 +14,8 @@ from hearth.home import Home
 app = typer.Typer(help="Hearth: a local-first personal AI agent gateway.", no_args_is_help=True)
 db_app = typer.Typer(help="The database.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+tools_app = typer.Typer(help="The agent's tools.", no_args_is_help=True)
+app.add_typer(tools_app, name="tools")
 
 
 def _load() -> tuple[Home, Config]:
@@ -97,6 +99,32 @@ def chat(
         raise typer.Exit(3) from error
     finally:
         client.close()
+
+
+@tools_app.command("explain")
+def tools_explain(
+    agent: Annotated[str, typer.Option(help="The agent whose tools to explain")] = "default",
+) -> None:
+    """Print the tools an agent has, and why each is in or out (built-in and MCP)."""
+    from hearth.tools import policy
+    from hearth.tools.registry import builtin_tools
+
+    _home, config = _load()
+    names = [t.name for t in builtin_tools()]
+    for verdict in policy.explain(names, config, agent):
+        mark = "+" if verdict.allowed else "-"
+        typer.echo(f"{mark} {verdict.tool:<14} {verdict.reason}")
+    for server in config.mcp_servers:
+        verdict = policy.judge(f"{server.name}__*", config, agent)
+        mark = "+" if verdict.allowed else "-"
+        typer.echo(f"{mark} {server.name + '__*':<14} {verdict.reason} (MCP server "
+                   f"{server.name!r}; its tools are listed when it first starts)")
+    from hearth.tools.sandbox import placement
+
+    where = placement(config.tools.sandbox, config.tools.network, config.tools.elevated)
+    typer.echo(f"shell placement: {where.mode}"
+               + (f", network {'on' if where.network else 'off'}" if where.sandboxed else "")
+               + (", elevated runs allowed" if where.elevated else ""))
 
 
 def main() -> None:

@@ -79,6 +79,32 @@ class AgentConfig(_Section):
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
 
 
+class ToolPolicyConfig(_Section):
+    """Which tools exist: a profile, narrowed by `allow` (when not empty), minus `deny`.
+    Entries are tool names or shell-style patterns (`time__*`)."""
+
+    profile: Literal["minimal", "coding", "full"] | None = None
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class NamedAgentConfig(_Section):
+    system_prompt: str | None = None
+    tools: ToolPolicyConfig = Field(default_factory=ToolPolicyConfig)
+
+
+class ToolsConfig(ToolPolicyConfig):
+    """[tools]: the global policy, and where and how tools run."""
+
+    profile: Literal["minimal", "coding", "full"] | None = "coding"
+    sandbox: Literal["auto", "on", "off"] = "auto"
+    network: bool = False  # may a sandboxed shell reach the network
+    elevated: bool = False  # may a call ask to run the shell outside the sandbox
+    web_fetch_allow_hosts: list[str] = Field(default_factory=list)
+    web_fetch_max_bytes: int = Field(2_000_000, ge=1024)
+    web_fetch_timeout_seconds: float = Field(20.0, gt=0)
+
+
 class StoreConfig(_Section):
     synchronous: Literal["NORMAL", "FULL"] = "FULL"
 
@@ -97,6 +123,8 @@ class Config(_Section):
     chains: ChainsConfig = Field(default_factory=ChainsConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    agents: dict[str, NamedAgentConfig] = Field(default_factory=dict)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
 

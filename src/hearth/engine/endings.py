@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from hearth.engine.events import Bus
 from hearth.engine.views import message_view
 from hearth.models.registry import NO_MODEL_SENTENCE
+from hearth.store import approvals, transcript
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
-from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound
 
@@ -165,6 +165,7 @@ def settle(
                 )
             except (AlreadyAppended, SessionNotFound):
                 notice = None
+        approvals.cancel_for_run(conn, run_id)
         session_store.release_writer(conn, session_key, run_id)
     if notice is not None:
         bus.publish(session_key, message_frame(notice))

@@ -105,8 +105,8 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
 
 
 async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
-    specs = [ToolSpec(t.name, t.description, t.parameters) for t in turn.tools.all()]
-    request = ModelRequest(messages=messages, tools=specs if turn.offer_tools else [])
+    specs = [ToolSpec(t.name, t.description, t.parameters) for t in turn.offered()]
+    request = ModelRequest(messages=messages, tools=specs)
     turn.streamed = ""
     done: Completed | None = None
     saved_at = time.monotonic()

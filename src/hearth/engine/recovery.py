@@ -18,7 +18,8 @@ from hearth.engine import endings
 from hearth.engine.endings import Ending, message_frame
 from hearth.engine.events import Bus
 from hearth.engine.state import Turn
-from hearth.store import ledger, transcript
+from hearth.models.types import ToolCall
+from hearth.store import approvals, ledger, transcript
 from hearth.store import runs as run_store
 from hearth.store.db import Database
 from hearth.store.transcript import EventRow
@@ -44,14 +45,16 @@ def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
     return requeued, len(past_budget)
 
 
-def resume(turn: Turn) -> Ending | None:
-    """Settle what the dead process left of this run; an ending if nothing is left to do."""
+def resume(turn: Turn) -> Ending | list[ToolCall]:
+    """Settle what the dead process left of this run: an ending if nothing is left to do,
+    else the calls still waiting on the owner's answer (the turn runs those first)."""
     with turn.db.read() as conn:
         final = transcript.find(conn, turn.session_key, f"final:{turn.run_id}")
         run = run_store.get(conn, turn.run_id)
     if final is not None:
         return endings.complete()
-    answer_open_calls(turn, unknown=UNKNOWN_AFTER_RESTART, not_run=NOT_RUN_AFTER_RESTART)
+    waiting = answer_open_calls(turn, unknown=UNKNOWN_AFTER_RESTART,
+                                not_run=NOT_RUN_AFTER_RESTART, keep_requested=True)
     published: list[EventRow] = []
     with turn.db.write() as conn:
         if run is not None and run.partial_text:
@@ -67,32 +70,46 @@ def resume(turn: Turn) -> Ending | None:
             run_id=turn.run_id, writer=turn.run_id,
         ))
     _publish(turn.bus, turn.session_key, published)
-    return None
+    return waiting
 
 
-def answer_open_calls(turn: Turn, *, unknown: str, not_run: str) -> None:
+def answer_open_calls(turn: Turn, *, unknown: str, not_run: str,
+                      keep_requested: bool = False) -> list[ToolCall]:
     """Give every call of this run that has no result one, from the ledger's word on it.
 
     A call recorded started and never ended becomes `unknown` and is answered `unknown`; one
-    that finished keeps its recorded result; one the ledger never saw never ran.
+    that finished keeps its recorded result; one the ledger never saw never ran; one waiting
+    on the owner is kept waiting (`keep_requested`, returned) or answered as not run.
     """
+    waiting: list[ToolCall] = []
     with turn.db.write() as conn:
         ledger.mark_unknown(conn, turn.run_id, receipt=f"Unknown: {unknown}")
+        if not keep_requested:
+            approvals.cancel_for_run(conn, turn.run_id)
         rows = {c.call_id: c for c in ledger.for_run(conn, turn.run_id)}
         events = transcript.of_run(conn, turn.session_key, turn.run_id,
                                    turn.run.user_event_seq or 0)
         answered = {e.content.get("call_id") for e in events if e.kind == "tool_result"}
         appended = []
         for event in events:
-            call_id = event.content.get("call_id")
+            call_id = str(event.content.get("call_id"))
             if event.kind != "tool_call" or call_id in answered:
                 continue
-            content, meta = _result_for(event, rows.get(str(call_id)), unknown, not_run)
+            row = rows.get(call_id)
+            if row is not None and row.status == "requested":
+                if keep_requested:
+                    waiting.append(ToolCall(call_id, str(event.content["name"]),
+                                            dict(event.content.get("arguments") or {})))
+                    continue
+                ledger.record_denied(conn, run_id=turn.run_id, call_id=call_id,
+                                     receipt="Not run: the turn ended before the owner answered.")
+            content, meta = _result_for(event, row, unknown, not_run)
             appended.append(transcript.append(
                 conn, turn.session_key, "tool_result", content, meta=meta,
                 run_id=turn.run_id, writer=turn.run_id,
             ))
     _publish(turn.bus, turn.session_key, appended)
+    return waiting
 
 
 def _result_for(
@@ -103,6 +120,11 @@ def _result_for(
         return {**base, "output": not_run, "is_error": True}, {"receipt": "Not run."}
     if row.status == "unknown":
         return {**base, "output": unknown, "is_error": True}, {"receipt": row.receipt}
+    if row.status in ("requested", "denied"):
+        return ({**base, "output": "This call was not run: the turn ended before the owner "
+                 "answered." if row.status == "requested" else
+                 "The owner denied this call, so it was not run.", "is_error": True},
+                {"receipt": row.receipt or "Not run."})
     return ({**base, "output": row.result or "", "is_error": row.status == "failed"},
             {"receipt": row.receipt, "recovered": True})
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from hearth.config import Config
 from hearth.engine import admission, endings, recovery
 from hearth.engine.admission import AdmissionError, Admitted
+from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.events import Bus
 from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
@@ -24,7 +25,9 @@ from hearth.sessions.lanes import Lanes
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store.db import Database
+from hearth.tools.mcp_client import McpServers
 from hearth.tools.registry import ToolRegistry
+from hearth.tools.sandbox import placement
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +46,15 @@ class Engine:
         self.config = config
         self.bus = Bus()
         self.active = ActiveTurns()
+        self.desk = ApprovalDesk(db, self.bus)
+        self.placement = placement(config.tools.sandbox, config.tools.network,
+                                   config.tools.elevated)
         self.deps = TurnDeps(db=db, bus=self.bus, config=config, models=models, tools=tools,
-                             default_workspace=workspace, active=self.active)
+                             default_workspace=workspace, active=self.active, desk=self.desk,
+                             placement=self.placement, prepare_tools=self._list_mcp_tools)
+        self.mcp = McpServers(config.mcp_servers)
+        self._mcp_listed = False
+        self._mcp_lock = asyncio.Lock()
         self.lanes: Lanes | None = None
         self.accepting = False
         self._warming: asyncio.Task[None] | None = None
@@ -115,6 +125,20 @@ class Engine:
         await run_turn(self.deps, run)
         return True
 
+    async def _list_mcp_tools(self) -> None:
+        """Start the MCP servers (the first time a turn may use their tools) and add their
+        tools to the registry; a server that fails is said in `mcp.status()`."""
+        if self._mcp_listed or not self.config.mcp_servers:
+            return
+        async with self._mcp_lock:
+            if not self._mcp_listed:
+                for tool in await self.mcp.tools():
+                    self.deps.tools.add(tool)
+                self._mcp_listed = True
+                for name, status in self.mcp.status().items():
+                    if status != "ready":
+                        log.warning("MCP server %s: %s", name, status)
+
     def stop_admitting(self) -> None:
         self.accepting = False
         self.bus.close()
@@ -124,3 +148,4 @@ class Engine:
         self.stop_admitting()
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds)
+        await self.mcp.close()

@@ -6,11 +6,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hearth.config import LimitsConfig
+from hearth.config import Config, LimitsConfig
+from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.events import Bus
 from hearth.models.types import Provider
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
+from hearth.tools import policy
+from hearth.tools.base import Tool, ToolContext
 from hearth.tools.registry import ToolRegistry
 
 
@@ -19,10 +22,14 @@ class Turn:
     db: Database
     bus: Bus
     tools: ToolRegistry
-    limits: LimitsConfig
+    config: Config
+    desk: ApprovalDesk
     run: RunRow
     provider: Provider
     workspace: Path
+    context: ToolContext
+    agent: str = "default"
+    trust: str = "ask"
     offer_tools: bool = True
     started: float = field(default_factory=time.monotonic)
     model_calls: int = 0
@@ -47,6 +54,17 @@ class Turn:
             return False
         self.retried.add(retry)
         return True
+
+    @property
+    def limits(self) -> LimitsConfig:
+        return self.config.limits
+
+    def offered(self) -> list[Tool]:
+        """The tools the policy gives this turn's agent, as offered to the model."""
+        if not self.offer_tools:
+            return []
+        names = policy.allowed(self.tools.names(), self.config, self.agent)
+        return [t for t in self.tools.all() if t.name in names]
 
     @property
     def session_key(self) -> str:

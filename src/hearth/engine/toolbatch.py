@@ -11,12 +11,12 @@ import asyncio
 import logging
 from typing import Any
 
-from hearth.engine import record
+from hearth.engine import gate, record
 from hearth.engine.state import Turn
 from hearth.faults import crash_point
 from hearth.models.types import Message, ToolCall
 from hearth.store import ledger
-from hearth.tools.base import Tool, ToolContext, ToolOutcome, ToolRefused, check_arguments
+from hearth.tools.base import Tool, ToolOutcome, ToolRefused, check_arguments, effect_of
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,14 @@ async def _run_one(turn: Turn, position: int, call: ToolCall, tool: Tool | None)
     if problem:
         sentence = f"{call.name} was not run: {problem}."
         return ToolOutcome(sentence, f"Not run: {call.name} had invalid arguments.", ok=False)
+    refused = await gate.permit(turn, position, call, tool)
+    if refused is not None:
+        return ToolOutcome(refused, f"Not run: {refused}", ok=False)
     with turn.db.write() as conn:
         ledger.record_started(
             conn, run_id=turn.run_id, session_key=turn.session_key, call_id=call.call_id,
-            position=position, tool=call.name, arguments=call.arguments, effect=tool.effect,
+            position=position, tool=call.name, arguments=call.arguments,
+            effect=effect_of(tool, call.arguments),
         )
     turn.tools_running += 1
     try:
@@ -79,13 +83,8 @@ async def _run_one(turn: Turn, position: int, call: ToolCall, tool: Tool | None)
 
 
 async def _execute(turn: Turn, call: ToolCall, tool: Tool) -> tuple[ToolOutcome, str]:
-    ctx = ToolContext(
-        workspace=turn.workspace, session_key=turn.session_key, run_id=turn.run_id,
-        shell_timeout=turn.limits.shell_timeout_seconds,
-        output_chars=turn.limits.tool_output_chars,
-    )
     try:
-        return await tool.run(call.arguments, ctx), "finished"
+        return await tool.run(call.arguments, turn.context), "finished"
     except ToolRefused as refusal:
         return ToolOutcome(refusal.sentence, f"Refused: {refusal.sentence}", ok=False), "failed"
     except (OSError, UnicodeError, ValueError) as exc:

@@ -8,24 +8,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hearth.config import Config
+from hearth.config import Config, ModelConfig
 from hearth.engine import context, endings, loop, recovery
+from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus
 from hearth.engine.state import Turn
 from hearth.engine.supervise import ActiveTurns
+from hearth.engine.toolbatch import run_batch
 from hearth.faults import crash_point
 from hearth.models.registry import ModelRegistry
+from hearth.models.types import Provider, ToolCall
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store.db import Database
 from hearth.store.errors import WriterClaimLost
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
+from hearth.tools import policy
+from hearth.tools.base import ToolContext, WebSettings
 from hearth.tools.registry import ToolRegistry
+from hearth.tools.sandbox import Placement
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,9 @@ class TurnDeps:
     tools: ToolRegistry
     default_workspace: Path
     active: ActiveTurns
+    desk: ApprovalDesk
+    placement: Placement
+    prepare_tools: Callable[[], Awaitable[None]]  # starts MCP servers when first needed
 
 
 async def run_turn(deps: TurnDeps, run: RunRow) -> None:
@@ -76,28 +86,51 @@ async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Endi
     model_config = deps.models.config_of(provider.model_id)
     with deps.db.write(durable=False) as conn:
         run_store.set_model(conn, run.run_id, provider.model_id)
-    turn = Turn(
-        db=deps.db, bus=deps.bus, tools=deps.tools, limits=deps.config.limits, run=run,
-        provider=provider,
-        workspace=Path(session.workspace_dir) if session.workspace_dir
-        else deps.default_workspace,
-        offer_tools=model_config.tools if model_config else True,
-    )
+    turn = _compose(deps, run, session, provider,
+                    offer_tools=model_config.tools if model_config else True)
+    if turn.offer_tools and policy.may_use_mcp(deps.config, session.agent):
+        await deps.prepare_tools()
     try:
+        waiting: list[ToolCall] = []
         if run.started_at is not None:  # it ran before, in a process that died
-            ending = recovery.resume(turn)
-            if ending is not None:
-                return ending
-        messages = context.build(
-            deps.db, run,
-            system_prompt=deps.config.agent.system_prompt,
-            history_messages=deps.config.limits.history_messages,
-            context_window=model_config.context_window if model_config else 128_000,
-            max_output_tokens=model_config.max_output_tokens if model_config else 8192,
-        )
-        return await deps.active.supervise(turn, loop.drive(turn, messages))
+            resumed = recovery.resume(turn)
+            if isinstance(resumed, Ending):
+                return resumed
+            waiting = resumed
+        return await deps.active.supervise(turn, _work(deps, turn, model_config, waiting))
     except WriterClaimLost:
         return endings.stale("it lost its hold on the chat while it ran.")
     except Exception as error:  # the turn boundary: a bug must end the turn, not wedge the chat
         log.exception("turn %s failed", run.run_id)
         return endings.internal(error)
+
+
+def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
+             offer_tools: bool) -> Turn:
+    workspace = Path(session.workspace_dir) if session.workspace_dir else deps.default_workspace
+    limits, tools = deps.config.limits, deps.config.tools
+    context_for_tools = ToolContext(
+        workspace=workspace, session_key=run.session_key, run_id=run.run_id,
+        shell_timeout=limits.shell_timeout_seconds, output_chars=limits.tool_output_chars,
+        web=WebSettings(tuple(tools.web_fetch_allow_hosts), tools.web_fetch_max_bytes,
+                        tools.web_fetch_timeout_seconds),
+        placement=deps.placement,
+    )
+    return Turn(db=deps.db, bus=deps.bus, tools=deps.tools, config=deps.config, desk=deps.desk,
+                run=run, provider=provider, workspace=workspace, context=context_for_tools,
+                agent=session.agent, trust=session.trust, offer_tools=offer_tools)
+
+
+async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,
+                waiting: list[ToolCall]) -> Ending:
+    """Finish the calls a resumed run left waiting on the owner, then the loop."""
+    if waiting:
+        await run_batch(turn, tuple(waiting))
+    messages = context.build(
+        deps.db, turn.run,
+        system_prompt=deps.config.agent.system_prompt,
+        history_messages=deps.config.limits.history_messages,
+        context_window=model_config.context_window if model_config else 128_000,
+        max_output_tokens=model_config.max_output_tokens if model_config else 8192,
+    )
+    return await loop.drive(turn, messages)

@@ -63,6 +63,7 @@ def session_view(row: SessionRow) -> dict[str, Any]:
         "message_count": row.message_count,
         "last_seq": row.last_seq,
         "archived": row.archived,
+        "trust": row.trust,
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
     }

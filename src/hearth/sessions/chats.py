@@ -26,6 +26,7 @@ from hearth.store.sessions import SessionRow
 from hearth.store.transcript import EventRow
 
 MEMORY_MODES = ("persistent", "incognito", "temporary")
+TRUST = ("ask", "trusted")  # trusted: calls that may change something run without asking
 LISTED_MODES = ("persistent",)
 MODE_TITLES = {"incognito": "Incognito chat", "temporary": "Temporary chat"}
 
@@ -49,6 +50,7 @@ def open_chat(
     model: str | None = None,
     workspace_dir: str | None = None,
     origin: str = "api",
+    trust: str | None = None,
 ) -> Opened:
     """Open the kept chat called `name`, or make a new one (named by `naming` when no name)."""
     if name is not None and not NAME_PATTERN.match(name):
@@ -66,7 +68,8 @@ def open_chat(
         workspace_dir = _checked_folder(workspace_dir)
     for _attempt in range(20):
         try:
-            return _open_or_insert(db, name, memory_mode, agent, model, workspace_dir, origin)
+            return _open_or_insert(db, name, memory_mode, agent, model, workspace_dir, origin,
+                                   trust)
         except IntegrityError:
             continue  # another request took the name in the same instant; look again
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
@@ -92,6 +95,7 @@ def _open_or_insert(
     model: str | None,
     workspace_dir: str | None,
     origin: str,
+    trust: str | None,
 ) -> Opened:
     with db.write() as conn:
         if name is not None:
@@ -119,6 +123,7 @@ def _open_or_insert(
             workspace_dir=workspace_dir,
             origin=origin,
             title=MODE_TITLES.get(mode),
+            trust=trust or "ask",
         )
         return Opened(row, created=True)
 
@@ -162,9 +167,13 @@ def list_chats(
     return rows, next_cursor
 
 
-def rename(db: Database, key: str, title: str) -> SessionRow:
+def update(db: Database, key: str, *, title: str | None = None,
+           trust: str | None = None) -> SessionRow:
+    """Rename a chat and/or change its trust setting."""
+    values = {name: value for name, value in (("title", title), ("trust", trust))
+              if value is not None}
     with db.write() as conn:
-        if not session_store.set_title(conn, key, title):
+        if not session_store.update_fields(conn, key, **values):
             raise ChatError("session_not_found", 404, f"There is no chat named {key!r}.")
         row = session_store.get(conn, key)
     assert row is not None

@@ -46,6 +46,14 @@ _END = (
 )
 
 
+_TAKE_REQUESTED = (
+    update(tool_calls)
+    .where(tool_calls.c.run_id == bindparam("b_run"), tool_calls.c.call_id == bindparam("b_call"),
+           tool_calls.c.status == "requested")
+    .values(status="started", started_at=bindparam("b_at"))
+)
+
+
 def record_started(
     conn: Connection,
     *,
@@ -57,13 +65,43 @@ def record_started(
     arguments: dict[str, Any],
     effect: str,
 ) -> None:
+    """The call is about to run (a requested one goes on from its request)."""
     if effect not in EFFECTS:
         raise ValueError(f"unknown effect class {effect!r}")
+    taken = conn.execute(_TAKE_REQUESTED, {"b_run": run_id, "b_call": call_id, "b_at": now()})
+    if taken.rowcount:
+        return
     conn.execute(_INSERT, {
         "run_id": run_id, "session_key": session_key, "call_id": call_id,
         "position": position, "tool": tool, "arguments": arguments, "effect": effect,
         "status": "started", "started_at": now(),
     })
+
+
+def record_requested(
+    conn: Connection, *, run_id: str, session_key: str, call_id: str, position: int,
+    tool: str, arguments: dict[str, Any], effect: str,
+) -> None:
+    """The call waits on the owner's answer; it has not run."""
+    if get(conn, run_id, call_id) is None:
+        conn.execute(_INSERT, {
+            "run_id": run_id, "session_key": session_key, "call_id": call_id,
+            "position": position, "tool": tool, "arguments": arguments, "effect": effect,
+            "status": "requested", "started_at": None,
+        })
+
+
+def record_denied(conn: Connection, *, run_id: str, call_id: str, receipt: str) -> None:
+    conn.execute(update(tool_calls)
+                 .where(tool_calls.c.run_id == run_id, tool_calls.c.call_id == call_id,
+                        tool_calls.c.status == "requested")
+                 .values(status="denied", receipt=receipt, ended_at=now()))
+
+
+def get(conn: Connection, run_id: str, call_id: str) -> CallRow | None:
+    row = conn.execute(select(tool_calls).where(tool_calls.c.run_id == run_id,
+                                                tool_calls.c.call_id == call_id)).first()
+    return CallRow.of(row) if row else None
 
 
 def record_ended(

@@ -44,6 +44,7 @@ sessions = Table(
     Column("head_event_id", String(64)),
     Column("writer_run_id", String(64)),
     Column("chat_number", Integer),
+    Column("trust", String(20), nullable=False, server_default="ask"),  # ask | trusted
     Column("last_seq", Integer, nullable=False, server_default="0"),
     Column("message_count", Integer, nullable=False, server_default="0"),
     Column("created_at", Float, nullable=False),
@@ -125,4 +126,37 @@ audit = Table(
     Column("run_id", String(64)),
     Column("detail", JSON, nullable=False),
     Index("ix_audit_at", "at"),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False),
+    Column("session_key", String(200), nullable=False),
+    Column("call_id", String(200), nullable=False),
+    Column("agent", String(100), nullable=False),
+    Column("tool", String(200), nullable=False),
+    Column("arguments", JSON, nullable=False),
+    Column("effect", String(20), nullable=False),
+    Column("target", Text),
+    Column("status", String(20), nullable=False),  # pending | allowed | denied | cancelled
+    Column("decision", String(20)),  # allow_once | allow_always | deny
+    Column("prefix", Text),
+    Column("created_at", Float, nullable=False),
+    Column("decided_at", Float),
+    UniqueConstraint("run_id", "call_id", name="uq_approvals_call"),
+    Index("ix_approvals_status", "status", "created_at"),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("agent", String(100), nullable=False),
+    Column("tool", String(200), nullable=False),
+    Column("prefix", Text),  # a path or command prefix the grant is limited to
+    Column("approval_id", String(64)),
+    Column("created_at", Float, nullable=False),
+    Index("ix_grants_agent_tool", "agent", "tool"),
 )

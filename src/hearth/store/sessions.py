@@ -28,6 +28,7 @@ class SessionRow:
     created_at: float
     updated_at: float
     archived: bool
+    trust: str
 
     @classmethod
     def of(cls, row: Any) -> SessionRow:
@@ -64,6 +65,7 @@ def insert(
     workspace_dir: str | None = None,
     origin: str = "api",
     title: str | None = None,
+    trust: str = "ask",
 ) -> SessionRow:
     stamp = now()
     conn.execute(
@@ -77,6 +79,7 @@ def insert(
             workspace_dir=workspace_dir,
             origin=origin,
             title=title,
+            trust=trust,
             tags=[],
             created_at=stamp,
             updated_at=stamp,
@@ -112,9 +115,10 @@ def list_page(
     return [SessionRow.of(row) for row in conn.execute(stmt)]
 
 
-def set_title(conn: Connection, key: str, title: str) -> bool:
+def update_fields(conn: Connection, key: str, **values: Any) -> bool:
+    """Change a chat's own settings (title, trust); False when there is no such chat."""
     result = conn.execute(
-        update(sessions).where(sessions.c.key == key).values(title=title, updated_at=now())
+        update(sessions).where(sessions.c.key == key).values(**values, updated_at=now())
     )
     return result.rowcount == 1
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from hearth.tools.sandbox import Placement
+
 Effect = Literal["reads", "changes", "external"]
 
 
@@ -39,6 +41,7 @@ class ToolContext:
     shell_timeout: float = 60.0
     output_chars: int = 50_000
     web: WebSettings = WebSettings()
+    placement: Placement = Placement()
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hearth.tools.base import Tool
+from hearth.tools.edit import EditFile
 from hearth.tools.files import ListDir, ReadFile, WriteFile
+from hearth.tools.search import Glob, Grep
 from hearth.tools.shell import Shell
+from hearth.tools.web import WebFetch
 
 
 class ToolRegistry:
@@ -31,4 +34,4 @@ class ToolRegistry:
 
 
 def builtin_tools() -> list[Tool]:
-    return [ReadFile(), ListDir(), WriteFile(), Shell()]
+    return [ReadFile(), ListDir(), Glob(), Grep(), WriteFile(), EditFile(), Shell(), WebFetch()]

@@ -13,6 +13,8 @@ import signal
 from typing import Any
 
 from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.sandbox import wrap
+from hearth.tools.shell_screen import reads_only, refusal
 
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR")
 
@@ -37,24 +39,32 @@ class Shell:
         "properties": {
             "command": {"type": "string", "description": "The command line to run"},
             "timeout": {"type": "integer", "description": "Seconds before it is stopped"},
+            "elevated": {"type": "boolean",
+                         "description": "Run outside the sandbox (only when allowed)"},
         },
         "required": ["command"],
     }
     effect: Effect = "changes"
     parallel_safe = False
 
+    def classify(self, args: dict[str, Any]) -> Effect:
+        """A command line the screen reads as read-only counts as a read."""
+        return "reads" if reads_only(str(args.get("command", ""))) else "changes"
+
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         command: str = args["command"]
         if not command.strip():
             raise ToolRefused("The command is empty; say what to run.")
+        denied = refusal(command)
+        if denied:
+            raise ToolRefused(denied)
+        argv = _placed(["bash", "-c", command], ctx, bool(args.get("elevated")))
         asked = args.get("timeout")
         if asked is not None and asked <= 0:
             raise ToolRefused("The timeout must be a positive number of seconds.")
         timeout = float(min(asked or ctx.shell_timeout, ctx.shell_timeout))
         proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
+            *argv,
             cwd=ctx.workspace,
             env=clean_environment(str(ctx.workspace)),
             stdin=asyncio.subprocess.DEVNULL,
@@ -85,6 +95,19 @@ class Shell:
             receipt=f"Ran `{_short(command)}` (exit {code}).",
             ok=code == 0,
         )
+
+
+def _placed(argv: list[str], ctx: ToolContext, elevated: bool) -> list[str]:
+    placement = ctx.placement
+    if elevated and not placement.elevated:
+        raise ToolRefused("Refused: running outside the sandbox is off here ([tools] elevated "
+                          "= false). Run the command without elevated.")
+    if placement.mode == "unavailable":
+        raise ToolRefused("Refused: the sandbox is on ([tools] sandbox = \"on\") but bwrap "
+                          "cannot run here. Install bubblewrap, or set sandbox = \"auto\".")
+    if placement.sandboxed and not elevated:
+        return wrap(argv, ctx.workspace, placement.network)
+    return argv
 
 
 def _kill_group(pid: int) -> None:

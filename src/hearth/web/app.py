@@ -16,7 +16,7 @@ from hearth.home import Home
 from hearth.models.registry import ModelRegistry
 from hearth.store.db import Database
 from hearth.tools.registry import ToolRegistry, builtin_tools
-from hearth.web import errors, events_api, runs_api, sessions_api
+from hearth.web import approvals_api, errors, events_api, runs_api, sessions_api
 from hearth.web.auth import require_token
 from hearth.web.limits import BodyLimit
 
@@ -60,7 +60,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                 "models": engine.deps.models.ids()}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
-    for module in (sessions_api, runs_api, events_api):
+    for module in (sessions_api, runs_api, events_api, approvals_api):
         protected.include_router(module.router)
     app.include_router(protected)
     return app

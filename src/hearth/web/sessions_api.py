@@ -27,11 +27,13 @@ class CreateSession(BaseModel):
     model: str | None = Field(None, min_length=1, max_length=200)
     memory_mode: Literal["persistent", "incognito", "temporary"] | None = None
     workspace_dir: str | None = None
+    trust: Literal["ask", "trusted"] | None = None
 
 
 class PatchSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    title: str = Field(min_length=1, max_length=200, pattern=r"\S")
+    title: str | None = Field(None, min_length=1, max_length=200, pattern=r"\S")
+    trust: Literal["ask", "trusted"] | None = None
 
 
 class SendMessage(BaseModel):
@@ -48,7 +50,7 @@ async def create_session(engine: EngineDep, body: CreateSession | None = None) -
         raise Refusal("unknown_model", 422, f"There is no model {body.model!r} ({known}).")
     opened = chats.open_chat(
         engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
-        model=body.model, workspace_dir=body.workspace_dir,
+        model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
     )
     return JSONResponse(session_view(opened.session), status_code=201 if opened.created else 200)
 
@@ -83,7 +85,10 @@ async def get_session(
 
 @router.patch("/api/sessions/{key}")
 async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict[str, Any]:
-    row = chats.rename(engine.db, key, body.title.strip())
+    if body.title is None and body.trust is None:
+        raise Refusal("invalid_request", 422, "Send a title or a trust setting to change.")
+    row = chats.update(engine.db, key, title=body.title.strip() if body.title else None,
+                       trust=body.trust)
     return session_view(row)
 
 

@@ -1,0 +1,82 @@
+"""The approval desk: the owner's answers to the calls that wait on them.
+
+A call that may change something and that no grant or trust setting covers is asked about: the
+request is persisted, shown as an `approval` frame, and its turn waits here until the owner
+answers (`allow_once`, `allow_always` — which leaves a standing grant — or `deny`). The row is
+the truth: a turn resumed after a restart waits on the same approval, and an answer given while
+no turn waits is read when one does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hearth.engine.events import Bus
+from hearth.errors import Refusal
+from hearth.store import approvals, audit
+from hearth.store.approvals import ApprovalRow
+from hearth.store.db import Database
+
+
+def approval_view(row: ApprovalRow) -> dict[str, Any]:
+    return {
+        "id": row.id, "run_id": row.run_id, "session": row.session_key, "call_id": row.call_id,
+        "agent": row.agent, "tool": row.tool, "arguments": row.arguments, "effect": row.effect,
+        "target": row.target, "status": row.status, "decision": row.decision,
+        "prefix": row.prefix, "created_at": row.created_at, "decided_at": row.decided_at,
+    }
+
+
+class ApprovalDesk:
+    def __init__(self, db: Database, bus: Bus) -> None:
+        self._db = db
+        self._bus = bus
+        self._waiters: dict[str, asyncio.Event] = {}
+
+    def announce(self, row: ApprovalRow) -> None:
+        self._bus.publish(row.session_key, {"type": "approval", "run_id": row.run_id,
+                                            "approval": approval_view(row)})
+
+    async def wait(self, approval_id: str) -> ApprovalRow:
+        """Until the owner answers (or the approval is cancelled)."""
+        event = self._waiters.setdefault(approval_id, asyncio.Event())
+        try:
+            while True:
+                event.clear()
+                with self._db.read() as conn:
+                    row = approvals.get(conn, approval_id)
+                assert row is not None
+                if row.status != "pending":
+                    return row
+                await event.wait()
+        finally:
+            self._waiters.pop(approval_id, None)
+
+    def pending(self) -> list[dict[str, Any]]:
+        with self._db.read() as conn:
+            return [approval_view(r) for r in approvals.pending(conn)]
+
+    def decide(self, approval_id: str, decision: str, prefix: str | None) -> dict[str, Any]:
+        """Record the owner's answer; the waiting turn (if any) goes on at once."""
+        with self._db.write() as conn:
+            row = approvals.get(conn, approval_id)
+            if row is None:
+                raise Refusal("approval_not_found", 404, f"There is no approval {approval_id!r}.")
+            if not approvals.decide(conn, approval_id, decision, prefix):
+                raise Refusal("already_decided", 409,
+                              f"This approval was already {row.status}; it cannot be answered "
+                              "again.")
+            if decision == "allow_always":
+                approvals.add_grant(conn, agent=row.agent, tool=row.tool, prefix=prefix,
+                                    approval_id=approval_id)
+            audit.write(conn, "approval.decided", actor="owner", session_key=row.session_key,
+                        run_id=row.run_id, detail={"approval": approval_id, "tool": row.tool,
+                                                   "decision": decision, "prefix": prefix})
+            decided = approvals.get(conn, approval_id)
+        assert decided is not None
+        self.announce(decided)
+        event = self._waiters.get(approval_id)
+        if event is not None:
+            event.set()
+        return approval_view(decided)

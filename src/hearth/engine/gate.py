@@ -1,0 +1,95 @@
+"""The gate every tool call passes before it runs: policy, then the approval rules.
+
+In order: a tool the policy does not give this agent is refused; a call that only reads goes
+ahead; a call that may change something goes ahead when the chat is trusted or a standing grant
+covers it; a turn nobody can answer for (a job's, a helper's) refuses it; otherwise the owner is
+asked and the call waits on the answer. Every decision writes an audit row naming who decided.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hearth.engine.state import Turn
+from hearth.models.types import ToolCall
+from hearth.store import approvals, audit, ledger
+from hearth.tools import policy
+from hearth.tools.base import Tool, effect_of
+
+UNATTENDED_KINDS = ("job", "helper")
+TARGET_ARGUMENTS = ("path", "command", "url")
+
+
+def target_of(args: dict[str, Any]) -> str | None:
+    """What a call acts on, for grants and audit: its path, command or URL."""
+    for name in TARGET_ARGUMENTS:
+        value = args.get(name)
+        if isinstance(value, str):
+            return value[:500]
+    return None
+
+
+async def permit(turn: Turn, position: int, call: ToolCall, tool: Tool) -> str | None:
+    """None when the call may run; otherwise the sentence that refuses it."""
+    verdict = policy.judge(tool.name, turn.config, turn.agent)
+    if not verdict.allowed:
+        _audit(turn, call, "refused", "policy", verdict.reason)
+        return f"{call.name} is not available to this agent ({verdict.reason}), so it was not run."
+    effect = effect_of(tool, call.arguments)
+    target = target_of(call.arguments)
+    if effect == "reads":
+        _audit(turn, call, "allowed", "policy", "it only reads", effect)
+        return None
+    if turn.trust == "trusted":
+        _audit(turn, call, "allowed", "trust", "the chat is trusted", effect)
+        return None
+    with turn.db.read() as conn:
+        covered = approvals.granted(conn, turn.agent, tool.name, target)
+    if covered:
+        _audit(turn, call, "allowed", "grant", "a standing grant covers it", effect)
+        return None
+    if turn.run.kind in UNATTENDED_KINDS:
+        _audit(turn, call, "refused", "unattended", "nobody can answer for this turn", effect)
+        return (f"{call.name} may change something and needs the owner's approval, but nobody "
+                f"can answer for this {turn.run.kind}'s turn, so it was not run. Ask for it "
+                "from a chat, or add a standing grant.")
+    return await _ask_owner(turn, position, call, effect, target)
+
+
+async def _ask_owner(turn: Turn, position: int, call: ToolCall, effect: str,
+                     target: str | None) -> str | None:
+    with turn.db.write() as conn:
+        row = approvals.ask(conn, run_id=turn.run_id, session_key=turn.session_key,
+                            call_id=call.call_id, agent=turn.agent, tool=call.name,
+                            arguments=call.arguments, effect=effect, target=target)
+        ledger.record_requested(conn, run_id=turn.run_id, session_key=turn.session_key,
+                                call_id=call.call_id, position=position, tool=call.name,
+                                arguments=call.arguments, effect=effect)
+    if row.status == "pending":
+        turn.desk.announce(row)
+    turn.tools_running += 1  # waiting on the owner stops an unattended turn's idle clock
+    try:
+        answered = await turn.desk.wait(row.id)
+    finally:
+        turn.tools_running -= 1
+        turn.touch()
+    if answered.status == "allowed":
+        _audit(turn, call, "allowed", "owner", answered.decision or "allowed", effect)
+        return None
+    sentence = ("The owner denied this call, so it was not run. Carry on without it."
+                if answered.status == "denied" else
+                "This call was not run: its approval was withdrawn before the owner answered.")
+    with turn.db.write() as conn:
+        ledger.record_denied(conn, run_id=turn.run_id, call_id=call.call_id,
+                             receipt=f"Not run: {answered.status} by the owner.")
+    _audit(turn, call, "denied", "owner", answered.status, effect)
+    return sentence
+
+
+def _audit(turn: Turn, call: ToolCall, decision: str, by: str, reason: str,
+           effect: str | None = None) -> None:
+    with turn.db.write(durable=False) as conn:
+        audit.write(conn, f"tool.{decision}", actor=by, session_key=turn.session_key,
+                    run_id=turn.run_id, detail={"tool": call.name, "call_id": call.call_id,
+                                                "effect": effect, "reason": reason,
+                                                "target": target_of(call.arguments)})

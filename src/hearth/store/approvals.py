@@ -1,0 +1,121 @@
+"""Approvals and grants: what the owner was asked about a tool call, what they answered, and
+the standing grants an `allow_always` leaves (for an agent and a tool, optionally only for
+targets under a path or command prefix)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from hearth.store.db import now
+from hearth.store.schema import approvals, grants
+
+DECISIONS = ("allow_once", "allow_always", "deny")
+
+
+@dataclass(frozen=True)
+class ApprovalRow:
+    id: str
+    run_id: str
+    session_key: str
+    call_id: str
+    agent: str
+    tool: str
+    arguments: dict[str, Any]
+    effect: str
+    target: str | None
+    status: str
+    decision: str | None
+    prefix: str | None
+    created_at: float
+    decided_at: float | None
+
+    @classmethod
+    def of(cls, row: Any) -> ApprovalRow:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+
+def ask(conn: Connection, *, run_id: str, session_key: str, call_id: str, agent: str,
+        tool: str, arguments: dict[str, Any], effect: str, target: str | None) -> ApprovalRow:
+    """The approval for this call: the one already asked, or a new pending one."""
+    kept = for_call(conn, run_id, call_id)
+    if kept is not None:
+        return kept
+    conn.execute(approvals.insert().values(
+        id="apr_" + uuid.uuid4().hex, run_id=run_id, session_key=session_key, call_id=call_id,
+        agent=agent, tool=tool, arguments=arguments, effect=effect, target=target,
+        status="pending", created_at=now(),
+    ))
+    asked = for_call(conn, run_id, call_id)
+    assert asked is not None
+    return asked
+
+
+def get(conn: Connection, approval_id: str) -> ApprovalRow | None:
+    row = conn.execute(select(approvals).where(approvals.c.id == approval_id)).first()
+    return ApprovalRow.of(row) if row else None
+
+
+def for_call(conn: Connection, run_id: str, call_id: str) -> ApprovalRow | None:
+    row = conn.execute(select(approvals).where(
+        approvals.c.run_id == run_id, approvals.c.call_id == call_id)).first()
+    return ApprovalRow.of(row) if row else None
+
+
+def pending(conn: Connection, limit: int = 200) -> list[ApprovalRow]:
+    rows = conn.execute(select(approvals).where(approvals.c.status == "pending")
+                        .order_by(approvals.c.created_at).limit(limit))
+    return [ApprovalRow.of(row) for row in rows]
+
+
+def decide(conn: Connection, approval_id: str, decision: str, prefix: str | None) -> bool:
+    """Record the owner's answer on a pending approval; False if it was no longer pending."""
+    if decision not in DECISIONS:
+        raise ValueError(f"unknown decision {decision!r}")
+    status = "denied" if decision == "deny" else "allowed"
+    result = conn.execute(
+        update(approvals)
+        .where(approvals.c.id == approval_id, approvals.c.status == "pending")
+        .values(status=status, decision=decision, prefix=prefix, decided_at=now())
+    )
+    return result.rowcount == 1
+
+
+def cancel_for_run(conn: Connection, run_id: str) -> int:
+    """The run ended before the owner answered: its pending approvals no longer wait."""
+    result = conn.execute(
+        update(approvals)
+        .where(approvals.c.run_id == run_id, approvals.c.status == "pending")
+        .values(status="cancelled", decided_at=now())
+    )
+    return result.rowcount
+
+
+def add_grant(conn: Connection, *, agent: str, tool: str, prefix: str | None,
+              approval_id: str | None) -> None:
+    conn.execute(grants.insert().values(agent=agent, tool=tool, prefix=prefix,
+                                        approval_id=approval_id, created_at=now()))
+
+
+def granted(conn: Connection, agent: str, tool: str, target: str | None) -> bool:
+    """Whether a standing grant covers this agent's call of `tool` on `target`."""
+    rows = conn.execute(select(grants.c.prefix).where(grants.c.agent == agent,
+                                                      grants.c.tool == tool))
+    for (prefix,) in rows:
+        if prefix is None or (target is not None and covers(prefix, target)):
+            return True
+    return False
+
+
+def covers(prefix: str, target: str) -> bool:
+    """A path prefix covers the folder's contents (not `notes2` for `notes`); a command
+    prefix covers the command and its arguments."""
+    if target == prefix:
+        return True
+    if prefix.endswith(("/", " ")):
+        return target.startswith(prefix)
+    return target.startswith(prefix + "/") or target.startswith(prefix + " ")

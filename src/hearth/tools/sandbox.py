@@ -1,0 +1,65 @@
+"""Placement: where the shell runs. Not which tools exist (policy), nor whether a call may go
+ahead (approvals).
+
+With bubblewrap (`bwrap`) installed and the sandbox on, a command runs with the whole system
+read-only, the workspace writable, a private /tmp, its own process tree, and no network unless
+`[tools] network = true`. Elevated exec, when `[tools] elevated = true`, lets one call run on
+the host instead; it is the one escape hatch and it never makes a denied tool available.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How this gateway places shell commands."""
+
+    mode: str = "off"  # "bwrap" | "off" | "unavailable" (asked for, but bwrap cannot run)
+    network: bool = False
+    elevated: bool = False
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.mode == "bwrap"
+
+
+@functools.cache
+def bwrap_works() -> bool:
+    """Whether bwrap is installed and can make a sandbox here (user namespaces allowed)."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return False
+    try:
+        probe = subprocess.run(
+            [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--unshare-net", "--die-with-parent", "true"],
+            capture_output=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def placement(setting: str, network: bool, elevated: bool) -> Placement:
+    if setting == "off":
+        return Placement("off", network, elevated)
+    if bwrap_works():
+        return Placement("bwrap", network, elevated)
+    return Placement("unavailable" if setting == "on" else "off", network, elevated)
+
+
+def wrap(argv: list[str], workspace: Path, network: bool) -> list[str]:
+    """The command line that runs `argv` inside the sandbox."""
+    folder = str(workspace.resolve())
+    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+               "--tmpfs", "/tmp", "--bind", folder, folder, "--chdir", folder,
+               "--unshare-pid", "--die-with-parent", "--new-session"]
+    if not network:
+        sandbox.append("--unshare-net")
+    return [*sandbox, "--", *argv]

@@ -1,0 +1,32 @@
+"""Routes for approvals: what waits on the owner, and the owner's answers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field
+
+from hearth.engine.runtime import Engine
+from hearth.web.deps import engine_of
+
+router = APIRouter()
+EngineDep = Annotated[Engine, Depends(engine_of)]
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    decision: Literal["allow_once", "allow_always", "deny"]
+    prefix: str | None = Field(None, min_length=1, max_length=500,
+                               description="allow_always only: a path or command prefix")
+
+
+@router.get("/api/approvals")
+async def list_approvals(engine: EngineDep) -> dict[str, Any]:
+    return {"approvals": engine.desk.pending()}
+
+
+@router.post("/api/approvals/{approval_id}")
+async def answer_approval(approval_id: str, body: Answer, engine: EngineDep) -> dict[str, Any]:
+    prefix = body.prefix if body.decision == "allow_always" else None
+    return engine.desk.decide(approval_id, body.decision, prefix)
