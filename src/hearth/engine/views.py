@@ -95,5 +95,8 @@ def run_view(run: RunRow, calls: list[CallRow] | None = None) -> dict[str, Any]:
     }
     if calls is not None:
         view["tool_calls"] = [call_view(c) for c in calls]
-        view["receipts"] = [c.receipt for c in calls if c.effect != "reads" and c.receipt]
+        view["receipts"] = [  # one sentence per call that may have changed something
+            c.receipt for c in calls
+            if c.effect != "reads" and c.receipt and c.status in ("finished", "failed", "unknown")
+        ]
     return view
