@@ -127,6 +127,19 @@ def tools_explain(
                + (", elevated runs allowed" if where.elevated else ""))
 
 
+@app.command()
+def mcp(
+    session: Annotated[str, typer.Option("--session", help="The chat whose tools to serve")],
+    url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
+) -> None:
+    """Serve Hearth's tools over MCP stdio to an agent CLI, each call run as the chat."""
+    from hearth.mcp_serve import run
+
+    home, config = _load()
+    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
+    raise typer.Exit(run(base, home.token() or "", session))
+
+
 def main() -> None:
     app()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hearth.engine.state import Turn
+from hearth.engine.state import CallScope
 from hearth.models.types import ToolCall
 from hearth.store import approvals, audit, ledger
 from hearth.tools import policy
@@ -29,7 +29,7 @@ def target_of(args: dict[str, Any]) -> str | None:
     return None
 
 
-async def permit(turn: Turn, position: int, call: ToolCall, tool: Tool) -> str | None:
+async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> str | None:
     """None when the call may run; otherwise the sentence that refuses it."""
     verdict = policy.judge(tool.name, turn.config, turn.agent)
     if not verdict.allowed:
@@ -56,7 +56,7 @@ async def permit(turn: Turn, position: int, call: ToolCall, tool: Tool) -> str |
     return await _ask_owner(turn, position, call, effect, target)
 
 
-async def _ask_owner(turn: Turn, position: int, call: ToolCall, effect: str,
+async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str,
                      target: str | None) -> str | None:
     with turn.db.write() as conn:
         row = approvals.ask(conn, run_id=turn.run_id, session_key=turn.session_key,
@@ -86,7 +86,7 @@ async def _ask_owner(turn: Turn, position: int, call: ToolCall, effect: str,
     return sentence
 
 
-def _audit(turn: Turn, call: ToolCall, decision: str, by: str, reason: str,
+def _audit(turn: CallScope, call: ToolCall, decision: str, by: str, reason: str,
            effect: str | None = None) -> None:
     with turn.db.write(durable=False) as conn:
         audit.write(conn, f"tool.{decision}", actor=by, session_key=turn.session_key,

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from hearth.engine.endings import message_frame
-from hearth.engine.state import Turn
+from hearth.engine.state import CallScope
 from hearth.store import transcript
 from hearth.store.transcript import EventRow
 
 
 def append(
-    turn: Turn,
+    turn: CallScope,
     kind: str,
     content: dict[str, Any],
     *,
@@ -29,7 +29,7 @@ def append(
     return event
 
 
-def append_many(turn: Turn, items: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+def append_many(turn: CallScope, items: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
     """Append several events in one transaction, in order (e.g. a batch's results)."""
     with turn.db.write(durable=False) as conn:
         events = [

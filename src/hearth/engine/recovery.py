@@ -33,11 +33,17 @@ NOT_RUN_AFTER_RESTART = (
     "still needed."
 )
 RESUMED = "This turn was interrupted by a restart and resumed."
+RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery")
 
 
 def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
     """Count an attempt on each interrupted run; requeue or abandon it. (requeued, abandoned)"""
     with db.write() as conn:
+        for run in run_store.with_status(conn, "running"):
+            if run.kind not in RESUMABLE:  # a call an agent CLI asked for: it has gone
+                ledger.mark_unknown(conn, run.run_id, receipt=f"Unknown: {UNKNOWN_AFTER_RESTART}")
+                run_store.finish(conn, run.run_id, status="error", ending="interrupted",
+                                 sentence=UNKNOWN_AFTER_RESTART)
         requeued, past_budget = run_store.requeue_interrupted(conn, budget)
     for run in past_budget:
         endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,

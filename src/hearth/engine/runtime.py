@@ -12,9 +12,10 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from hearth.config import Config
-from hearth.engine import admission, endings, recovery
+from hearth.engine import admission, endings, invoke, recovery
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.events import Bus
@@ -138,6 +139,16 @@ class Engine:
                 for name, status in self.mcp.status().items():
                     if status != "ready":
                         log.warning("MCP server %s: %s", name, status)
+
+    def tools_for(self, session_key: str) -> list[dict[str, Any]]:
+        return invoke.tools_for(self.deps, session_key)
+
+    async def invoke_tool(self, session_key: str, name: str,
+                          arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run one tool call as the chat, for an agent CLI (see engine.invoke)."""
+        if not self.accepting:
+            raise AdmissionError("shutting_down", 503, "The gateway is stopping.")
+        return await invoke.invoke_tool(self.deps, session_key, name, arguments)
 
     def stop_admitting(self) -> None:
         self.accepting = False

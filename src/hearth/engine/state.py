@@ -1,4 +1,5 @@
-"""The state one running turn carries between its steps."""
+"""The state work on a chat carries: `CallScope` for running tool calls as the chat (a turn's,
+or one an agent CLI asks for through `hearth mcp`), and `Turn`, which adds the model loop's."""
 
 from __future__ import annotations
 
@@ -17,54 +18,32 @@ from hearth.tools.base import Tool, ToolContext
 from hearth.tools.registry import ToolRegistry
 
 
-@dataclass
-class Turn:
+@dataclass(kw_only=True)
+class CallScope:
+    """What running a tool call as a chat needs: the run it is recorded under, the chat's
+    agent, trust and workspace, and the gate's collaborators."""
+
     db: Database
     bus: Bus
     tools: ToolRegistry
     config: Config
     desk: ApprovalDesk
     run: RunRow
-    provider: Provider
     workspace: Path
     context: ToolContext
     agent: str = "default"
     trust: str = "ask"
-    offer_tools: bool = True
     started: float = field(default_factory=time.monotonic)
-    model_calls: int = 0
-    tool_calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    streamed: str = ""  # text of the model call in flight, as it arrived
     last_progress: float = field(default_factory=time.monotonic)
     tools_running: int = 0  # while a call runs, an unattended turn's idle clock stands still
-    halt: str | None = None  # why the turn is being ended from outside: stopped, idle, time
-    retried: set[str] = field(default_factory=set)  # the once-only retries already used
-    checkpointed: bool = False  # the run holds a checkpoint of `streamed`
-    resends: int = 0  # model calls sent again after the connection was lost
 
     def touch(self) -> None:
         """Something happened: a chunk, a call, a result."""
         self.last_progress = time.monotonic()
 
-    def once(self, retry: str) -> bool:
-        """True the first time a retry of this kind is asked for in this turn."""
-        if retry in self.retried:
-            return False
-        self.retried.add(retry)
-        return True
-
     @property
     def limits(self) -> LimitsConfig:
         return self.config.limits
-
-    def offered(self) -> list[Tool]:
-        """The tools the policy gives this turn's agent, as offered to the model."""
-        if not self.offer_tools:
-            return []
-        names = policy.allowed(self.tools.names(), self.config, self.agent)
-        return [t for t in self.tools.all() if t.name in names]
 
     @property
     def session_key(self) -> str:
@@ -73,6 +52,35 @@ class Turn:
     @property
     def run_id(self) -> str:
         return self.run.run_id
+
+
+@dataclass(kw_only=True)
+class Turn(CallScope):
+    provider: Provider
+    offer_tools: bool = True
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    streamed: str = ""  # text of the model call in flight, as it arrived
+    halt: str | None = None  # why the turn is being ended from outside: stopped, idle, time
+    retried: set[str] = field(default_factory=set)  # the once-only retries already used
+    checkpointed: bool = False  # the run holds a checkpoint of `streamed`
+    resends: int = 0  # model calls sent again after the connection was lost
+
+    def once(self, retry: str) -> bool:
+        """True the first time a retry of this kind is asked for in this turn."""
+        if retry in self.retried:
+            return False
+        self.retried.add(retry)
+        return True
+
+    def offered(self) -> list[Tool]:
+        """The tools the policy gives this turn's agent, as offered to the model."""
+        if not self.offer_tools:
+            return []
+        names = policy.allowed(self.tools.names(), self.config, self.agent)
+        return [t for t in self.tools.all() if t.name in names]
 
     def telemetry(self) -> dict[str, object]:
         return {

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from hearth.engine import gate, record
-from hearth.engine.state import Turn
+from hearth.engine.state import CallScope
 from hearth.faults import crash_point
 from hearth.models.types import Message, ToolCall
 from hearth.store import ledger
@@ -21,16 +21,16 @@ from hearth.tools.base import Tool, ToolOutcome, ToolRefused, check_arguments, e
 log = logging.getLogger(__name__)
 
 
-async def run_batch(turn: Turn, calls: tuple[ToolCall, ...]) -> list[Message]:
+async def run_batch(turn: CallScope, calls: tuple[ToolCall, ...]) -> list[Message]:
     tools = [turn.tools.get(call.name) for call in calls]
     parallel = len(calls) > 1 and all(t is not None and t.parallel_safe for t in tools)
     if parallel:
         pairs = enumerate(zip(calls, tools, strict=True))
         outcomes = list(await asyncio.gather(
-            *(_run_one(turn, i, call, tool) for i, (call, tool) in pairs)
+            *(run_call(turn, i, call, tool) for i, (call, tool) in pairs)
         ))
     else:
-        outcomes = [await _run_one(turn, i, call, tool)
+        outcomes = [await run_call(turn, i, call, tool)
                     for i, (call, tool) in enumerate(zip(calls, tools, strict=True))]
     items: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     messages: list[Message] = []
@@ -47,7 +47,10 @@ async def run_batch(turn: Turn, calls: tuple[ToolCall, ...]) -> list[Message]:
     return messages
 
 
-async def _run_one(turn: Turn, position: int, call: ToolCall, tool: Tool | None) -> ToolOutcome:
+async def run_call(
+    turn: CallScope, position: int, call: ToolCall, tool: Tool | None
+) -> ToolOutcome:
+    """One call: its arguments checked, the gate passed, the ledger kept around it."""
     if tool is None:
         known = ", ".join(turn.tools.names()) or "none"
         sentence = f"There is no tool named {call.name!r}. The tools are: {known}."
@@ -82,7 +85,7 @@ async def _run_one(turn: Turn, position: int, call: ToolCall, tool: Tool | None)
     return outcome
 
 
-async def _execute(turn: Turn, call: ToolCall, tool: Tool) -> tuple[ToolOutcome, str]:
+async def _execute(turn: CallScope, call: ToolCall, tool: Tool) -> tuple[ToolOutcome, str]:
     try:
         return await tool.run(call.arguments, turn.context), "finished"
     except ToolRefused as refusal:

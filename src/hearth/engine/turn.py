@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hearth.config import Config, ModelConfig
 from hearth.engine import context, endings, loop, recovery
@@ -107,6 +108,11 @@ async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Endi
 
 def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
              offer_tools: bool) -> Turn:
+    return Turn(**scope_fields(deps, run, session), provider=provider, offer_tools=offer_tools)
+
+
+def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, Any]:
+    """What work done as this chat, under this run, is given (see `CallScope`)."""
     workspace = Path(session.workspace_dir) if session.workspace_dir else deps.default_workspace
     limits, tools = deps.config.limits, deps.config.tools
     context_for_tools = ToolContext(
@@ -116,9 +122,9 @@ def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provide
                         tools.web_fetch_timeout_seconds),
         placement=deps.placement,
     )
-    return Turn(db=deps.db, bus=deps.bus, tools=deps.tools, config=deps.config, desk=deps.desk,
-                run=run, provider=provider, workspace=workspace, context=context_for_tools,
-                agent=session.agent, trust=session.trust, offer_tools=offer_tools)
+    return {"db": deps.db, "bus": deps.bus, "tools": deps.tools, "config": deps.config,
+            "desk": deps.desk, "run": run, "workspace": workspace, "context": context_for_tools,
+            "agent": session.agent, "trust": session.trust}
 
 
 async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,

@@ -113,3 +113,21 @@ async def _wake(engine: Engine, key: str) -> None:
 async def stop_session(key: str, engine: EngineDep) -> dict[str, Any]:
     chats.get_chat(engine.db, key)
     return {"stopped": engine.stop(key)}
+
+
+class InvokeTool(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+@router.get("/api/sessions/{key}/tools")
+async def session_tools(key: str, engine: EngineDep) -> dict[str, Any]:
+    """The tools this chat's agent may use (what `hearth mcp` serves)."""
+    return {"tools": engine.tools_for(key)}
+
+
+@router.post("/api/sessions/{key}/tools/{name}")
+async def call_session_tool(key: str, name: str, body: InvokeTool,
+                            engine: EngineDep) -> dict[str, Any]:
+    """Run one tool call as this chat (for an agent CLI); waits while the owner is asked."""
+    return await engine.invoke_tool(key, name, body.arguments)

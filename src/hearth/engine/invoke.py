@@ -1,0 +1,77 @@
+"""Tool calls an agent CLI asks for (through `hearth mcp`), run as the chat it serves.
+
+Each call is run under a run of its own (kind `mcp`) so the ledger, the approvals and the
+audit hold it like a turn's call: the chat's agent's policy decides whether the tool exists,
+the gate whether it may go ahead (asking the owner when needed), and the ledger records it
+before and after. It writes nothing to the chat's transcript: that conversation is the CLI's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from hearth.engine import endings
+from hearth.engine.endings import Ending
+from hearth.engine.state import CallScope
+from hearth.engine.toolbatch import run_call
+from hearth.engine.turn import TurnDeps, scope_fields
+from hearth.errors import Refusal
+from hearth.models.types import ToolCall
+from hearth.sessions import chats
+from hearth.store import audit, ledger
+from hearth.store import runs as run_store
+from hearth.tools import policy
+from hearth.tools.base import Tool
+
+GONE = "The agent CLI went away before the call finished; it may or may not have taken effect."
+
+
+def tools_for(deps: TurnDeps, session_key: str) -> list[dict[str, Any]]:
+    """The tools this chat's agent may use, as an MCP server lists them."""
+    session = chats.get_chat(deps.db, session_key)
+    names = policy.allowed(deps.tools.names(), deps.config, session.agent)
+    return [{"name": t.name, "description": t.description, "parameters": t.parameters,
+             "effect": t.effect} for t in deps.tools.all() if t.name in names]
+
+
+async def invoke_tool(deps: TurnDeps, session_key: str, name: str,
+                      arguments: dict[str, Any]) -> dict[str, Any]:
+    session = chats.get_chat(deps.db, session_key)
+    tool = _allowed_tool(deps, session_key, session.agent, name)
+    run_id = run_store.new_run_id()
+    with deps.db.write() as conn:
+        run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
+                         generation=session.generation, kind="mcp")
+        run_store.mark_running(conn, run_id)
+        run = run_store.get(conn, run_id)
+    assert run is not None
+    scope = CallScope(**scope_fields(deps, run, session))
+    call = ToolCall("mcp_" + uuid.uuid4().hex[:12], name, arguments)
+    try:
+        outcome = await run_call(scope, 0, call, tool)
+    except asyncio.CancelledError:
+        with deps.db.write() as conn:
+            ledger.mark_unknown(conn, run_id, receipt=f"Unknown: {GONE}")
+        endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run_id,
+                       ending=Ending("stopped", "stopped", GONE), show=False)
+        raise
+    endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run_id, show=False,
+                   ending=Ending("complete", "complete", outcome.receipt))
+    return {"output": outcome.output, "ok": outcome.ok, "receipt": outcome.receipt,
+            "run_id": run_id}
+
+
+def _allowed_tool(deps: TurnDeps, session_key: str, agent: str, name: str) -> Tool:
+    tool = deps.tools.get(name)
+    if tool is None:
+        raise Refusal("tool_not_found", 404, f"There is no tool named {name!r}.")
+    verdict = policy.judge(name, deps.config, agent)
+    if not verdict.allowed:
+        with deps.db.write(durable=False) as conn:
+            audit.write(conn, "tool.refused", actor="policy", session_key=session_key,
+                        detail={"tool": name, "reason": verdict.reason, "via": "mcp"})
+        raise Refusal("tool_not_allowed", 403,
+                      f"{name} is not available to this chat's agent ({verdict.reason}).")
+    return tool
