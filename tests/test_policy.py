@@ -34,6 +34,11 @@ def config(**raw: Any) -> Config:
     return Config.model_validate(raw)
 
 
+def with_time_server(**raw: Any) -> Config:
+    """A config with one MCP server, `time`, whose tools are named time__<tool>."""
+    return Config.model_validate({**raw, "mcp_servers": [{"name": "time", "command": "x"}]})
+
+
 def reasons(cfg: Config, agent: str = "default") -> dict[str, tuple[bool, str]]:
     return {v.tool: (v.allowed, v.reason) for v in policy.explain(EVERY, cfg, agent)}
 
@@ -153,16 +158,18 @@ def test_explain_covers_every_tool_once_in_name_order() -> None:
 # -- may_use_mcp --------------------------------------------------------------------------
 
 def test_may_use_mcp_only_when_the_policy_can_let_an_mcp_tool_in() -> None:
-    assert policy.may_use_mcp(config(tools={"profile": "full"}), "default")
-    assert not policy.may_use_mcp(config(), "default")  # coding
-    assert not policy.may_use_mcp(config(tools={"profile": "minimal"}), "default")
-    per_agent = config(tools={"profile": "coding"},
+    assert not policy.may_use_mcp(config(tools={"profile": "full"}), "default")  # no servers
+    assert policy.may_use_mcp(with_time_server(tools={"profile": "full"}), "default")
+    assert not policy.may_use_mcp(with_time_server(), "default")  # coding
+    assert not policy.may_use_mcp(with_time_server(tools={"profile": "minimal"}), "default")
+    per_agent = with_time_server(tools={"profile": "coding"},
                        agents={"mcp": {"tools": {"profile": "full"}},
                                "plain": {"tools": {"profile": "minimal"}}})
     assert policy.may_use_mcp(per_agent, "mcp")
     assert not policy.may_use_mcp(per_agent, "plain")
     assert not policy.may_use_mcp(per_agent, "stranger")
-    narrowed = config(tools={"profile": "full"}, agents={"x": {"tools": {"profile": "minimal"}}})
+    narrowed = with_time_server(tools={"profile": "full"},
+                                agents={"x": {"tools": {"profile": "minimal"}}})
     assert not policy.may_use_mcp(narrowed, "x")
     assert policy.may_use_mcp(narrowed, "default")
 
@@ -173,24 +180,19 @@ def test_may_use_mcp_only_when_the_policy_can_let_an_mcp_tool_in() -> None:
     {"tools": {"profile": "coding"}, "agents": {"x": {"tools": {"profile": "full"}}}},
 ])
 def test_may_use_mcp_is_true_whenever_judge_lets_an_mcp_tool_in(raw: dict[str, Any]) -> None:
-    cfg = config(**raw)
+    cfg = with_time_server(**raw)
     for agent in ("default", "x"):
         if policy.judge("time__now", cfg, agent).allowed:
             assert policy.may_use_mcp(cfg, agent)
 
 
-@pytest.mark.xfail(reason="BUG: may_use_mcp looks only at the profile and at whether some "
-                          "allow entry contains '__'; it says True where judge refuses every MCP "
-                          "tool (an MCP pattern under the coding profile, a full profile whose "
-                          "allow list names no MCP tool, a deny of '*__*'), so the agent's MCP "
-                          "servers are started for tools it can never use", strict=True)
 @pytest.mark.parametrize("raw", [
     {"tools": {"profile": "coding", "allow": ["time__*", "read_file"]}},
     {"tools": {"profile": "full", "allow": ["read_file"]}},
     {"tools": {"profile": "full", "deny": ["*__*"]}},
 ])
 def test_may_use_mcp_is_false_when_the_policy_refuses_every_mcp_tool(raw: dict[str, Any]) -> None:
-    cfg = config(**raw)
+    cfg = with_time_server(**raw)
     assert not policy.judge("time__now", cfg, "default").allowed
     assert not policy.may_use_mcp(cfg, "default")
 

@@ -185,7 +185,8 @@ def test_the_rest_of_the_system_is_read_only(workspace: Path, outside_tmp: Path)
             probe.unlink()
     target = outside_tmp / "f"
     outcome = shell(f"echo x > {shlex.quote(str(target))}", context(workspace, SANDBOXED))
-    assert not outcome.ok and "Read-only file system" in outcome.output
+    assert not outcome.ok  # /var/tmp is a private empty folder inside: not the host's
+    assert "Read-only file system" in outcome.output or "No such file" in outcome.output
     assert not target.exists()
 
 
@@ -255,10 +256,6 @@ def test_no_network_inside_unless_it_is_on(workspace: Path, listener: int) -> No
 
 
 @needs_bwrap
-@pytest.mark.xfail(reason="BUG: with network off the sandbox still reaches host services "
-                          "through Unix-domain sockets on the read-only-bound file system "
-                          "(wrap adds no --unshare-net equivalent for them: a socket such as "
-                          "/run/docker.sock or the D-Bus bus stays connectable)", strict=True)
 def test_no_host_service_is_reachable_through_a_unix_socket(workspace: Path,
                                                            outside_tmp: Path) -> None:
     path = str(outside_tmp / "service.sock")

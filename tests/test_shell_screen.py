@@ -92,12 +92,6 @@ def test_a_call_without_a_command_is_a_change() -> None:
     assert Shell().classify({}) == "changes"
 
 
-@pytest.mark.xfail(reason="BUG: the screen passes these as read-only although each one writes "
-                          "or runs another program: `env` runs any command; `uniq IN OUT`, "
-                          "`tree -o`, `git log/diff --output=` write files; `rg --pre` runs a "
-                          "command per file; `./ls` runs the workspace's own `ls` (the program "
-                          "name is reduced to its last path part); `>/dev/nullx` is only "
-                          "partly stripped as a harmless redirect", strict=True)
 @pytest.mark.parametrize("command", [
     "env rm x",
     "env -i bash -c 'rm x'",
@@ -179,10 +173,6 @@ def test_a_line_that_only_mentions_a_denylisted_word_is_refused_too() -> None:
     assert refusal("grep -c rebooted syslog") is None
 
 
-@pytest.mark.xfail(reason="BUG: the rm rule demands whitespace or the end of the line right "
-                          "after `/`, `/*`, `~` or `$HOME`, so `rm -rf ~/`, `rm -rf ~/*`, "
-                          "`rm -rf \"$HOME\"` and `rm -rf /*;...` (the same damage) pass",
-                   strict=True)
 @pytest.mark.parametrize("command", [
     "rm -rf ~/",
     "rm -rf ~/*",
@@ -193,10 +183,6 @@ def test_the_same_deletions_spelled_otherwise_are_refused(command: str) -> None:
     assert refusal(command) is not None
 
 
-@pytest.mark.xfail(reason="BUG: the force-push rule `git\\s+push\\s+.*(--force\\b|-f\\b)` "
-                          "matches any `-f` after `git push` on the line, across `&&`/`;` and "
-                          "inside a branch name, refusing plain pushes as force-pushes",
-                   strict=True)
 @pytest.mark.parametrize("command", [
     "git push origin main && rm -f build.log",
     "git push origin hot-f",
@@ -305,9 +291,6 @@ def test_a_changing_command_asks_the_owner_and_a_denial_keeps_it_from_running(
     assert [(c.effect, c.status) for c in calls] == [("changes", "denied")]
 
 
-@pytest.mark.xfail(reason="BUG: `env rm keep.txt` is screened as read-only (env is a reader), "
-                          "so in an \"ask\" chat it deletes the file without asking the owner",
-                   strict=True)
 def test_a_command_run_through_env_still_asks_the_owner(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url))

@@ -115,9 +115,9 @@ def tools_explain(
         mark = "+" if verdict.allowed else "-"
         typer.echo(f"{mark} {verdict.tool:<14} {verdict.reason}")
     for server in config.mcp_servers:
-        verdict = policy.judge(f"{server.name}__*", config, agent)
-        mark = "+" if verdict.allowed else "-"
-        typer.echo(f"{mark} {server.name + '__*':<14} {verdict.reason} (MCP server "
+        may, reason = policy.may_use_server(server.name, config, agent)
+        mark = "+" if may else "-"
+        typer.echo(f"{mark} {server.name + '__*':<14} {reason} (MCP server "
                    f"{server.name!r}; its tools are listed when it first starts)")
     from hearth.tools.sandbox import placement
 

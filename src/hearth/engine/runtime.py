@@ -42,6 +42,7 @@ class Engine:
         models: ModelRegistry,
         tools: ToolRegistry,
         workspace: Path,
+        hidden_from_tools: tuple[Path, ...] = (),
     ) -> None:
         self.db = db
         self.config = config
@@ -49,7 +50,8 @@ class Engine:
         self.active = ActiveTurns()
         self.desk = ApprovalDesk(db, self.bus)
         self.placement = placement(config.tools.sandbox, config.tools.network,
-                                   config.tools.elevated)
+                                   config.tools.elevated,
+                                   tuple(str(p) for p in hidden_from_tools))
         self.deps = TurnDeps(db=db, bus=self.bus, config=config, models=models, tools=tools,
                              default_workspace=workspace, active=self.active, desk=self.desk,
                              placement=self.placement, prepare_tools=self._list_mcp_tools)

@@ -68,10 +68,38 @@ def allowed(tools: Iterable[str], config: Config, agent: str) -> set[str]:
     return {v.tool for v in explain(tools, config, agent) if v.allowed}
 
 
-def may_use_mcp(config: Config, agent: str) -> bool:
-    """Whether this agent's policy can let any MCP server's tool (`server__tool`) in, so its
-    servers are worth starting: the `full` profile, or an allow list naming one."""
+def may_use_server(server: str, config: Config, agent: str) -> tuple[bool, str]:
+    """Whether any tool of MCP server `server` (`server__*`) can be in this agent's set, and
+    why: its servers are started only when one may be."""
     own = config.agents.get(agent)
-    profile = (own.tools.profile if own and own.tools.profile else None) or config.tools.profile
-    patterns = [*config.tools.allow, *(own.tools.allow if own else [])]
-    return profile == "full" or any("__" in p for p in patterns)
+    layers: list[tuple[str, ToolPolicyConfig]] = [("tools", config.tools)]
+    if own is not None:
+        layers.append((f"agents.{agent}.tools", own.tools))
+    profile = (own.tools.profile if own and own.tools.profile else None) or \
+        config.tools.profile or "coding"
+    every = f"{server}__*"
+    for where, layer in layers:
+        if any(fnmatchcase(every, p) for p in layer.deny):
+            return False, f"denied by {where}.deny"
+    if PROFILES[profile] is not None:  # MCP servers' tools are in the full profile only
+        return False, f"not in the {profile!r} profile"
+    reason = f"in the {profile!r} profile"
+    for where, layer in layers:
+        if not layer.allow:
+            continue
+        naming = _naming_server(layer, server)
+        if naming is None:
+            return False, f"not named by {where}.allow"
+        reason += f", allowed by {where}.allow ({naming!r})"
+    return True, reason
+
+
+def _naming_server(layer: ToolPolicyConfig, server: str) -> str | None:
+    """The allow entry that can name one of the server's tools (`time__*`, `time__now`)."""
+    return next((p for p in layer.allow if fnmatchcase(f"{server}__x", p)
+                 or ("__" in p and fnmatchcase(server, p.split("__", 1)[0]))), None)
+
+
+def may_use_mcp(config: Config, agent: str) -> bool:
+    """Whether any configured MCP server's tool can be in this agent's set."""
+    return any(may_use_server(s.name, config, agent)[0] for s in config.mcp_servers)

@@ -2,9 +2,12 @@
 ahead (approvals).
 
 With bubblewrap (`bwrap`) installed and the sandbox on, a command runs with the whole system
-read-only, the workspace writable, a private /tmp, its own process tree, and no network unless
-`[tools] network = true`. Elevated exec, when `[tools] elevated = true`, lets one call run on
-the host instead; it is the one escape hatch and it never makes a denied tool available.
+read-only, the workspace writable, its own process tree, and no network unless `[tools]
+network = true`. The places where other programs listen on Unix sockets (/run, /tmp, /var/tmp,
+/dev/shm) are empty private folders inside, and the Hearth home (its config, keys, token and
+database) is hidden, but for the workspace. Elevated exec, when `[tools] elevated = true`,
+lets one call run on the host instead; it is the one escape hatch and it never makes a
+denied tool available.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class Placement:
     mode: str = "off"  # "bwrap" | "off" | "unavailable" (asked for, but bwrap cannot run)
     network: bool = False
     elevated: bool = False
+    hidden: tuple[str, ...] = ()  # folders a sandboxed command must not see (the Hearth home)
 
     @property
     def sandboxed(self) -> bool:
@@ -46,20 +50,28 @@ def bwrap_works() -> bool:
     return probe.returncode == 0
 
 
-def placement(setting: str, network: bool, elevated: bool) -> Placement:
+PRIVATE = ("/tmp", "/var/tmp", "/run", "/dev/shm")
+
+
+def placement(setting: str, network: bool, elevated: bool,
+              hidden: tuple[str, ...] = ()) -> Placement:
     if setting == "off":
-        return Placement("off", network, elevated)
+        return Placement("off", network, elevated, hidden)
     if bwrap_works():
-        return Placement("bwrap", network, elevated)
-    return Placement("unavailable" if setting == "on" else "off", network, elevated)
+        return Placement("bwrap", network, elevated, hidden)
+    return Placement("unavailable" if setting == "on" else "off", network, elevated, hidden)
 
 
-def wrap(argv: list[str], workspace: Path, network: bool) -> list[str]:
+def wrap(argv: list[str], workspace: Path, network: bool,
+         hidden: tuple[str, ...] = ()) -> list[str]:
     """The command line that runs `argv` inside the sandbox."""
     folder = str(workspace.resolve())
-    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--tmpfs", "/tmp", "--bind", folder, folder, "--chdir", folder,
-               "--unshare-pid", "--die-with-parent", "--new-session"]
+    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for private in (*PRIVATE, *hidden):
+        if Path(private).is_dir():
+            sandbox += ["--tmpfs", str(Path(private).resolve())]
+    sandbox += ["--bind", folder, folder, "--chdir", folder,  # after the tmpfs mounts
+                "--unshare-pid", "--die-with-parent", "--new-session"]
     if not network:
         sandbox.append("--unshare-net")
     return [*sandbox, "--", *argv]

@@ -106,7 +106,7 @@ def _placed(argv: list[str], ctx: ToolContext, elevated: bool) -> list[str]:
         raise ToolRefused("Refused: the sandbox is on ([tools] sandbox = \"on\") but bwrap "
                           "cannot run here. Install bubblewrap, or set sandbox = \"auto\".")
     if placement.sandboxed and not elevated:
-        return wrap(argv, ctx.workspace, placement.network)
+        return wrap(argv, ctx.workspace, placement.network, placement.hidden)
     return argv
 
 

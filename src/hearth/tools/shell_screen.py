@@ -14,22 +14,29 @@ import shlex
 READERS = {
     "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "pwd", "echo",
     "printf", "stat", "file", "du", "df", "which", "type", "tree", "sort", "uniq", "cut",
-    "date", "whoami", "uname", "env", "printenv", "realpath", "basename", "dirname", "diff",
+    "date", "whoami", "uname", "printenv", "realpath", "basename", "dirname", "diff",
     "cmp", "md5sum", "sha1sum", "sha256sum", "less", "more", "nl", "tr", "jq", "true",
     "false", "test", "[", "id", "hostname", "ps", "find",
 }
 GIT_READERS = {"status", "log", "diff", "show", "blame", "shortlog", "describe", "rev-parse",
                "ls-files", "grep"}
+# options that make a reader write a file or run a program
+WRITING_OPTIONS = {
+    "git": {"--output", "--ext-diff", "--textconv"},
+    "rg": {"--pre", "--pre-glob"},
+    "tree": {"-o"},
+    "sort": {"-o", "--output"},
+}
 FIND_WRITERS = {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf",
                 "-fls", "-fprint0"}
-SORT_WRITERS = ("-o", "--output")
 
 _SEPARATORS = re.compile(r"\|\||&&|[|;&\n]")
-_HARMLESS_REDIRECTS = re.compile(r"[0-9&]?>\s*/dev/null|2>&1")
+_HARMLESS_REDIRECTS = re.compile(r"[0-9&]?>\s*/dev/null(?![^\s;|&])|2>&1")
 _HIDDEN = re.compile(r"\$\(|`|<\(|>\(")
 
 DENYLIST: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\brm\s+(-[a-zA-Z]*[rR][a-zA-Z]*\s+|--recursive\s+)(-\S+\s+)*(/|~|\$HOME|/\*)(\s|$)"),
+    (re.compile(r"\brm\s+(-[a-zA-Z]*[rR][a-zA-Z]*\s+|--recursive\s+)(-\S+\s+)*"
+                r"[\"']?(/|~|\$HOME|\$\{HOME\})/?\*?[\"']?(\s|;|&|\||$)"),
      "it would delete the whole file system or home folder"),
     (re.compile(r"\bmkfs(\.\w+)?\b"), "it formats a disk"),
     (re.compile(r"\bdd\b.*\bof=/dev/"), "it writes straight onto a device"),
@@ -38,7 +45,8 @@ DENYLIST: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(shutdown|reboot|halt|poweroff)\b"), "it shuts the machine down"),
     (re.compile(r"\bchmod\s+(-\S+\s+)*-R\s+\S+\s+/(\s|$)|\bchown\s+(-\S+\s+)*-R\s+\S+\s+/(\s|$)"),
      "it changes the ownership or permissions of the whole file system"),
-    (re.compile(r"\bgit\s+push\s+.*(--force\b|-f\b)"), "it force-pushes over a remote history"),
+    (re.compile(r"\bgit\s+push\b[^;&|]*\s(--force(-with-lease)?|-f)(?=\s|$|;|&|\|)"),
+     "it force-pushes over a remote history"),
 ]
 
 
@@ -68,12 +76,17 @@ def _part_reads(part: str) -> bool:
         words = words[1:]  # VAR=value prefixes
     if not words:
         return True
-    program, args = words[0].rsplit("/", 1)[-1], words[1:]
+    if "/" in words[0]:
+        return False  # a program named by its path may be anything, e.g. ./ls in the workspace
+    program, args = words[0], words[1:]
+    writers = WRITING_OPTIONS.get(program, set())
+    if any(a.split("=", 1)[0] in writers or (a[:2] in writers and len(a) > 2) for a in args):
+        return False
+    if program == "uniq":
+        return len([a for a in args if not a.startswith("-")]) < 2  # uniq IN OUT writes OUT
     if program == "git":
         sub = next((a for a in args if not a.startswith("-")), "")
         return sub in GIT_READERS
     if program == "find":
         return not any(a in FIND_WRITERS for a in args)
-    if program == "sort":
-        return not any(a.startswith(SORT_WRITERS) for a in args)
     return program in READERS

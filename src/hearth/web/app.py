@@ -32,7 +32,7 @@ def build_engine(home: Home, config: Config) -> Engine:
     if not models.ids():
         log.warning("no model is set up; every turn will end saying how to add one")
     return Engine(db=db, config=config, models=models, tools=ToolRegistry(builtin_tools()),
-                  workspace=home.workspace)
+                  workspace=home.workspace, hidden_from_tools=(home.root,))
 
 
 def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:
