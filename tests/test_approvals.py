@@ -8,10 +8,12 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hearth.engine import queries
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 
@@ -172,3 +174,33 @@ def test_trusted_chats_and_reads_are_not_asked(
     assert ("tool.allowed", "trust") in actors and ("tool.allowed", "policy") in actors
     patched = api.http.patch(f"/api/sessions/{asking}", json={"trust": "trusted"})
     assert patched.status_code == 200 and patched.json()["trust"] == "trusted"
+
+
+def test_a_turn_nobody_can_answer_for_refuses_instead_of_waiting(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    from hearth.store.schema import approvals, audit
+    from tests.engine_harness import events, make_config, make_engine, new_chat, run
+
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url))
+    model_server.push(_write("job-output.txt"), Reply(text="Could not write it."))
+
+    async def body() -> tuple[dict[str, Any], list[Any], list[Any], list[Any]]:
+        await engine.start()
+        key = new_chat(engine, trust="ask")
+        job = engine.send(key, "nightly: write the report", kind="job")
+        await engine.bus.wait_run(job.run_id, 10)
+        view = queries.run_status(engine.db, job.run_id)
+        with engine.db.read() as conn:
+            asked = conn.execute(approvals.select()).fetchall()
+            rows = conn.execute(audit.select()).fetchall()
+        transcript = events(engine, key)
+        await engine.close()
+        assert view is not None
+        return view, asked, rows, transcript
+
+    view, asked, rows, transcript = run(body())
+    assert view["status"] == "complete" and asked == []  # nobody was asked, nothing waited
+    assert not (tmp_path / "workspace" / "job-output.txt").exists()
+    result = [e.content["output"] for e in transcript if e.kind == "tool_result"]
+    assert "nobody can answer for this job's turn" in result[0]
+    assert [(r.action, r.actor) for r in rows] == [("tool.refused", "unattended")]
