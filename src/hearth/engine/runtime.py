@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hearth.config import Config
 from hearth.engine import admission, endings, invoke, recovery
@@ -26,9 +26,11 @@ from hearth.sessions.lanes import Lanes
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store.db import Database
-from hearth.tools.mcp_client import McpServers
 from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import placement
+
+if TYPE_CHECKING:
+    from hearth.tools.mcp_client import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ class Engine:
         self.deps = TurnDeps(db=db, bus=self.bus, config=config, models=models, tools=tools,
                              default_workspace=workspace, active=self.active, desk=self.desk,
                              placement=self.placement, prepare_tools=self._list_mcp_tools)
-        self.mcp = McpServers(config.mcp_servers)
+        self.mcp: McpServers | None = None  # made when first needed: the SDK takes ~1 s to import
         self._mcp_listed = False
         self._mcp_lock = asyncio.Lock()
         self.lanes: Lanes | None = None
@@ -135,6 +137,9 @@ class Engine:
             return
         async with self._mcp_lock:
             if not self._mcp_listed:
+                from hearth.tools.mcp_client import McpServers
+
+                self.mcp = McpServers(self.config.mcp_servers)
                 for tool in await self.mcp.tools():
                     self.deps.tools.add(tool)
                 self._mcp_listed = True
@@ -161,4 +166,5 @@ class Engine:
         self.stop_admitting()
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds)
-        await self.mcp.close()
+        if self.mcp is not None:
+            await self.mcp.close()
