@@ -51,3 +51,11 @@ def gateway_factory(home: Path, model_server: ScriptedModelServer
 @pytest.fixture
 def gateway(gateway_factory: Callable[..., Gateway]) -> Gateway:
     return gateway_factory()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A chat's workspace folder, for tests that call tools directly."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    return folder

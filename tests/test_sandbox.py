@@ -39,13 +39,6 @@ UNAVAILABLE = ("Refused: the sandbox is on ([tools] sandbox = \"on\") but bwrap 
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def sibling(tmp_path: Path) -> Path:
     """A folder next to the workspace (under the host's /tmp), outside it."""
     folder = tmp_path / "sibling"

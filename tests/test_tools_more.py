@@ -31,13 +31,6 @@ def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A folder next to the workspace holding a file no tool may read or change."""
     folder = tmp_path / "outside"

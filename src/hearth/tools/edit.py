@@ -7,16 +7,12 @@ the file's line endings and permission bits, and writing the result atomically.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
-from hearth.tools.files import MAX_WRITE_BYTES, size_words
+from hearth.tools.files import MAX_WRITE_BYTES, size_words, write_atomically
 from hearth.tools.workspace import display, resolve_inside
 
 MAX_LINES_LISTED = 20
@@ -76,7 +72,7 @@ class EditFile:
                 f"Refused: the edited {name} would be {size_words(len(data))}, over the "
                 f"{size_words(MAX_WRITE_BYTES)} a file may hold."
             )
-        _write_atomically(path, data)
+        write_atomically(path, data)
         noun = "occurrence" if change.count == 1 else "occurrences"
         before_size = size_words(len(change.before.encode("utf-8")))
         receipt = (f"Edited {name}: replaced {change.count} {noun} "
@@ -166,17 +162,3 @@ def _where(lines: list[tuple[int, int]]) -> str:
     return f"line {words}" if single else f"lines {words}"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` through a fresh temp file beside it, keeping its mode bits."""
-    mode = stat.S_IMODE(path.stat().st_mode)
-    # mkstemp opens with O_EXCL: it never writes through a link already at the temp name
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".hearth-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

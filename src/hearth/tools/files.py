@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -124,16 +125,26 @@ class WriteFile:
             raise ToolRefused(f"Refused: {name!r} is a folder, not a file.")
         path.parent.mkdir(parents=True, exist_ok=True)
         resolve_inside(ctx.workspace, name)  # the folders made must still be inside
-        # a fresh temp file (O_EXCL: never one a link already holds), then an atomic rename
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".hearth-tmp",
-                                   dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomically(path, data)
         receipt = f"Wrote {size_words(len(data))} to {name}."
         return ToolOutcome(output=receipt, receipt=receipt)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace (or make) `path` through a fresh temp file beside it and an atomic rename,
+    keeping an existing file's mode bits. The temp file is opened O_EXCL (mkstemp), so it
+    never writes through a link someone left at its name."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".hearth-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
