@@ -8,6 +8,7 @@ client message id again answers the same run, however many arrive at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -71,10 +72,12 @@ def admit(
     client_message_id: str | None = None,
     source_channel: str | None = None,
     kind: str = "chat",
+    meta: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
 ) -> Admitted:
     """Persist the message and its run; the caller dispatches the session's lane after."""
     validate(text, client_message_id)
-    idem = f"client:{client_message_id}" if client_message_id else None
+    idem = idempotency_key or (f"client:{client_message_id}" if client_message_id else None)
     with db.write() as conn:
         session = session_store.get(conn, session_key)
         if session is None:
@@ -90,7 +93,7 @@ def admit(
         # Under the write lock the lookup above and this append are one step; the unique
         # (session, idempotency_key) constraint holds the rule even if they were not.
         event = transcript.append(
-            conn, session_key, "user", {"text": text}, run_id=run_id,
+            conn, session_key, "user", {"text": text}, run_id=run_id, meta=meta,
             idempotency_key=idem, source_channel=source_channel,
         )
         run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,

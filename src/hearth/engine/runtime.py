@@ -15,16 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hearth.config import Config
-from hearth.engine import admission, endings, invoke, recovery
+from hearth.engine import admission, endings, invoke, recovery, repeat_guard
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.events import Bus
 from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
+from hearth.errors import Refusal
 from hearth.models.registry import ModelRegistry
 from hearth.sessions.lanes import Lanes
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
+from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import placement
@@ -86,6 +88,7 @@ class Engine:
     def send(
         self, session_key: str, text: str, *, client_message_id: str | None = None,
         source_channel: str | None = None, kind: str = "chat", dispatch: bool = True,
+        meta: dict[str, Any] | None = None, idempotency_key: str | None = None,
     ) -> Admitted:
         """Admit a message. With `dispatch=False` the caller wakes the lane itself (`dispatch`)
         once it has acknowledged, so the acknowledgement goes out before the turn's work."""
@@ -97,7 +100,8 @@ class Engine:
             )
         admitted = admission.admit(self.db, self.bus, session_key, text,
                                    client_message_id=client_message_id,
-                                   source_channel=source_channel, kind=kind)
+                                   source_channel=source_channel, kind=kind, meta=meta,
+                                   idempotency_key=idempotency_key)
         if dispatch and not admitted.duplicate:
             self.dispatch(session_key)
         return admitted
@@ -146,6 +150,25 @@ class Engine:
                 for name, status in self.mcp.status().items():
                     if status != "ready":
                         log.warning("MCP server %s: %s", name, status)
+
+    def retry(self, run_id: str, confirm: str | None) -> Admitted:
+        """Run an ended turn's message again, as a new run (Retry). Asks first when the
+        attempt began a step that may have changed something (repeat_guard)."""
+        with self.db.read() as conn:
+            run = run_store.get(conn, run_id)
+            asked = (transcript.at(conn, run.session_key, run.user_event_seq)
+                     if run is not None and run.user_event_seq else None)
+        if run is None:
+            raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
+        if not run.ended:
+            raise Refusal("run_not_ended", 409,
+                          "This turn has not ended; stop it first, then retry it.")
+        if asked is None or asked.kind != "user":
+            raise Refusal("not_retryable", 422, "This run was not started by a message.")
+        repeat_guard.ask_first(self.db, run_id, confirm)
+        return self.send(run.session_key, str(asked.content.get("text", "")),
+                         kind="regenerate", meta={"retry_of": run_id},
+                         idempotency_key=f"retry:{run_id}")
 
     def tools_for(self, session_key: str) -> list[dict[str, Any]]:
         return invoke.tools_for(self.deps, session_key)

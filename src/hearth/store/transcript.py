@@ -154,3 +154,9 @@ def of_run(conn: Connection, session_key: str, run_id: str, from_seq: int) -> li
         .order_by(transcript_events.c.seq)
     )
     return [EventRow.of(row) for row in conn.execute(stmt)]
+
+
+def at(conn: Connection, session_key: str, seq: int) -> EventRow | None:
+    row = conn.execute(select(transcript_events).where(
+        transcript_events.c.session_key == session_key, transcript_events.c.seq == seq)).first()
+    return EventRow.of(row) if row else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -20,10 +21,10 @@ _HTTP_CODES = {
 }
 
 
-def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None
-             ) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status,
-                        headers=headers)
+def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None,
+             details: dict[str, Any] | None = None) -> JSONResponse:
+    error = {**(details or {}), "code": code, "message": message}
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
@@ -41,7 +42,7 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
 def install(app: FastAPI) -> None:
     @app.exception_handler(Refusal)
     async def _refusal(_request: Request, exc: Refusal) -> JSONResponse:
-        return envelope(exc.status, exc.code, exc.sentence)
+        return envelope(exc.status, exc.code, exc.sentence, details=exc.details)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
@@ -39,3 +41,18 @@ async def wait_run(
         view = _run_or_404(engine, run_id)
     view["timed_out"] = view["status"] in ("admitted", "running")
     return view
+
+
+class RetryBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    confirm: str | None = Field(None, max_length=100)
+
+
+@router.post("/api/runs/{run_id}/retry")
+async def retry_run(run_id: str, engine: EngineDep, body: RetryBody | None = None
+                    ) -> JSONResponse:
+    """Run an ended turn's message again. When the attempt began a step that may have
+    changed something, answers 409 retry_repeats_steps with the steps and a confirm value."""
+    admitted = engine.retry(run_id, (body or RetryBody()).confirm)
+    return JSONResponse({"run_id": admitted.run_id, "status": admitted.status,
+                         "duplicate": admitted.duplicate}, status_code=202)

@@ -1,0 +1,54 @@
+"""The repeat guard: before a door runs a turn again, it asks whether that would repeat a step
+that may already have changed something.
+
+It reads the attempt's receipts in the ledger: every call that may have changed something (not
+read-only) and that began (finished, failed, or unknown — a failed call may have acted before it
+failed). When there are any, the door runs nothing and answers 409 `retry_repeats_steps` with
+those steps and a `confirm` value; the same request with that value is the owner's yes. Calls
+refused or denied before they ran are not asked about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from hearth.errors import Refusal
+from hearth.store import ledger
+from hearth.store.db import Database
+from hearth.store.ledger import CallRow
+
+BEGAN = ("finished", "failed", "unknown")
+
+
+def steps_that_may_repeat(db: Database, run_id: str) -> list[CallRow]:
+    with db.read() as conn:
+        return [c for c in ledger.for_run(conn, run_id)
+                if c.effect != "reads" and c.status in BEGAN]
+
+
+def confirm_value(run_id: str, steps: list[CallRow]) -> str:
+    """A value only this question has: a yes to it is no yes to another."""
+    material = run_id + "|" + "|".join(f"{s.call_id}:{s.status}" for s in steps)
+    return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def ask_first(db: Database, run_id: str, confirm: str | None) -> None:
+    """Raise the 409 question unless nothing may repeat or `confirm` answers it."""
+    steps = steps_that_may_repeat(db, run_id)
+    if not steps or confirm == confirm_value(run_id, steps):
+        return
+    noun = "step" if len(steps) == 1 else "steps"
+    raise Refusal(
+        "retry_repeats_steps", 409,
+        f"Running this turn again may repeat {len(steps)} {noun} that may already have "
+        "changed something. Send the request again with this confirm value to go ahead.",
+        details={"steps": [_step(s) for s in steps], "confirm": confirm_value(run_id, steps)},
+    )
+
+
+def _step(call: CallRow) -> dict[str, Any]:
+    target = next((call.arguments.get(k) for k in ("path", "command", "url")
+                   if isinstance(call.arguments.get(k), str)), None)
+    return {"tool": call.tool, "target": target, "status": call.status,
+            "receipt": call.receipt}
