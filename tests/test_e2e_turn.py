@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway, kinds
 
@@ -46,3 +48,29 @@ def test_tools_run_in_the_workspace_with_receipts(gateway: Gateway,
     assert third[-1]["role"] == "tool" and third[-1]["content"] == "milk\n"
     assert kinds(api.messages(key)) == [
         "user", "tool_call", "tool_result", "tool_call", "tool_result", "assistant"]
+
+
+def test_an_anthropic_model_answers_a_turn_with_a_tool_call(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    config = (
+        '[[models]]\nid = "claude"\nprovider = "anthropic"\n'
+        f'base_url = "{model_server.anthropic_base_url}"\napi_key = "sk-ant-test"\n'
+        'model = "claude-test"\n'
+    )
+    gateway = gateway_factory(config=config, model=False)
+    api = gateway.client()
+    key = api.new_chat()
+    model_server.push(
+        Reply(tool_calls=[Call("write_file", {"path": "from-claude.txt", "content": "hi"})]),
+        Reply(text="Done, via Claude."),
+    )
+    run = api.wait(api.send(key, "write it")["run_id"])
+    assert run["status"] == "complete" and run["model"] == "claude"
+    assert (gateway.home / "workspace" / "from-claude.txt").read_text() == "hi"
+    first, second = model_server.requests
+    assert first.path == second.path == "/v1/messages"
+    assert first.body["system"] and first.body["messages"][-1]["role"] == "user"
+    results = second.body["messages"][-1]["content"]
+    assert results[0]["type"] == "tool_result" and "Wrote 2 bytes" in results[0]["content"]
+    telemetry = api.messages(key)[-1]["meta"]["turn_telemetry"]
+    assert telemetry["provider"] == "anthropic" and telemetry["model"] == "claude-test"
