@@ -23,6 +23,7 @@ from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
 from hearth.errors import Refusal
 from hearth.models.registry import ModelRegistry
+from hearth.privacy.scope import install_default_executor
 from hearth.sessions.lanes import Lanes
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
@@ -69,6 +70,7 @@ class Engine:
     async def start(self) -> None:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""
         begun = time.monotonic()
+        install_default_executor(asyncio.get_running_loop())
         self._warming = asyncio.create_task(asyncio.to_thread(self.deps.models.warm))
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
         with self.db.write() as conn:

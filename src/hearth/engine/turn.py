@@ -24,6 +24,7 @@ from hearth.engine.toolbatch import run_batch
 from hearth.faults import crash_point
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider, ToolCall
+from hearth.privacy.scope import as_work_of
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store.db import Database
@@ -58,7 +59,8 @@ async def run_turn(deps: TurnDeps, run: RunRow) -> None:
         endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
                        ending=claimed, show=False)
         return
-    ending = await _run_claimed(deps, run, claimed)
+    with as_work_of(claimed.key, claimed.memory_mode):  # every task and thread of the turn
+        ending = await _run_claimed(deps, run, claimed)
     endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
                    ending=ending, show=ending.code != "stale")
 

@@ -1,0 +1,65 @@
+"""The work scope: which session a piece of work is done for, and in which memory mode.
+
+A turn sets it (`as_work_of`) for the whole of its work. It lives in a contextvar, so it
+follows the work into asyncio tasks (which copy the context when made) and `asyncio.to_thread`
+(which runs in a copy of it). A thread pool does NOT carry it on its own: work handed to a
+plain `ThreadPoolExecutor` runs with no scope, and a restricted chat's data would be handled
+as nobody's. Every pool the gateway uses is a `ScopeCarryingExecutor` — the event loop's
+default executor included — and a census test forbids plain pools anywhere else.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+from hearth.privacy.modes import Mode, mode_of
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class WorkScope:
+    session_key: str
+    mode: Mode
+
+
+_current: contextvars.ContextVar[WorkScope | None] = contextvars.ContextVar(
+    "hearth_work_scope", default=None)
+
+
+def current() -> WorkScope | None:
+    """The scope of the work running now, or None for the gateway's own work."""
+    return _current.get()
+
+
+@contextmanager
+def as_work_of(session_key: str, recorded_mode: object) -> Iterator[WorkScope]:
+    """Run the enclosed work as `session_key`'s, in the mode its record says (read by the one
+    reader, failing closed)."""
+    scope = WorkScope(session_key, mode_of(recorded_mode))
+    token = _current.set(scope)
+    try:
+        yield scope
+    finally:
+        _current.reset(token)
+
+
+class ScopeCarryingExecutor(ThreadPoolExecutor):
+    """A thread pool that runs each job in a copy of the submitter's context (its scope)."""
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        context = contextvars.copy_context()
+        return super().submit(context.run, fn, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def install_default_executor(loop: Any, workers: int = 8) -> ScopeCarryingExecutor:
+    """Make the loop's default executor (`run_in_executor(None, ...)`) carry the scope."""
+    executor = ScopeCarryingExecutor(max_workers=workers, thread_name_prefix="hearth")
+    loop.set_default_executor(executor)
+    return executor
