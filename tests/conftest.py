@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hearth.tools.base import ToolContext
 from tests.fakes.model_server import ScriptedModelServer
 from tests.gateway import Gateway, write_config
 
@@ -59,3 +60,9 @@ def workspace(tmp_path: Path) -> Path:
     folder = tmp_path / "ws"
     folder.mkdir()
     return folder
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> ToolContext:
+    """What a tool called directly is handed: the workspace, a chat, a run."""
+    return ToolContext(workspace=workspace, session_key="k", run_id="r")

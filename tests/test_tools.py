@@ -40,11 +40,6 @@ def outside(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def ctx(workspace: Path) -> ToolContext:
-    return ToolContext(workspace=workspace, session_key="k", run_id="r")
-
-
 def snapshot(folder: Path) -> dict[str, bytes | None]:
     """Every path under `folder` with its bytes (None for folders), to prove nothing changed."""
     return {

@@ -39,11 +39,6 @@ def outside(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def ctx(workspace: Path) -> ToolContext:
-    return ToolContext(workspace=workspace, session_key="k", run_id="r")
-
-
 def edit(ctx: ToolContext, path: str, old: str, new: str, **more: Any) -> ToolOutcome:
     return run(EditFile(), {"path": path, "old_text": old, "new_text": new, **more}, ctx)
 
