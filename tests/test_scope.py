@@ -128,4 +128,4 @@ def test_a_turn_runs_as_its_chat_in_the_chats_mode(
         return key
 
     key = run(body())
-    assert probe.seen == [scope.WorkScope(key, Mode.INCOGNITO)] * 3
+    assert probe.seen == [scope.WorkScope(key, Mode.INCOGNITO, "fake")] * 3

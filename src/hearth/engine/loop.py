@@ -142,7 +142,7 @@ def keep_partial(turn: Turn, why: str) -> None:
     if not turn.streamed:
         return
     meta = {"finish_reason": "incomplete", "partial": True, "cut_off": why,
-            "turn_telemetry": turn.telemetry()}
+            "turn_telemetry": turn.telemetry(), "context_fed": turn.context_fed}
     record.append(turn, "assistant", {"text": turn.streamed}, meta=meta)
     turn.streamed = ""
 
@@ -195,7 +195,8 @@ def checkpoint_cleared(turn: Turn) -> None:
 
 
 def _append_final(turn: Turn, answer: Answer) -> None:
-    meta = {"finish_reason": answer.done.finish_reason, "turn_telemetry": turn.telemetry()}
+    meta = {"finish_reason": answer.done.finish_reason, "turn_telemetry": turn.telemetry(),
+            "context_fed": turn.context_fed}
     record.append(turn, "assistant", {"text": answer.text}, meta=meta,
                   idempotency_key=f"final:{turn.run_id}")
     turn.streamed = ""

@@ -22,8 +22,10 @@ from hearth.engine.events import Bus
 from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
 from hearth.errors import Refusal
+from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
 from hearth.privacy.scope import install_default_executor
+from hearth.privacy.stores import protect
 from hearth.sessions.lanes import Lanes
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
@@ -48,8 +50,11 @@ class Engine:
         tools: ToolRegistry,
         workspace: Path,
         hidden_from_tools: tuple[Path, ...] = (),
+        memory: Memory | None = None,
     ) -> None:
+        protect(db)  # the memory tables refuse changes from work that keeps nothing
         self.db = db
+        self.memory = memory or Memory(db, workspace / "memory")
         self.config = config
         self.bus = Bus()
         self.active = ActiveTurns()
@@ -59,7 +64,8 @@ class Engine:
                                    tuple(str(p) for p in hidden_from_tools))
         self.deps = TurnDeps(db=db, bus=self.bus, config=config, models=models, tools=tools,
                              default_workspace=workspace, active=self.active, desk=self.desk,
-                             placement=self.placement, prepare_tools=self._list_mcp_tools)
+                             placement=self.placement, prepare_tools=self._list_mcp_tools,
+                             memory=self.memory)
         self.mcp: McpServers | None = None  # made when first needed: the SDK takes ~1 s to import
         self._mcp_listed = False
         self._mcp_lock = asyncio.Lock()
@@ -71,6 +77,7 @@ class Engine:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""
         begun = time.monotonic()
         install_default_executor(asyncio.get_running_loop())
+        await asyncio.to_thread(self.memory.start)
         self._warming = asyncio.create_task(asyncio.to_thread(self.deps.models.warm))
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
         with self.db.write() as conn:

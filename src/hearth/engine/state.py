@@ -67,6 +67,7 @@ class Turn(CallScope):
     retried: set[str] = field(default_factory=set)  # the once-only retries already used
     checkpointed: bool = False  # the run holds a checkpoint of `streamed`
     resends: int = 0  # model calls sent again after the connection was lost
+    context_fed: str | None = None  # what memory the context was given, or why none
 
     def once(self, retry: str) -> bool:
         """True the first time a retry of this kind is asked for in this turn."""

@@ -22,11 +22,13 @@ from hearth.engine.state import Turn
 from hearth.engine.supervise import ActiveTurns
 from hearth.engine.toolbatch import run_batch
 from hearth.faults import crash_point
+from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider, ToolCall
-from hearth.privacy.scope import as_work_of
+from hearth.privacy.scope import answered_by, as_work_of
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
+from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.store.errors import WriterClaimLost
 from hearth.store.runs import RunRow
@@ -51,6 +53,7 @@ class TurnDeps:
     desk: ApprovalDesk
     placement: Placement
     prepare_tools: Callable[[], Awaitable[None]]  # starts MCP servers when first needed
+    memory: Memory
 
 
 async def run_turn(deps: TurnDeps, run: RunRow) -> None:
@@ -86,9 +89,15 @@ async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Endi
     provider = await asyncio.to_thread(deps.models.for_chat, session.model)
     if provider is None:
         return endings.no_model()
-    model_config = deps.models.config_of(provider.model_id)
     with deps.db.write(durable=False) as conn:
         run_store.set_model(conn, run.run_id, provider.model_id)
+    with answered_by(provider.model_id):  # in a restricted chat, the one model its work reaches
+        return await _run_on(deps, run, session, provider)
+
+
+async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
+                  provider: Provider) -> Ending:
+    model_config = deps.models.config_of(provider.model_id)
     turn = _compose(deps, run, session, provider,
                     offer_tools=model_config.tools if model_config else True)
     if turn.offer_tools and policy.may_use_mcp(deps.config, session.agent):
@@ -134,11 +143,25 @@ async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,
     """Finish the calls a resumed run left waiting on the owner, then the loop."""
     if waiting:
         await run_batch(turn, tuple(waiting))
+    fed = await asyncio.to_thread(deps.memory.context_for, _message_of(deps, turn.run))
+    turn.context_fed = fed.sentence
+    system_prompt = deps.config.agent.system_prompt
+    if fed.block:
+        system_prompt = f"{system_prompt}\n\n{fed.block}"
     messages = context.build(
         deps.db, turn.run,
-        system_prompt=deps.config.agent.system_prompt,
+        system_prompt=system_prompt,
         history_messages=deps.config.limits.history_messages,
         context_window=model_config.context_window if model_config else 128_000,
         max_output_tokens=model_config.max_output_tokens if model_config else 8192,
     )
     return await loop.drive(turn, messages)
+
+
+def _message_of(deps: TurnDeps, run: RunRow) -> str:
+    """The text of the message this run answers ("" for a run without one)."""
+    if run.user_event_seq is None:
+        return ""
+    with deps.db.read() as conn:
+        event = transcript.at(conn, run.session_key, run.user_event_seq)
+    return str(event.content.get("text", "")) if event is not None else ""

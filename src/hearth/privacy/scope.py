@@ -27,6 +27,7 @@ T = TypeVar("T")
 class WorkScope:
     session_key: str
     mode: Mode
+    model_id: str | None = None  # the model the turn runs on, once it has named it
 
 
 _current: contextvars.ContextVar[WorkScope | None] = contextvars.ContextVar(
@@ -46,6 +47,22 @@ def as_work_of(session_key: str, recorded_mode: object) -> Iterator[WorkScope]:
     token = _current.set(scope)
     try:
         yield scope
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def answered_by(model_id: str) -> Iterator[WorkScope | None]:
+    """Name the model the current work's turn runs on: inside a restricted scope, the only
+    model its work may reach (see `privacy.reach.model_may_read`)."""
+    scope = _current.get()
+    if scope is None:
+        yield None
+        return
+    named = WorkScope(scope.session_key, scope.mode, model_id)
+    token = _current.set(named)
+    try:
+        yield named
     finally:
         _current.reset(token)
 

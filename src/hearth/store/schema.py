@@ -160,3 +160,27 @@ grants = Table(
     Column("created_at", Float, nullable=False),
     Index("ix_grants_agent_tool", "agent", "tool"),
 )
+
+# Memory: what the agent was taught (kind fact | preference | lesson | commitment) and the
+# passages of the markdown memory documents (kind document, `source` the file). `filed_under`
+# names the chat an item came from; NULL when more than one chat (or the owner) stands behind
+# it. The FTS5 index `memory_fts` (SQLite) is kept by triggers made in migration 0004.
+memory_items = Table(
+    "memory_items",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("source", Text),
+    Column("written_by", String(200), nullable=False),
+    Column("filed_under", String(200)),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("recall_count", Integer, nullable=False, server_default="0"),
+    Column("last_recalled_at", Float),
+    Index("ix_memory_items_fingerprint", "fingerprint"),
+    Index("ix_memory_items_filed_under", "filed_under"),
+    Index("ix_memory_items_source", "source"),
+    Index("ix_memory_items_kind", "kind", "id"),
+)

@@ -1,0 +1,81 @@
+"""Enforcement at the store: inside a restricted scope the memory tables refuse every change.
+
+Two locks on the one door. Every statement SQLAlchemy sends is screened before it runs (any
+database): a change to a memory table from work that keeps nothing raises `RestrictedSession`.
+On SQLite the connection's authorizer holds the same line below SQLAlchemy — raw SQL, a
+trigger, a CTE-prefixed write — and, for work that may read no memory (Temporary,
+unreadable), refuses reads of those tables too. SQLite consults the authorizer when it
+prepares a statement, and cached statements are not prepared again; setting an authorizer
+expires every prepared statement, so the authorizer is set afresh whenever a transaction
+begins in a different scope than the connection last served.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Connection, event
+
+from hearth.privacy import reach
+from hearth.privacy import scope as work_scope
+from hearth.privacy.modes import Mode, keeps_memory, reads_memory
+from hearth.store.db import Database
+from hearth.store.memory import TABLE_PREFIX
+
+_CHANGE = re.compile(
+    r"^\s*(?:WITH\b.*?\)\s*)?"
+    r"(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)"
+    r"\s+[\"`\[]?(\w+)",
+    re.IGNORECASE | re.DOTALL,
+)
+_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+_STATE = "hearth_authorizer"  # on the pooled connection's info: the mode it was set for
+
+
+def changes_memory(statement: str) -> bool:
+    found = _CHANGE.match(statement)
+    return found is not None and found.group(1).lower().startswith(TABLE_PREFIX)
+
+
+def protect(db: Database) -> None:
+    """Install both locks on `db` (idempotent)."""
+    if event.contains(db.engine, "before_cursor_execute", _screen):
+        return
+    event.listen(db.engine, "before_cursor_execute", _screen, retval=False)
+    if db.dialect == "sqlite":
+        event.listen(db.engine, "begin", _set_authorizer)
+
+
+def _screen(_conn: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
+    if changes_memory(statement):
+        refusal = reach.write_refusal()
+        if refusal is not None:
+            raise reach.RestrictedSession(refusal)
+
+
+def _set_authorizer(conn: Connection) -> None:
+    scope = work_scope.current()
+    mode = None if scope is None or keeps_memory(scope.mode) else scope.mode
+    record = conn.connection  # the pooled connection: its info outlives this checkout
+    if record.info.get(_STATE, None) == mode:
+        return
+    raw = record.dbapi_connection
+    assert raw is not None
+    raw.set_authorizer(None if mode is None else _authorizer(mode))  # type: ignore[attr-defined]
+    record.info[_STATE] = mode
+
+
+def _authorizer(mode: Mode) -> Callable[..., int]:
+    no_reads = not reads_memory(mode)
+
+    def decide(action: int, table: str | None, *_rest: Any) -> int:
+        if not table or not table.lower().startswith(TABLE_PREFIX):
+            return sqlite3.SQLITE_OK
+        if action in _WRITES or (no_reads and action == sqlite3.SQLITE_READ):
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    return decide

@@ -1,0 +1,200 @@
+"""The memory aggregate: taught items and document passages, and keyword recall over them.
+
+An item is one thing the agent was taught (a fact, preference, lesson or commitment), written
+by someone (`written_by`: a tool, the learning chore, the owner) and filed under the chat it
+came from (`filed_under`; NULL once a second chat, or the owner, stands behind it too). The
+passages of the markdown memory documents are rows of kind `document` whose `source` is the
+file. Recall is SQLite FTS5 ranked by BM25. Whether the work running now may read or change
+these tables is not decided here: `privacy.stores` refuses it at the connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, delete, func, select, text, update
+
+from hearth.store.db import now
+from hearth.store.schema import memory_items
+
+TABLE_PREFIX = "memory_"  # every memory table, the FTS index and its shadow tables included
+KINDS = ("fact", "preference", "lesson", "commitment")
+DOCUMENT = "document"
+RECALL_TERMS = 16
+STOPWORDS = frozenset(
+    "the and for are but not you your with this that have has had was were what when where "
+    "which who why how can could would should will shall may might must its it's his her "
+    "their they them our ours out from into onto about than then there here also just only "
+    "some any all each very more most other such too own same one two does did doing done "
+    "been being get got let lets make made like want need please tell know think say said "
+    "yes okay ok hi hello thanks thank".split()
+)
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    id: int
+    kind: str
+    text: str
+    source: str | None
+    written_by: str
+    filed_under: str | None
+    created_at: float
+    updated_at: float
+    recall_count: int
+    last_recalled_at: float | None
+
+    @classmethod
+    def of(cls, row: Any) -> MemoryItem:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Hit:
+    item: MemoryItem
+    score: float  # BM25: lower is better
+
+
+def fingerprint(words: str) -> str:
+    """What makes two items the same item: their words, case and spacing aside."""
+    normal = " ".join(words.lower().split())
+    return hashlib.sha256(normal.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Remembered:
+    item: MemoryItem
+    created: bool
+
+
+def remember(conn: Connection, *, kind: str, words: str, written_by: str,
+             filed_under: str | None) -> Remembered:
+    """Keep an item; an item already kept is kept once, and filed under no one chat when
+    another chat (or the owner) says it again."""
+    mark = fingerprint(words)
+    kept = conn.execute(
+        select(memory_items).where(memory_items.c.fingerprint == mark,
+                                   memory_items.c.kind != DOCUMENT).limit(1)
+    ).first()
+    if kept is not None:
+        item = MemoryItem.of(kept)
+        if item.filed_under is not None and item.filed_under != filed_under:
+            conn.execute(update(memory_items).where(memory_items.c.id == item.id)
+                         .values(filed_under=None, updated_at=now()))
+            item = get(conn, item.id) or item
+        return Remembered(item, created=False)
+    stamp = now()
+    new_id = conn.execute(memory_items.insert().values(
+        kind=kind, text=words, fingerprint=mark, source=None, written_by=written_by,
+        filed_under=filed_under, created_at=stamp, updated_at=stamp,
+    )).inserted_primary_key[0]
+    item = get(conn, int(new_id))
+    assert item is not None
+    return Remembered(item, created=True)
+
+
+def get(conn: Connection, item_id: int) -> MemoryItem | None:
+    row = conn.execute(select(memory_items).where(memory_items.c.id == item_id)).first()
+    return MemoryItem.of(row) if row is not None else None
+
+
+def list_items(conn: Connection, *, limit: int, before: int | None = None,
+               kind: str | None = None) -> list[MemoryItem]:
+    """Taught items, newest first (document passages are not items)."""
+    query = select(memory_items).where(memory_items.c.kind != DOCUMENT)
+    if kind is not None:
+        query = query.where(memory_items.c.kind == kind)
+    if before is not None:
+        query = query.where(memory_items.c.id < before)
+    rows = conn.execute(query.order_by(memory_items.c.id.desc()).limit(limit))
+    return [MemoryItem.of(r) for r in rows]
+
+
+def forget(conn: Connection, item_id: int) -> MemoryItem | None:
+    """Remove one taught item; None when there is none by that id."""
+    item = get(conn, item_id)
+    if item is None or item.kind == DOCUMENT:
+        return None
+    conn.execute(delete(memory_items).where(memory_items.c.id == item_id))
+    return item
+
+
+def forget_filed_under(conn: Connection, session_key: str) -> list[MemoryItem]:
+    """Remove what is filed under this chat alone; what others stand behind stays."""
+    rows = conn.execute(select(memory_items).where(memory_items.c.filed_under == session_key))
+    gone = [MemoryItem.of(r) for r in rows]
+    if gone:
+        conn.execute(delete(memory_items).where(memory_items.c.filed_under == session_key))
+    return gone
+
+
+def count(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(memory_items)).scalar_one())
+
+
+def match_expression(words: str) -> str | None:
+    """The FTS5 query for a message: its distinct meaningful words, any of them."""
+    seen: list[str] = []
+    for word in re.findall(r"\w+", words.lower()):
+        if len(word) < 3 or word in STOPWORDS or word in seen or word.isdigit():
+            continue
+        seen.append(word)
+        if len(seen) == RECALL_TERMS:
+            break
+    if not seen:
+        return None
+    return " OR ".join(f'"{w}"' for w in seen)
+
+
+_RECALL = text(
+    "SELECT m.*, bm25(memory_fts) AS score FROM memory_fts "
+    "JOIN memory_items AS m ON m.id = memory_fts.rowid "
+    "WHERE memory_fts MATCH :match ORDER BY score LIMIT :limit"
+)
+
+
+def recall(conn: Connection, words: str, *, limit: int) -> list[Hit]:
+    """The items and passages that best match `words` (BM25), best first."""
+    expression = match_expression(words)
+    if expression is None:
+        return []
+    rows = conn.execute(_RECALL, {"match": expression, "limit": limit})
+    return [Hit(MemoryItem.of(r), float(r._mapping["score"])) for r in rows]
+
+
+_MARK = (update(memory_items)
+         .where(memory_items.c.id.in_(bindparam("ids", expanding=True)))
+         .values(recall_count=memory_items.c.recall_count + 1,
+                 last_recalled_at=bindparam("at")))
+
+
+def mark_recalled(conn: Connection, ids: Sequence[int]) -> None:
+    if ids:
+        conn.execute(_MARK, {"ids": list(ids), "at": now()})
+
+
+def replace_document(conn: Connection, source: str, passages: Iterable[str]) -> int:
+    """Index a memory document afresh: its old passages go, these come in."""
+    conn.execute(delete(memory_items).where(memory_items.c.source == source,
+                                            memory_items.c.kind == DOCUMENT))
+    stamp = now()
+    rows = [{"kind": DOCUMENT, "text": p, "fingerprint": fingerprint(p), "source": source,
+             "written_by": "document", "filed_under": None, "created_at": stamp,
+             "updated_at": stamp} for p in passages]
+    if rows:
+        conn.execute(memory_items.insert(), rows)
+    return len(rows)
+
+
+def document_sources(conn: Connection) -> set[str]:
+    rows = conn.execute(select(memory_items.c.source).distinct()
+                        .where(memory_items.c.kind == DOCUMENT))
+    return {str(r[0]) for r in rows}
