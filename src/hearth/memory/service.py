@@ -92,7 +92,7 @@ class Memory:
                 store.mark_recalled(conn, [h.item.id for h in hits])
         return hits
 
-    def list(self, *, limit: int, before: int | None = None,
+    def items(self, *, limit: int, before: int | None = None,
              kind: str | None = None) -> list[MemoryItem]:
         refusal = reach.read_refusal()
         if refusal is not None:

@@ -64,7 +64,7 @@ def _set_authorizer(conn: Connection) -> None:
         return
     raw = record.dbapi_connection
     assert raw is not None
-    raw.set_authorizer(None if mode is None else _authorizer(mode))  # type: ignore[attr-defined]
+    raw.set_authorizer(None if mode is None else _authorizer(mode))
     record.info[_STATE] = mode
 
 

@@ -89,16 +89,17 @@ def remember(conn: Connection, *, kind: str, words: str, written_by: str,
         if item.filed_under is not None and item.filed_under != filed_under:
             conn.execute(update(memory_items).where(memory_items.c.id == item.id)
                          .values(filed_under=None, updated_at=now()))
-            item = get(conn, item.id) or item
+            item = MemoryItem(**{**item.as_dict(), "filed_under": None})
         return Remembered(item, created=False)
     stamp = now()
-    new_id = conn.execute(memory_items.insert().values(
+    inserted = conn.execute(memory_items.insert().values(
         kind=kind, text=words, fingerprint=mark, source=None, written_by=written_by,
         filed_under=filed_under, created_at=stamp, updated_at=stamp,
-    )).inserted_primary_key[0]
-    item = get(conn, int(new_id))
-    assert item is not None
-    return Remembered(item, created=True)
+    )).inserted_primary_key
+    assert inserted is not None
+    made = get(conn, int(inserted[0]))
+    assert made is not None
+    return Remembered(made, created=True)
 
 
 def get(conn: Connection, item_id: int) -> MemoryItem | None:
