@@ -14,6 +14,8 @@ from typing import Any
 from hearth.config import Config
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
+from hearth.memory.service import Memory
+from hearth.memory.tools import memory_tools
 from hearth.models.registry import ModelRegistry
 from hearth.sessions import chats
 from hearth.store import transcript
@@ -37,9 +39,11 @@ def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) 
     db.upgrade()
     workspace = tmp / "workspace"
     workspace.mkdir(exist_ok=True)
-    registry = ToolRegistry(builtin_tools() if tools is None else tools)
+    memory = Memory(db, workspace / "memory")
+    registry = ToolRegistry([*builtin_tools(), *memory_tools(memory, db)] if tools is None
+                            else tools)
     return Engine(db=db, config=config, models=ModelRegistry(config.models, config.chains.chat),
-                  tools=registry, workspace=workspace)
+                  tools=registry, workspace=workspace, memory=memory)
 
 
 async def turn(engine: Engine, key: str, text: str, timeout: float = 15) -> dict[str, Any]:

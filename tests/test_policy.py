@@ -24,9 +24,10 @@ from hearth.tools.sandbox import placement
 from tests.engine_harness import make_config, make_engine, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
-BUILTIN = sorted(t.name for t in builtin_tools())
-MINIMAL = {"read_file", "list_dir", "glob", "grep"}
-CODING = MINIMAL | {"write_file", "edit_file", "shell"}
+MEMORY_TOOLS = ["memory_remember", "memory_recall", "memory_list", "memory_forget", "chat_search"]
+BUILTIN = sorted([*(t.name for t in builtin_tools()), *MEMORY_TOOLS])
+MINIMAL = {"read_file", "list_dir", "glob", "grep", "memory_recall", "memory_list", "chat_search"}
+CODING = MINIMAL | {"write_file", "edit_file", "shell", "memory_remember", "memory_forget"}
 EVERY = [*BUILTIN, "time__now", "files__read"]  # two MCP servers' tools among the built-ins
 
 

@@ -106,14 +106,15 @@ def tools_explain(
     agent: Annotated[str, typer.Option(help="The agent whose tools to explain")] = "default",
 ) -> None:
     """Print the tools an agent has, and why each is in or out (built-in and MCP)."""
+    from hearth.memory.tools import MEMORY_TOOL_NAMES
     from hearth.tools import policy
     from hearth.tools.registry import builtin_tools
 
     _home, config = _load()
-    names = [t.name for t in builtin_tools()]
+    names = [*(t.name for t in builtin_tools()), *MEMORY_TOOL_NAMES]
     for verdict in policy.explain(names, config, agent):
         mark = "+" if verdict.allowed else "-"
-        typer.echo(f"{mark} {verdict.tool:<14} {verdict.reason}")
+        typer.echo(f"{mark} {verdict.tool:<16} {verdict.reason}")
     for server in config.mcp_servers:
         may, reason = policy.may_use_server(server.name, config, agent)
         mark = "+" if may else "-"

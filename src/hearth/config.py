@@ -72,6 +72,7 @@ class LimitsConfig(_Section):
     shell_timeout_seconds: float = Field(60.0, gt=0)
     turn_timeout_seconds: float = Field(0.0, ge=0)  # 0: a turn runs until it is done
     unattended_idle_seconds: float = Field(900.0, gt=0)
+    temporary_idle_seconds: float = Field(3600.0, gt=0)  # a Temporary chat idle this long ends
     tool_output_chars: int = Field(50_000, ge=1000)
 
 

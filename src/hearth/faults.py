@@ -1,16 +1,24 @@
-"""Named crash points for the kill-9 tests: inert unless HEARTH_CRASH_AT names one.
+"""Named crash and failure points for the tests: inert unless HEARTH_CRASH_AT or
+HEARTH_FAIL_AT names one.
 
 `crash_point("tool_ran")` ends the process at once (`os._exit`, no cleanup, no flush) when
 `HEARTH_CRASH_AT=tool_ran` is set; otherwise it does nothing. The engine passes each point at
 the moment its name says, so a test can kill the gateway exactly there and check what a
 restart makes of it.
+
+`fail_point("purge_folder")` raises `OSError` when `HEARTH_FAIL_AT=purge_folder` is set (and
+does nothing otherwise): the step that follows fails the way a disk or a permission would make
+it fail, so a test can check what the gateway says and keeps. The process goes on. Both
+variables are read at each point, never cached.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 
 ENV = "HEARTH_CRASH_AT"
+FAIL_ENV = "HEARTH_FAIL_AT"
 EXIT_CODE = 97
 
 POINTS = {
@@ -31,3 +39,16 @@ def crash_point(name: str) -> None:
         raise ValueError(f"unknown crash point {name!r}")
     if os.environ.get(ENV) == name:
         os._exit(EXIT_CODE)
+
+
+FAIL_POINTS = {
+    "purge_folder": "before a deleted chat's working folder is removed",
+}
+
+
+def fail_point(name: str) -> None:
+    """Fail here with OSError if HEARTH_FAIL_AT names this point."""
+    if name not in FAIL_POINTS:
+        raise ValueError(f"unknown failure point {name!r}")
+    if os.environ.get(FAIL_ENV) == name:
+        raise OSError(errno.EIO, f"failure injected at {name} ({FAIL_ENV})")

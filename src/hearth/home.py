@@ -1,4 +1,5 @@
-"""The home folder: where Hearth keeps its database, token, workspace and logs.
+"""The home folder: where Hearth keeps its database, token, workspace, chats' own folders
+and logs.
 
 Owns the layout of `$HEARTH_HOME` (default `~/.hearth`) and the bearer token file in it.
 """
@@ -37,6 +38,12 @@ class Home:
     @property
     def workspace(self) -> Path:
         return self.root / "workspace"
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Each chat's own working folder is `sessions/<key>/` (a Temporary chat's workspace
+        is `sessions/<key>/workspace`); deleting the chat removes it."""
+        return self.root / "sessions"
 
     @property
     def memory_dir(self) -> Path:

@@ -14,7 +14,9 @@ from typing import Any
 
 from hearth.engine.events import Bus
 from hearth.errors import Refusal
-from hearth.store import approvals, audit
+from hearth.privacy import reach
+from hearth.privacy.modes import mode_of
+from hearth.store import approvals, audit, sessions
 from hearth.store.approvals import ApprovalRow
 from hearth.store.db import Database
 
@@ -53,12 +55,33 @@ class ApprovalDesk:
         finally:
             self._waiters.pop(approval_id, None)
 
+    def _refuse_lasting_grant(self, approval_id: str) -> None:
+        """A standing grant outlives the chat: a chat that keeps nothing may not make one
+        (refused in one sentence, with an audit row, and the approval stays pending)."""
+        with self._db.read() as conn:
+            row = approvals.get(conn, approval_id)
+            session = sessions.get(conn, row.session_key) if row is not None else None
+        if row is None:
+            return
+        mode = mode_of(session.memory_mode if session is not None else None)
+        refusal = reach.lasting_refusal("a standing grant", mode)
+        if refusal is None:
+            return
+        with self._db.write(durable=False) as conn:
+            audit.write(conn, "approval.refused", actor="privacy", session_key=row.session_key,
+                        run_id=row.run_id, detail={"approval": row.id, "tool": row.tool,
+                                                   "decision": "allow_always",
+                                                   "reason": "the chat keeps nothing"})
+        raise reach.RestrictedSession(refusal)
+
     def pending(self) -> list[dict[str, Any]]:
         with self._db.read() as conn:
             return [approval_view(r) for r in approvals.pending(conn)]
 
     def decide(self, approval_id: str, decision: str, prefix: str | None) -> dict[str, Any]:
         """Record the owner's answer; the waiting turn (if any) goes on at once."""
+        if decision == "allow_always":
+            self._refuse_lasting_grant(approval_id)
         with self._db.write() as conn:
             row = approvals.get(conn, approval_id)
             if row is None:
@@ -80,3 +103,11 @@ class ApprovalDesk:
         if event is not None:
             event.set()
         return approval_view(decided)
+
+    def wake(self, approval_ids: list[str]) -> None:
+        """The calls waiting on these approvals read them again (they were cancelled)."""
+        for approval_id in approval_ids:
+            event = self._waiters.get(approval_id)
+            if event is not None:
+                event.set()
+

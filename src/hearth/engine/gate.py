@@ -1,9 +1,12 @@
-"""The gate every tool call passes before it runs: policy, then the approval rules.
+"""The gate every tool call passes before it runs: privacy, policy, then the approval rules.
 
-In order: a tool the policy does not give this agent is refused; a call that only reads goes
-ahead; a call that may change something goes ahead when the chat is trusted or a standing grant
-covers it; a turn nobody can answer for (a job's, a helper's) refuses it; otherwise the owner is
-asked and the call waits on the answer. Every decision writes an audit row naming who decided.
+In order: a call the privacy fence refuses for a restricted chat's work (memory it may not
+keep or read, the memory folder, lasting work) is refused before anything else is asked
+(`tools.fence`); a tool the policy does not give this agent is refused; a call that only
+reads goes ahead, and so does one to a tool that needs no approval (memory_remember); a call
+that may change something goes ahead when the chat is trusted or a standing grant covers it;
+a turn nobody can answer for (a job's, a helper's) refuses it; otherwise the owner is asked
+and the call waits on the answer. Every decision writes an audit row naming who decided.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from typing import Any
 
 from hearth.engine.state import CallScope
 from hearth.models.types import ToolCall
+from hearth.privacy import reach
 from hearth.store import approvals, audit, ledger
-from hearth.tools import policy
+from hearth.tools import fence, policy
 from hearth.tools.base import Tool, effect_of
 
 UNATTENDED_KINDS = ("job", "helper")
@@ -31,6 +35,10 @@ def target_of(args: dict[str, Any]) -> str | None:
 
 async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> str | None:
     """None when the call may run; otherwise the sentence that refuses it."""
+    fenced = fence.refusal(tool, call.arguments, turn.context)
+    if fenced is not None:
+        _audit(turn, call, "refused", "privacy", "the chat keeps nothing")
+        return fenced
     verdict = policy.judge(tool.name, turn.config, turn.agent)
     if not verdict.allowed:
         _audit(turn, call, "refused", "policy", verdict.reason)
@@ -39,6 +47,9 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     target = target_of(call.arguments)
     if effect == "reads":
         _audit(turn, call, "allowed", "policy", "it only reads", effect)
+        return None
+    if not getattr(tool, "needs_approval", True):
+        _audit(turn, call, "allowed", "policy", "it changes only the owner's memory", effect)
         return None
     if turn.trust == "trusted":
         _audit(turn, call, "allowed", "trust", "the chat is trusted", effect)
@@ -92,4 +103,12 @@ def _audit(turn: CallScope, call: ToolCall, decision: str, by: str, reason: str,
         audit.write(conn, f"tool.{decision}", actor=by, session_key=turn.session_key,
                     run_id=turn.run_id, detail={"tool": call.name, "call_id": call.call_id,
                                                 "effect": effect, "reason": reason,
-                                                "target": target_of(call.arguments)})
+                                                "target": _audited_target(call)})
+
+
+def _audited_target(call: ToolCall) -> str | None:
+    """The call's target for the audit row; withheld for a chat that keeps nothing (a path or
+    command can carry what the chat said)."""
+    if reach.restricted_mode() is not None:
+        return None
+    return target_of(call.arguments)

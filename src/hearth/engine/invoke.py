@@ -19,6 +19,7 @@ from hearth.engine.toolbatch import run_call
 from hearth.engine.turn import TurnDeps, scope_fields
 from hearth.errors import Refusal
 from hearth.models.types import ToolCall
+from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
 from hearth.store import audit, ledger
 from hearth.store import runs as run_store
@@ -50,7 +51,8 @@ async def invoke_tool(deps: TurnDeps, session_key: str, name: str,
     scope = CallScope(**scope_fields(deps, run, session))
     call = ToolCall("mcp_" + uuid.uuid4().hex[:12], name, arguments)
     try:
-        outcome = await run_call(scope, 0, call, tool)
+        with as_work_of(session.key, session.memory_mode):  # the call is the chat's work
+            outcome = await run_call(scope, 0, call, tool)
     except asyncio.CancelledError:
         with deps.db.write() as conn:
             ledger.mark_unknown(conn, run_id, receipt=f"Unknown: {GONE}")

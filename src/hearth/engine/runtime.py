@@ -9,15 +9,18 @@ turns finish within the grace period, and leaves the rest to be resumed by the n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hearth.config import Config
-from hearth.engine import admission, endings, invoke, recovery, repeat_guard
+from hearth.engine import admission, deletion, endings, invoke, recovery, repeat_guard
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.approvals import ApprovalDesk
+from hearth.engine.chores import Chores
+from hearth.engine.deletion import DeleteReport
 from hearth.engine.events import Bus
 from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
@@ -51,27 +54,33 @@ class Engine:
         workspace: Path,
         hidden_from_tools: tuple[Path, ...] = (),
         memory: Memory | None = None,
+        chats_dir: Path | None = None,
     ) -> None:
         protect(db)  # the memory tables refuse changes from work that keeps nothing
         self.db = db
         self.memory = memory or Memory(db, workspace / "memory")
         self.config = config
+        self.chats_dir = chats_dir or workspace.parent / "sessions"  # each chat's own folder
+        self.deleting: set[str] = set()  # chats being deleted take no new message
         self.bus = Bus()
         self.active = ActiveTurns()
         self.desk = ApprovalDesk(db, self.bus)
+        self.chores = Chores(db, models, self.memory)
         self.placement = placement(config.tools.sandbox, config.tools.network,
                                    config.tools.elevated,
                                    tuple(str(p) for p in hidden_from_tools))
         self.deps = TurnDeps(db=db, bus=self.bus, config=config, models=models, tools=tools,
                              default_workspace=workspace, active=self.active, desk=self.desk,
                              placement=self.placement, prepare_tools=self._list_mcp_tools,
-                             memory=self.memory)
+                             memory=self.memory, after_turn=self.chores.after_turn,
+                             chats_dir=self.chats_dir)
         self.mcp: McpServers | None = None  # made when first needed: the SDK takes ~1 s to import
         self._mcp_listed = False
         self._mcp_lock = asyncio.Lock()
         self.lanes: Lanes | None = None
         self.accepting = False
         self._warming: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""
@@ -82,6 +91,9 @@ class Engine:
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
         with self.db.write() as conn:
             session_store.release_all_writers(conn)
+        # a Temporary chat a previous process left (it crashed, or its last stop failed) ended
+        # with that process: forgotten before recovery could resume anything of it
+        forgotten = await deletion.forget_temporary(self, "restart")
         requeued, abandoned = recovery.requeue_at_boot(
             self.db, self.bus, self.config.limits.recovery_attempts)
         with self.db.read() as conn:
@@ -89,6 +101,11 @@ class Engine:
         for session_key in waiting:
             self.lanes.dispatch(session_key)
         self.accepting = True
+        self._sweeper = asyncio.create_task(
+            deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
+            name="sweep:temporary")
+        if forgotten:
+            log.info("forgot %d temporary chat(s) left by the previous process", len(forgotten))
         if requeued or abandoned or waiting:
             log.info("recovered in %.0f ms: %d interrupted run(s) resumed, %d abandoned, "
                      "%d chat(s) with waiting messages", (time.monotonic() - begun) * 1000,
@@ -107,6 +124,9 @@ class Engine:
                 "The gateway is stopping and takes no new messages; send it again once it is "
                 "back.",
             )
+        if session_key in self.deleting:
+            raise AdmissionError("session_deleting", 409,
+                                 f"Chat {session_key!r} is being deleted; it takes no message.")
         admitted = admission.admit(self.db, self.bus, session_key, text,
                                    client_message_id=client_message_id,
                                    source_channel=source_channel, kind=kind, meta=meta,
@@ -114,6 +134,10 @@ class Engine:
         if dispatch and not admitted.duplicate:
             self.dispatch(session_key)
         return admitted
+
+    async def delete_chat(self, session_key: str) -> DeleteReport:
+        """Delete the chat and everything of it (see engine.deletion)."""
+        return await deletion.delete_chat(self, session_key)
 
     def dispatch(self, session_key: str) -> None:
         """Wake the chat's lane (idempotent)."""
@@ -196,7 +220,13 @@ class Engine:
     async def close(self) -> None:
         """Stop admitting; give running turns the grace period, then leave them to resume."""
         self.stop_admitting()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds)
+        await deletion.forget_temporary(self, "temporary_ended")  # a Temporary chat ends here
+        await self.chores.close()
         if self.mcp is not None:
             await self.mcp.close()

@@ -26,6 +26,7 @@ from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider, ToolCall
 from hearth.privacy.scope import answered_by, as_work_of
+from hearth.sessions import folders
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import transcript
@@ -54,6 +55,8 @@ class TurnDeps:
     placement: Placement
     prepare_tools: Callable[[], Awaitable[None]]  # starts MCP servers when first needed
     memory: Memory
+    after_turn: Callable[[RunRow, SessionRow], None]  # background chores (engine.chores)
+    chats_dir: Path | None = None  # each chat's own folder (default: beside the workspace)
 
 
 async def run_turn(deps: TurnDeps, run: RunRow) -> None:
@@ -66,6 +69,8 @@ async def run_turn(deps: TurnDeps, run: RunRow) -> None:
         ending = await _run_claimed(deps, run, claimed)
     endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
                    ending=ending, show=ending.code != "stale")
+    if ending.code == "complete":
+        deps.after_turn(run, claimed)
 
 
 def _claim(deps: TurnDeps, run: RunRow) -> SessionRow | Ending:
@@ -124,14 +129,15 @@ def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provide
 
 def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, Any]:
     """What work done as this chat, under this run, is given (see `CallScope`)."""
-    workspace = Path(session.workspace_dir) if session.workspace_dir else deps.default_workspace
+    chats_dir = deps.chats_dir or deps.default_workspace.parent / "sessions"
+    workspace = folders.workspace_for(session, chats_dir, deps.default_workspace)
     limits, tools = deps.config.limits, deps.config.tools
     context_for_tools = ToolContext(
         workspace=workspace, session_key=run.session_key, run_id=run.run_id,
         shell_timeout=limits.shell_timeout_seconds, output_chars=limits.tool_output_chars,
         web=WebSettings(tuple(tools.web_fetch_allow_hosts), tools.web_fetch_max_bytes,
                         tools.web_fetch_timeout_seconds),
-        placement=deps.placement,
+        placement=deps.placement, memory_dir=deps.memory.folder,
     )
     return {"db": deps.db, "bus": deps.bus, "tools": deps.tools, "config": deps.config,
             "desk": deps.desk, "run": run, "workspace": workspace, "context": context_for_tools,

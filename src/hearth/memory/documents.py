@@ -91,7 +91,8 @@ class Documents:
     def append_history(self, item_id: int, kind: str, words: str) -> None:
         """Add a line for a newly kept item to today's history."""
         _refuse_unless_keeping()
-        line = (f"- {time.strftime('%H:%M')} {kind}: {' '.join(words.split())} "
+        said = " ".join(words.split()).replace("<!--", "<! --")  # no forged item marker
+        line = (f"- {time.strftime('%H:%M')} {kind}: {said} "
                 f"<!-- memory:{item_id} -->\n")
         path = self.history / f"{time.strftime('%Y-%m-%d')}.md"
         with self._lock:

@@ -145,6 +145,15 @@ class Memory:
         return Fed(block, f"Injected {len(block):,} chars of memory{mode}: "
                           f"{', '.join(names)}.", tuple(h.item.id for h in hits))
 
+    def search(self, words: str, limit: int = RECALL_LIMIT) -> list[Hit]:
+        """The best matches for `words` (keyword, BM25), for the owner looking through memory:
+        unlike `recall`, it leaves no mark (no recall counts, no stamps)."""
+        refusal = reach.read_refusal()
+        if refusal is not None:
+            raise reach.RestrictedSession(refusal)
+        with self.db.read() as conn:
+            return store.recall(conn, words, limit=limit)
+
 
 def _has_substance(body: str) -> bool:
     """More than the starter text a standing document is made with."""

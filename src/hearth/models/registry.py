@@ -103,12 +103,15 @@ class ModelRegistry:
         models: list[ModelConfig],
         chat_chain: list[str],
         environ: Mapping[str, str] | None = None,
+        *,
+        background_chain: list[str] | None = None,
     ) -> None:
         self._configs = {m.id: m for m in models}
         self._environ = os.environ if environ is None else environ
         self._lock = threading.Lock()  # providers are built in worker threads (SDK imports)
         self._providers: dict[str, Provider] = {}
         self.chat_chain = chat_chain or [m.id for m in models]
+        self.background_chain = list(background_chain or [])
 
     @classmethod
     def from_config(
@@ -116,7 +119,8 @@ class ModelRegistry:
     ) -> ModelRegistry:
         environ = os.environ if environ is None else environ
         if config.models:
-            return cls(config.models, config.chains.chat, environ)
+            return cls(config.models, config.chains.chat, environ,
+                       background_chain=config.chains.background)
         return cls(fallback_models(environ), [], environ)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
@@ -132,6 +136,18 @@ class ModelRegistry:
             model_id = self.chat_chain[0]
         if model_id is None:
             return None
+        with self._lock:
+            if model_id not in self._providers:
+                self._providers[model_id] = build_provider(self._configs[model_id],
+                                                           self._environ)
+            return self._providers[model_id]
+
+    def for_background(self) -> Provider | None:
+        """The provider background chores (after-turn learning) run on: the background chain's
+        head; None when no background chain is configured, and then they do not run."""
+        if not self.background_chain or self.background_chain[0] not in self._configs:
+            return None
+        model_id = self.background_chain[0]
         with self._lock:
             if model_id not in self._providers:
                 self._providers[model_id] = build_provider(self._configs[model_id],

@@ -42,6 +42,7 @@ class ToolContext:
     output_chars: int = 50_000
     web: WebSettings = WebSettings()
     placement: Placement = Placement()
+    memory_dir: Path | None = None  # the memory documents' folder, fenced by `tools.fence`
 
 
 @dataclass(frozen=True)

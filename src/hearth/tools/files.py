@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hearth.tools import fence
 from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.workspace import display, resolve_inside
 
@@ -78,6 +79,8 @@ class ListDir:
             raise ToolRefused(f"There is no folder {name!r} in the workspace.")
         lines = []
         for entry in sorted(path.iterdir(), key=lambda p: p.name):
+            if fence.hides(entry, ctx):
+                continue  # the memory folder, for work that reads no memory
             if entry.is_symlink():
                 lines.append(f"{entry.name} -> (symlink)")
             elif entry.is_dir():

@@ -15,8 +15,9 @@ from fnmatch import fnmatchcase
 
 from hearth.config import Config, ToolPolicyConfig
 
-MINIMAL = ("read_file", "list_dir", "glob", "grep")
-CODING = (*MINIMAL, "write_file", "edit_file", "shell")
+MINIMAL = ("read_file", "list_dir", "glob", "grep", "memory_recall", "memory_list",
+           "chat_search")
+CODING = (*MINIMAL, "write_file", "edit_file", "shell", "memory_remember", "memory_forget")
 PROFILES: dict[str, tuple[str, ...] | None] = {
     "minimal": MINIMAL,
     "coding": CODING,

@@ -63,15 +63,20 @@ def placement(setting: str, network: bool, elevated: bool,
 
 
 def wrap(argv: list[str], workspace: Path, network: bool,
-         hidden: tuple[str, ...] = ()) -> list[str]:
-    """The command line that runs `argv` inside the sandbox."""
+         hidden: tuple[str, ...] = (), memory: tuple[str, str] | None = None) -> list[str]:
+    """The command line that runs `argv` inside the sandbox. `memory` is ("read-only" |
+    "hide", folder): the memory folder made read-only, or hidden, for a restricted chat's
+    command (mounted after the workspace, so it wins over the workspace's writable bind)."""
     folder = str(workspace.resolve())
     sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for private in (*PRIVATE, *hidden):
         if Path(private).is_dir():
             sandbox += ["--tmpfs", str(Path(private).resolve())]
-    sandbox += ["--bind", folder, folder, "--chdir", folder,  # after the tmpfs mounts
-                "--unshare-pid", "--die-with-parent", "--new-session"]
+    sandbox += ["--bind", folder, folder]  # after the tmpfs mounts
+    if memory is not None:
+        how, path = memory
+        sandbox += ["--tmpfs", path] if how == "hide" else ["--ro-bind", path, path]
+    sandbox += ["--chdir", folder, "--unshare-pid", "--die-with-parent", "--new-session"]
     if not network:
         sandbox.append("--unshare-net")
     return [*sandbox, "--", *argv]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from hearth.tools import fence
 from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.workspace import display, resolve_inside
 
@@ -164,7 +165,7 @@ class Glob:
         regex = glob_regex(pattern)
         found = sorted(
             display(ctx.workspace, path) for path in walk_files(ctx.workspace, top)
-            if regex.match(path.relative_to(top).as_posix())
+            if regex.match(path.relative_to(top).as_posix()) and not fence.hides(path, ctx)
         )
         shown = found[:MAX_GLOB_RESULTS]
         lines = list(shown) or ["(no files match)"]
@@ -220,7 +221,8 @@ class Grep:
         if top.is_file():
             files = [top]
         elif top.is_dir():
-            files = sorted(walk_files(ctx.workspace, top), key=lambda p: p.as_posix())
+            files = sorted((p for p in walk_files(ctx.workspace, top) if not fence.hides(p, ctx)),
+                           key=lambda p: p.as_posix())
         else:
             raise ToolRefused(f"There is no file or folder {where!r} in the workspace.")
         name_filter = glob_regex(only) if only else None

@@ -12,6 +12,7 @@ import os
 import signal
 from typing import Any
 
+from hearth.tools import fence
 from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.sandbox import wrap
 from hearth.tools.shell_screen import reads_only, refusal
@@ -106,7 +107,8 @@ def _placed(argv: list[str], ctx: ToolContext, elevated: bool) -> list[str]:
         raise ToolRefused("Refused: the sandbox is on ([tools] sandbox = \"on\") but bwrap "
                           "cannot run here. Install bubblewrap, or set sandbox = \"auto\".")
     if placement.sandboxed and not elevated:
-        return wrap(argv, ctx.workspace, placement.network, placement.hidden)
+        return wrap(argv, ctx.workspace, placement.network, placement.hidden,
+                    memory=fence.sandbox_rule(ctx))
     return argv
 
 

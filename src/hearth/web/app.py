@@ -13,10 +13,12 @@ from hearth import __version__
 from hearth.config import Config
 from hearth.engine.runtime import Engine
 from hearth.home import Home
+from hearth.memory.service import Memory
+from hearth.memory.tools import memory_tools
 from hearth.models.registry import ModelRegistry
 from hearth.store.db import Database
 from hearth.tools.registry import ToolRegistry, builtin_tools
-from hearth.web import approvals_api, errors, events_api, runs_api, sessions_api
+from hearth.web import approvals_api, errors, events_api, memory_api, runs_api, sessions_api
 from hearth.web.auth import require_token
 from hearth.web.limits import BodyLimit
 
@@ -31,8 +33,11 @@ def build_engine(home: Home, config: Config) -> Engine:
     models = ModelRegistry.from_config(config)
     if not models.ids():
         log.warning("no model is set up; every turn will end saying how to add one")
-    return Engine(db=db, config=config, models=models, tools=ToolRegistry(builtin_tools()),
-                  workspace=home.workspace, hidden_from_tools=(home.root,))
+    memory = Memory(db, home.memory_dir)
+    tools = ToolRegistry([*builtin_tools(), *memory_tools(memory, db)])
+    return Engine(db=db, config=config, models=models, tools=tools, memory=memory,
+                  workspace=home.workspace, hidden_from_tools=(home.root,),
+                  chats_dir=home.sessions_dir)
 
 
 def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:
@@ -60,7 +65,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                 "models": engine.deps.models.ids()}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
-    for module in (sessions_api, runs_api, events_api, approvals_api):
+    for module in (sessions_api, runs_api, events_api, approvals_api, memory_api):
         protected.include_router(module.router)
     app.include_router(protected)
     return app

@@ -1,4 +1,4 @@
-"""Routes for chats: create/open, list, read a window, rename, send a message."""
+"""Routes for chats: create/open, list, read a window, rename, delete, send a message."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ class PatchSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str | None = Field(None, min_length=1, max_length=200, pattern=r"\S")
     trust: Literal["ask", "trusted"] | None = None
+    memory_mode: Literal["persistent", "incognito", "temporary"] | None = None  # never changes
 
 
 class SendMessage(BaseModel):
@@ -85,11 +86,34 @@ async def get_session(
 
 @router.patch("/api/sessions/{key}")
 async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict[str, Any]:
+    if body.memory_mode is not None:
+        _same_mode(engine, key, body.memory_mode)
+        if body.title is None and body.trust is None:
+            return session_view(chats.get_chat(engine.db, key))  # nothing to change
     if body.title is None and body.trust is None:
         raise Refusal("invalid_request", 422, "Send a title or a trust setting to change.")
     row = chats.update(engine.db, key, title=body.title.strip() if body.title else None,
                        trust=body.trust)
     return session_view(row)
+
+
+def _same_mode(engine: Engine, key: str, memory_mode: str) -> None:
+    """A chat's memory mode is fixed when it is made: asking for another is refused."""
+    kept = chats.get_chat(engine.db, key)
+    if memory_mode != kept.memory_mode:
+        raise chats.ChatError(
+            "memory_mode_fixed", 409,
+            f"Chat {key!r} is {kept.memory_mode}; a chat's memory mode is fixed when it is "
+            "made. Start a new chat for another mode.",
+        )
+
+
+@router.delete("/api/sessions/{key}")
+async def delete_session(key: str, engine: EngineDep) -> dict[str, Any]:
+    """Delete the chat: its messages, turns, tool calls, approvals, own folder and the memory
+    filed under it alone (409 `session_not_deleted`, still kept, when a part could not go)."""
+    report = await engine.delete_chat(key)
+    return report.view()
 
 
 @router.post("/api/sessions/{key}/messages")
