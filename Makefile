@@ -30,6 +30,7 @@ test: lint
 bench: install
 	$(BIN)/python bench/admission.py
 	$(BIN)/python bench/append.py
+	$(BIN)/python bench/recall.py
 	$(BIN)/python bench/recovery.py
 
 clean:

@@ -22,6 +22,7 @@ from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 from hearth.tools.base import Tool
+from hearth.tools.jobs import job_tools
 from hearth.tools.registry import ToolRegistry, builtin_tools
 
 
@@ -40,8 +41,8 @@ def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) 
     workspace = tmp / "workspace"
     workspace.mkdir(exist_ok=True)
     memory = Memory(db, workspace / "memory")
-    registry = ToolRegistry([*builtin_tools(), *memory_tools(memory, db)] if tools is None
-                            else tools)
+    registry = ToolRegistry([*builtin_tools(), *memory_tools(memory, db), *job_tools(db)]
+                            if tools is None else tools)
     return Engine(db=db, config=config, models=ModelRegistry(config.models, config.chains.chat),
                   tools=registry, workspace=workspace, memory=memory)
 

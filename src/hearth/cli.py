@@ -108,10 +108,11 @@ def tools_explain(
     """Print the tools an agent has, and why each is in or out (built-in and MCP)."""
     from hearth.memory.tools import MEMORY_TOOL_NAMES
     from hearth.tools import policy
+    from hearth.tools.jobs import JOB_TOOL_NAMES
     from hearth.tools.registry import builtin_tools
 
     _home, config = _load()
-    names = [*(t.name for t in builtin_tools()), *MEMORY_TOOL_NAMES]
+    names = [*(t.name for t in builtin_tools()), *MEMORY_TOOL_NAMES, *JOB_TOOL_NAMES]
     for verdict in policy.explain(names, config, agent):
         mark = "+" if verdict.allowed else "-"
         typer.echo(f"{mark} {verdict.tool:<16} {verdict.reason}")

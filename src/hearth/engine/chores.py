@@ -28,15 +28,18 @@ class Chores:
         self._db = db
         self._models = models
         self._memory = memory
-        self._running: set[asyncio.Task[None]] = set()
+        self._running: dict[asyncio.Task[None], str] = {}  # each chore, and its chat
 
     def after_turn(self, run: RunRow, session: SessionRow) -> None:
         """Start the after-turn chores for a turn that completed."""
         if not keeps_memory(mode_of(session.memory_mode)) or run.user_event_seq is None:
             return  # restricted chats never learn, and hand nothing to a background model
         task = asyncio.create_task(self._learn(run, session), name=f"learn:{run.run_id}")
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        self._running[task] = session.key
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._running.pop(task, None)
 
     async def _learn(self, run: RunRow, session: SessionRow) -> None:
         provider = await asyncio.to_thread(self._models.for_background)
@@ -62,7 +65,16 @@ class Chores:
                    if e.kind == "assistant" and not e.meta.get("partial")]
         return question, answers[-1] if answers else ""
 
+    async def cancel_for(self, session_key: str) -> None:
+        """Cancel the chat's chores (it is being deleted: nothing more may be filed under
+        it) and wait for them to stop."""
+        await _cancel([t for t, key in self._running.items() if key == session_key])
+
     async def close(self) -> None:
-        for task in list(self._running):
-            task.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
+        await _cancel(list(self._running))
+
+
+async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine.approvals import ApprovalDesk
+from hearth.engine.chores import Chores
 from hearth.engine.events import Bus
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
@@ -47,6 +48,7 @@ class ChatOwner(Protocol):
     bus: Bus
     desk: ApprovalDesk
     memory: Memory
+    chores: Chores
     chats_dir: Path
     deleting: set[str]  # chats being deleted: they take no new message
 
@@ -102,6 +104,7 @@ async def end_chat(owner: ChatOwner, key: str, why: str, *, stop_running: bool,
         if stop_running:
             await _stop_and_wait(owner, key)
         await asyncio.sleep(0)  # the woken calls read their cancelled approval before it goes
+        await owner.chores.cancel_for(key)  # a learning chore files nothing more under it
         done = await asyncio.to_thread(forget.purge_contents, owner.db, session, owner.chats_dir)
         memory_items = await _forget_memory(owner, done)
         await asyncio.to_thread(forget.remove_row, owner.db, done)
@@ -159,7 +162,12 @@ async def forget_temporary(owner: ChatOwner, why: str) -> list[DeleteReport]:
     start, before recovery; at close, after the lanes closed)."""
     reports = []
     for key in forget.temporary_keys(owner.db):
-        report = await _end_quietly(owner, key, why)
+        try:
+            report = await _end_quietly(owner, key, why)
+        except SQLAlchemyError as error:  # the store failed under it: the next start tries again
+            log.warning("temporary chat %s could not be forgotten (%s): %s", key, why,
+                        type(error).__name__)
+            continue
         if report is not None:
             reports.append(report)
     return reports

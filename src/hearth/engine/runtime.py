@@ -22,6 +22,7 @@ from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.chores import Chores
 from hearth.engine.deletion import DeleteReport
 from hearth.engine.events import Bus
+from hearth.engine.scheduler import Scheduler
 from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
 from hearth.errors import Refusal
@@ -81,6 +82,7 @@ class Engine:
         self.accepting = False
         self._warming: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self.scheduler = Scheduler(self)  # fires due jobs, from start to close
 
     async def start(self) -> None:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""
@@ -104,6 +106,7 @@ class Engine:
         self._sweeper = asyncio.create_task(
             deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
             name="sweep:temporary")
+        self.scheduler.start()
         if forgotten:
             log.info("forgot %d temporary chat(s) left by the previous process", len(forgotten))
         if requeued or abandoned or waiting:
@@ -220,6 +223,7 @@ class Engine:
     async def close(self) -> None:
         """Stop admitting; give running turns the grace period, then leave them to resume."""
         self.stop_admitting()
+        await self.scheduler.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -103,11 +103,11 @@ async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Endi
 async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
                   provider: Provider) -> Ending:
     model_config = deps.models.config_of(provider.model_id)
-    turn = _compose(deps, run, session, provider,
-                    offer_tools=model_config.tools if model_config else True)
-    if turn.offer_tools and policy.may_use_mcp(deps.config, session.agent):
-        await deps.prepare_tools()
     try:
+        turn = _compose(deps, run, session, provider,
+                        offer_tools=model_config.tools if model_config else True)
+        if turn.offer_tools and policy.may_use_mcp(deps.config, session.agent):
+            await deps.prepare_tools()
         waiting: list[ToolCall] = []
         if run.started_at is not None:  # it ran before, in a process that died
             resumed = recovery.resume(turn)

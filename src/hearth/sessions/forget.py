@@ -85,7 +85,7 @@ def purge_contents(db: Database, session: SessionRow, chats_dir: Path) -> Purge:
     done = Purge(session.key)
     for part, table, words in PARTS:
         _attempt(done, words, partial(_delete_part, db, session.key, part, table, done))
-    _attempt(done, f"its working folder {chat_folder(chats_dir, session.key)}",
+    _attempt(done, _folder_words(chats_dir, session.key),
              partial(_remove_folder, session, chats_dir, done))
     return done
 
@@ -122,8 +122,18 @@ def _delete_rows(conn: Connection, table: Table, key: str) -> int:
     return int(conn.execute(delete(table).where(table.c.session_key == key)).rowcount)
 
 
+def _folder_words(chats_dir: Path, key: str) -> str:
+    try:
+        return f"its working folder {chat_folder(chats_dir, key)}"
+    except ValueError:
+        return "its working folder"
+
+
 def _remove_folder(session: SessionRow, chats_dir: Path, done: Purge) -> None:
-    folder = chat_folder(chats_dir, session.key)
+    try:
+        folder = chat_folder(chats_dir, session.key)
+    except ValueError:
+        return  # a key that cannot name a folder never had one
     if _holds_given_workspace(session, folder):
         return  # the owner's folder: never removed
     fail_point("purge_folder")

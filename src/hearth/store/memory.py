@@ -155,10 +155,14 @@ def match_expression(words: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in seen)
 
 
+# Ranked inside the index first, then joined: the best `limit` rows by BM25 are found over
+# memory_fts alone, and only those are looked up in memory_items (joining first looked up
+# every matching row, thousands for a message of common words, before the sort).
 _RECALL = text(
-    "SELECT m.*, bm25(memory_fts) AS score FROM memory_fts "
-    "JOIN memory_items AS m ON m.id = memory_fts.rowid "
+    "SELECT m.*, best.score FROM ("
+    "SELECT rowid, bm25(memory_fts) AS score FROM memory_fts "
     "WHERE memory_fts MATCH :match ORDER BY score LIMIT :limit"
+    ") AS best JOIN memory_items AS m ON m.id = best.rowid ORDER BY best.score"
 )
 
 

@@ -184,3 +184,22 @@ memory_items = Table(
     Index("ix_memory_items_source", "source"),
     Index("ix_memory_items_kind", "kind", "id"),
 )
+
+# Scheduled jobs: a prompt admitted into the job's own chat (`session_key`, `job-<id>`) at
+# `next_at`, then every `every_seconds` (NULL: once, then disabled). `made_by` is the chat
+# whose tool made it, or "owner". Ids are never reused (a job's chat keeps its name).
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("prompt", Text, nullable=False),
+    Column("every_seconds", Integer),
+    Column("next_at", Float, nullable=False),
+    Column("enabled", Boolean, nullable=False, server_default="1"),
+    Column("session_key", String(200), nullable=False),
+    Column("made_by", String(200), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("last_fired_at", Float),
+    Index("ix_jobs_due", "enabled", "next_at"),
+    sqlite_autoincrement=True,
+)

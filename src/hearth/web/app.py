@@ -17,8 +17,17 @@ from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools
 from hearth.models.registry import ModelRegistry
 from hearth.store.db import Database
+from hearth.tools.jobs import job_tools
 from hearth.tools.registry import ToolRegistry, builtin_tools
-from hearth.web import approvals_api, errors, events_api, memory_api, runs_api, sessions_api
+from hearth.web import (
+    approvals_api,
+    errors,
+    events_api,
+    jobs_api,
+    memory_api,
+    runs_api,
+    sessions_api,
+)
 from hearth.web.auth import require_token
 from hearth.web.limits import BodyLimit
 
@@ -34,7 +43,7 @@ def build_engine(home: Home, config: Config) -> Engine:
     if not models.ids():
         log.warning("no model is set up; every turn will end saying how to add one")
     memory = Memory(db, home.memory_dir)
-    tools = ToolRegistry([*builtin_tools(), *memory_tools(memory, db)])
+    tools = ToolRegistry([*builtin_tools(), *memory_tools(memory, db), *job_tools(db)])
     return Engine(db=db, config=config, models=models, tools=tools, memory=memory,
                   workspace=home.workspace, hidden_from_tools=(home.root,),
                   chats_dir=home.sessions_dir)
@@ -65,7 +74,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                 "models": engine.deps.models.ids()}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
-    for module in (sessions_api, runs_api, events_api, approvals_api, memory_api):
+    for module in (sessions_api, runs_api, events_api, approvals_api, memory_api, jobs_api):
         protected.include_router(module.router)
     app.include_router(protected)
     return app

@@ -1,0 +1,151 @@
+"""The scheduler: fires each due job into its own chat, at most once per due time.
+
+It is the gateway's own work, never any chat's: its loop runs in a context of its own, with no
+work scope, and the turn a job starts runs as the job's chat (a persistent chat named
+`job-<id>`, made the first time it fires and made again if it was deleted). A firing admits
+the prompt with the idempotency key `job:<id>:<due second>` as a run of kind "job" (so the
+gate refuses what would need the owner's approval), then moves the job on; a crash between the
+two fires nothing twice: the next tick finds the job still due, admission answers the run
+already made, and the job moves on. Logs and audit rows name jobs, never their prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from hearth.engine.admission import AdmissionError, Admitted
+from hearth.sessions import chats
+from hearth.sessions.chats import ChatError
+from hearth.store import audit
+from hearth.store import jobs as job_store
+from hearth.store.db import Database
+from hearth.store.jobs import JobRow
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 1.0
+ACTOR = "scheduler"
+
+
+class JobHost(Protocol):
+    """What the scheduler needs of the engine."""
+
+    db: Database
+
+    def send(self, session_key: str, text: str, *, kind: str = ...,
+             dispatch: bool = ..., meta: dict[str, Any] | None = ...,
+             idempotency_key: str | None = ...) -> Admitted: ...
+
+    def dispatch(self, session_key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Fired:
+    job_id: int
+    due_at: float
+    run_id: str | None  # None: skipped (its chat could not be opened or took no message)
+    duplicate: bool = False
+
+
+def idempotency_key(job: JobRow) -> str:
+    return f"job:{job.id}:{int(job.next_at)}"
+
+
+class Scheduler:
+    def __init__(self, host: JobHost, tick_seconds: float = TICK_SECONDS) -> None:
+        self.host = host
+        self.tick_seconds = tick_seconds
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start ticking, in an empty context: no chat's work scope reaches the scheduler."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="scheduler",
+                                              context=contextvars.Context())
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except SQLAlchemyError as error:  # the store is busy or away: look again next tick
+                log.warning("the scheduler could not look for due jobs (%s); trying again",
+                            type(error).__name__)
+            await asyncio.sleep(self.tick_seconds)
+
+    async def tick(self, at: float | None = None) -> list[Fired]:
+        """Fire every job due by `at` (now), one at a time; ticks never overlap."""
+        async with self._lock:
+            moment = time.time() if at is None else at
+            fired: list[Fired] = []
+            for job in await asyncio.to_thread(self._due, moment):
+                one = await self._fire(job)
+                if one is None:  # the gateway is stopping: what is left fires next time
+                    break
+                fired.append(one)
+            return fired
+
+    def _due(self, at: float) -> list[JobRow]:
+        with self.host.db.read() as conn:
+            return job_store.due(conn, at)
+
+    async def _fire(self, job: JobRow) -> Fired | None:
+        try:
+            admitted = await asyncio.to_thread(self._admit, job)
+        except ChatError as refused:  # its name is held by a chat of another mode
+            return await self._skip(job, refused.code)
+        except AdmissionError as refused:
+            if refused.code == "shutting_down":
+                return None
+            if refused.code in ("session_deleting", "session_not_found"):
+                return Fired(job.id, job.next_at, None)  # its chat is going: again next tick
+            return await self._skip(job, refused.code)
+        if not admitted.duplicate:
+            self.host.dispatch(job.session_key)
+        await asyncio.to_thread(self._advance, job, admitted)
+        return Fired(job.id, job.next_at, admitted.run_id, admitted.duplicate)
+
+    def _admit(self, job: JobRow) -> Admitted:
+        opened = chats.open_chat(self.host.db, name=job.session_key,
+                                 memory_mode="persistent", origin="job")
+        if opened.created:
+            log.info("made chat %s for job #%d", job.session_key, job.id)
+        return self.host.send(job.session_key, job.prompt, kind="job", dispatch=False,
+                              meta={"job": job.id}, idempotency_key=idempotency_key(job))
+
+    def _advance(self, job: JobRow, admitted: Admitted) -> None:
+        with self.host.db.write(durable=False) as conn:
+            job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
+            audit.write(conn, "job.fired", actor=ACTOR, session_key=job.session_key,
+                        run_id=admitted.run_id,
+                        detail={"job": job.id, "due_at": job.next_at,
+                                "again": admitted.duplicate})
+
+    async def _skip(self, job: JobRow, code: str) -> Fired:
+        """Move past a due time the job cannot fire for, saying why in the log and audit."""
+        log.warning("job #%d could not fire into chat %s (%s); skipped this time",
+                    job.id, job.session_key, code)
+
+        def skip() -> None:
+            with self.host.db.write(durable=False) as conn:
+                job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
+                audit.write(conn, "job.skipped", actor=ACTOR, session_key=job.session_key,
+                            detail={"job": job.id, "due_at": job.next_at, "reason": code})
+
+        await asyncio.to_thread(skip)
+        return Fired(job.id, job.next_at, None)
