@@ -1,4 +1,5 @@
-"""Keyword recall latency against the size of memory, through the store and the service.
+"""Keyword recall latency against the size of memory, through the store and the service,
+and how much recall's candidate rule changes what it finds.
 
 Target: recall over a memory of 100,000 items answers in p50 <= 5 ms (`store.memory.recall`
 on a read connection). The same is measured on 1,000 items, and the big/small ratio printed.
@@ -11,16 +12,29 @@ made-up vocabulary of a few thousand words (most in a few dozen items). The quer
 messages of several shapes (short, medium, long enough to reach `RECALL_TERMS`, rare words
 only, common words only, words memory has never seen), shuffled. Timed:
 
-  * `store.memory.recall(conn, message, limit=5)` inside one open `db.read()` (the query alone);
+  * `store.memory.recall(conn, message, limit=5)` inside one open `db.read()` (the query alone):
+    BM25 over all the message's words, of the items holding one of its rarest words, within
+    `CANDIDATE_BUDGET` items (the rule: `store.memory.recall`'s docstring). It is the first
+    recall on each store, so the words' document counts are kept only from the 30 untimed
+    queries on: counting each word at its first sight is inside the figures;
+  * before, for comparison: the recall this replaced, the OR of all the message's words ranked
+    by BM25 over every item it matches (`recall_before`), on the same connection;
+  * the rule again with the words' document counts taken afresh for every query (the kept
+    counts dropped first): what a message costs when memory has just changed a lot or all its
+    words are new;
   * `Memory.recall(message)` as the gateway's own work: its `db.read()`, the query, and the
     `db.write(durable=False)` that marks the hits recalled.
 
-Each reports p50 / p90 / p99 in ms, per store size, with the ratio. For reference, without a
-target: the ranking statement alone straight through sqlite3 (BM25 over `memory_fts`, no join,
-no rows built) and the matching alone (a count of the matches): the gap between the two is what
-BM25 costs, about 3 us for every item the OR of the message's words matches. Then the p50 per
-query shape and the number of items matched per query on the big store, and last
-`EXPLAIN QUERY PLAN` of the recall statement.
+Each reports p50 / p90 / p99 in ms, per store size, with the ratio; for the first two, the
+thread's CPU time too (p50 / p99 at 100,000 items), which a busy machine inflates less than the
+wall time. Then how the results differ from before, over the same queries: the share of top-5
+lists that differ (in order, and as sets) and of top-1s that differ, per store. For reference,
+without a target: BM25 over the OR of all the words straight through sqlite3 (no join, no rows
+built) and that OR's matching alone (a count of the matches): the gap between the two is what
+BM25 costs, about 3 us for every item matched. Then per query shape on the big store: p50 /
+p99 after and p50 before, words, candidate words, hits, and changed lists; the number of items
+each query ranks before and after; and last `EXPLAIN QUERY PLAN` of the recall statement used
+when some words only rank.
 
 A benchmark, not a test: it prints figures, ratios and verdicts and exits 0 whatever they are.
 
@@ -45,6 +59,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+
+from sqlalchemy import Connection, text  # noqa: E402
 
 from hearth.memory.service import Memory  # noqa: E402
 from hearth.store import memory as store  # noqa: E402
@@ -156,7 +172,10 @@ def queries(rng: random.Random, words: Words, count: int) -> list[tuple[str, str
 # ----------------------------------------------------------------------------- timing
 
 
-def timed(op: Callable[[str], object], messages: Sequence[str], warm: int = 30) -> list[float]:
+def timed(op: Callable[[str], object], messages: Sequence[str], warm: int = 30,
+          cpu: list[float] | None = None) -> list[float]:
+    """Wall time of `op` for each message (after `warm` untimed ones); the thread's CPU time
+    of each is appended to `cpu` if given (a busy machine inflates it less)."""
     for message in messages[:warm]:
         op(message)
     times = []
@@ -164,9 +183,11 @@ def timed(op: Callable[[str], object], messages: Sequence[str], warm: int = 30) 
     gc.disable()
     try:
         for message in messages:
-            start = time.perf_counter()
+            start, ran = time.perf_counter(), time.thread_time()
             op(message)
             times.append(time.perf_counter() - start)
+            if cpu is not None:
+                cpu.append(time.thread_time() - ran)
     finally:
         gc.enable()
     return times
@@ -178,9 +199,34 @@ def pct(values: Sequence[float], q: float) -> float:
     return ordered[index]
 
 
-def store_recall_times(db: Database, messages: Sequence[str]) -> list[float]:
+# The recall the candidate rule replaced, verbatim: the OR of every word, BM25 over every match.
+BEFORE = text(
+    "SELECT m.*, best.score FROM ("
+    "SELECT rowid, bm25(memory_fts) AS score FROM memory_fts "
+    "WHERE memory_fts MATCH :match ORDER BY score LIMIT :limit"
+    ") AS best JOIN memory_items AS m ON m.id = best.rowid ORDER BY best.score"
+)
+
+
+def recall_before(conn: Connection, message: str, limit: int) -> list[store.Hit]:
+    expression = store.match_expression(message)
+    if expression is None:
+        return []
+    rows = conn.execute(BEFORE, {"match": expression, "limit": limit})
+    return [store.Hit(store.MemoryItem.of(r), float(r._mapping["score"])) for r in rows]
+
+
+def recall_afresh(conn: Connection, message: str, limit: int) -> list[store.Hit]:
+    store._COUNTS.pop(conn.engine, None)  # every word counted again, as at first sight
+    return store.recall(conn, message, limit=limit)
+
+
+def store_recall_times(db: Database, messages: Sequence[str],
+                       op: Callable[[Connection, str, int], object] | None = None,
+                       cpu: list[float] | None = None) -> list[float]:
+    recall = op or (lambda conn, m, limit: store.recall(conn, m, limit=limit))
     with db.read() as conn:
-        return timed(lambda m: store.recall(conn, m, limit=LIMIT), messages)
+        return timed(lambda m: recall(conn, m, LIMIT), messages, cpu=cpu)
 
 
 def service_recall_times(memory: Memory, messages: Sequence[str]) -> list[float]:
@@ -193,13 +239,38 @@ MATCHING = "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ? AND ? > 0"
 
 
 def raw_times(db: Database, statement: str, messages: Sequence[str]) -> list[float]:
-    """`statement` straight through sqlite3 with each message's match expression (no
+    """`statement` straight through sqlite3 with each message's OR of all its words (no
     SQLAlchemy, no rows built): what SQLite itself spends."""
     expressions = [store.match_expression(m) or '"zzzznothing"' for m in messages]
     with db.engine.connect() as conn:
         raw = conn.connection.dbapi_connection
         assert raw is not None
         return timed(lambda e: raw.execute(statement, (e, LIMIT)).fetchall(), expressions)
+
+
+@dataclass(frozen=True)
+class Change:
+    """How recall's results differ from before's, per query."""
+
+    lists: list[bool]  # the top-5 differs (ids in order)
+    sets: list[bool]  # the top-5 differs as a set
+    firsts: list[bool]  # the top-1 differs
+
+    @staticmethod
+    def share(flags: Sequence[bool]) -> str:
+        return f"{sum(flags) / max(1, len(flags)):6.1%}"
+
+
+def changes(db: Database, messages: Sequence[str]) -> Change:
+    lists, sets, firsts = [], [], []
+    with db.read() as conn:
+        for message in messages:
+            before = [h.item.id for h in recall_before(conn, message, LIMIT)]
+            after = [h.item.id for h in store.recall(conn, message, limit=LIMIT)]
+            lists.append(before != after)
+            sets.append(set(before) != set(after))
+            firsts.append(before[:1] != after[:1])
+    return Change(lists, sets, firsts)
 
 
 def line(label: str, times: Sequence[float]) -> str:
@@ -222,46 +293,76 @@ def report(label: str, small: Sequence[float], big: Sequence[float], sizes: tupl
     print(f"    ratio big/small: p50 {ratio50:.2f}x  p99 {ratio99:.2f}x{verdict}")
 
 
-def by_shape(db: Database, asked: Sequence[tuple[str, str]]) -> None:
-    print("  store.memory.recall on the big store, by query shape (p50 / p99 ms, terms, hits):")
+def report_change(label: str, change: Change) -> None:
+    print(f"    {label}: top-5 list differs {Change.share(change.lists)} "
+          f"(as a set {Change.share(change.sets)}), top-1 differs "
+          f"{Change.share(change.firsts)}   ({len(change.lists)} queries)")
+
+
+def plans(conn: Connection, messages: Sequence[str]) -> list[store.RecallPlan]:
+    made = []
+    for message in messages:
+        terms = store.message_terms(message)
+        items, docs = store.document_counts(conn, terms) if terms else (0, {})
+        made.append(store.plan_recall(terms, docs, items))
+    return made
+
+
+def by_shape(db: Database, asked: Sequence[tuple[str, str]], change: Change) -> None:
+    print("  on the big store, by query shape: p50 / p99 ms after, p50 before; words (found in "
+          "some item), candidate words, hits; top-5 lists / top-1s that differ from before")
     with db.read() as conn:
         for shape in SHAPES:
-            messages = [m for s, m in asked if s == shape]
-            times = timed(lambda m: store.recall(conn, m, limit=LIMIT), messages, warm=5)
-            expressions = [store.match_expression(m) for m in messages]
-            terms = [len(e.split(" OR ")) if e else 0 for e in expressions]
+            picked = [i for i, (s, _m) in enumerate(asked) if s == shape]
+            messages = [asked[i][1] for i in picked]
+            after = timed(lambda m: store.recall(conn, m, limit=LIMIT), messages, warm=5)
+            before = timed(lambda m: recall_before(conn, m, LIMIT), messages, warm=5)
+            made = plans(conn, messages)
+            terms = [len(store.message_terms(m)) for m in messages]
+            found = [len(p.ranked_by) for p in made]
+            chosen = [len(p.candidates) for p in made]
             hits = [len(store.recall(conn, m, limit=LIMIT)) for m in messages]
-            print(f"    {shape:>8}: p50 {statistics.median(times) * 1e3:7.2f}  "
-                  f"p99 {pct(times, 99) * 1e3:7.2f}   terms {statistics.mean(terms):4.1f}   "
-                  f"hits {statistics.mean(hits):3.1f}   ({len(messages)} queries)")
+            lists = sum(change.lists[i] for i in picked)
+            firsts = sum(change.firsts[i] for i in picked)
+            print(f"    {shape:>8}: p50 {statistics.median(after) * 1e3:6.2f}  "
+                  f"p99 {pct(after, 99) * 1e3:6.2f}  before {statistics.median(before) * 1e3:6.2f}"
+                  f"   words {statistics.mean(terms):4.1f} ({statistics.mean(found):4.1f})  "
+                  f"candidates {statistics.mean(chosen):3.1f}  hits {statistics.mean(hits):3.1f}"
+                  f"   differ {lists:2}/{firsts:2} of {len(messages)}")
 
 
 def matched_rows(db: Database, asked: Sequence[tuple[str, str]]) -> None:
-    """How many items each query's OR-expression matches: what BM25 ranks before LIMIT."""
+    """How many items each query ranks: before, every item the OR of its words matches; now,
+    the items holding a candidate word."""
+    count = "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?"
     with db.read() as conn:
-        counts = []
-        for _shape, message in asked:
+        before, after = [], []
+        made = plans(conn, [m for _s, m in asked])
+        for (_shape, message), plan in zip(asked, made, strict=True):
             expression = store.match_expression(message)
-            if expression is None:
-                counts.append(0)
-                continue
-            counts.append(int(conn.exec_driver_sql(
-                "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                (expression,)).scalar_one()))
-    print(f"  items matched per query on the big store (ranked before LIMIT {LIMIT}): "
-          f"p50 {statistics.median(counts):,.0f}  p90 {pct(counts, 90):,.0f}  "
-          f"max {max(counts):,}")
+            before.append(int(conn.exec_driver_sql(count, (expression,)).scalar_one())
+                          if expression else 0)
+            after.append(int(conn.exec_driver_sql(
+                count, (" OR ".join(f'"{t}"' for t in plan.candidates),)).scalar_one())
+                if plan.candidates else 0)
+    for label, counts in (("before (the OR of all words)", before),
+                          ("now (items holding a candidate word)", after)):
+        print(f"  items ranked per query on the big store, {label}: "
+              f"p50 {statistics.median(counts):,.0f}  p90 {pct(counts, 90):,.0f}  "
+              f"max {max(counts):,}")
 
 
-def explain(db: Database, message: str) -> None:
-    expression = store.match_expression(message)
-    statement = str(store._RECALL)  # the statement exactly as recall sends it
-    print(f"\nEXPLAIN QUERY PLAN of the recall statement\n    {statement}")
+def explain(db: Database) -> None:
+    statement = str(store._RECALL_SPLIT)  # the statement exactly as recall sends it
+    print(f"\nEXPLAIN QUERY PLAN of the recall statement when some words only rank\n"
+          f"    {statement}")
     with db.engine.connect() as conn:
         raw = conn.connection.dbapi_connection
         assert raw is not None
-        sql = statement.replace(":match", "?").replace(":limit", "?")
-        for row in raw.execute(f"EXPLAIN QUERY PLAN {sql}", (expression, LIMIT)).fetchall():
+        sql = (statement.replace(":both", "?1").replace(":any", "?2")
+               .replace(":limit", "?3"))
+        plan = raw.execute(f"EXPLAIN QUERY PLAN {sql}", ('("a") AND ("b")', '"a"', LIMIT))
+        for row in plan.fetchall():
             print(f"      -> {row[3]}")
 
 
@@ -307,7 +408,8 @@ def main() -> int:
     print(f"  machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
     print(f"  lexicon: {len(FUNCTION)} function + {len(EVERYDAY)} everyday + "
           f"{len(words.vocabulary):,} made-up words, Zipf {args.zipf:g}; "
-          f"{len(messages)} queries; RECALL_TERMS {store.RECALL_TERMS}; limit {LIMIT}")
+          f"{len(messages)} queries; RECALL_TERMS {store.RECALL_TERMS}; "
+          f"CANDIDATE_BUDGET {store.CANDIDATE_BUDGET:,}; limit {LIMIT}")
     with tempfile.TemporaryDirectory(prefix="hearth-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         small_db, small_memory = build(folder, "small", args.small, words, random.Random(SEED),
@@ -317,22 +419,42 @@ def main() -> int:
         try:
             sizes = (args.small, args.big)
             print()
+            cpu_after: list[float] = []
+            cpu_before: list[float] = []
+            after = store_recall_times(big_db, messages, cpu=cpu_after)
             report("store.memory.recall (one open read connection; the query alone)",
-                   store_recall_times(small_db, messages), store_recall_times(big_db, messages),
-                   sizes, target=True)
+                   store_recall_times(small_db, messages), after, sizes, target=True)
+            before = store_recall_times(big_db, messages, recall_before, cpu=cpu_before)
+            report("before: the OR of all the words, BM25 over every match (same connection)",
+                   store_recall_times(small_db, messages, recall_before), before, sizes,
+                   target=True)
+            print(f"    at {sizes[1]:,} items, after/before: p50 "
+                  f"{statistics.median(after) / statistics.median(before):.2f}x  "
+                  f"p99 {pct(after, 99) / pct(before, 99):.2f}x;  the thread's CPU time, "
+                  f"p50 / p99: after {statistics.median(cpu_after) * 1e3:.2f} / "
+                  f"{pct(cpu_after, 99) * 1e3:.2f} ms, before "
+                  f"{statistics.median(cpu_before) * 1e3:.2f} / {pct(cpu_before, 99) * 1e3:.2f} ms")
+            report("store.memory.recall with every word counted afresh (no kept counts)",
+                   store_recall_times(small_db, messages, recall_afresh),
+                   store_recall_times(big_db, messages, recall_afresh), sizes, target=False)
             report("Memory.recall (read, query, and marking the hits recalled)",
                    service_recall_times(small_memory, messages),
                    service_recall_times(big_memory, messages), sizes, target=False)
-            report("reference: BM25 ranking over memory_fts alone, straight through sqlite3",
+            report("reference: BM25 over the OR of all the words alone, straight through sqlite3",
                    raw_times(small_db, SCORING, messages), raw_times(big_db, SCORING, messages),
                    sizes, target=False)
-            report("reference: matching alone (count the matches, no ranking)",
+            report("reference: matching that OR alone (count the matches, no ranking)",
                    raw_times(small_db, MATCHING, messages),
                    raw_times(big_db, MATCHING, messages), sizes, target=False)
+            print("\n  how the results differ from before (same queries, limit 5)")
+            report_change(f"{sizes[0]:>7,} items", changes(small_db, messages))
+            change = changes(big_db, messages)
+            report_change(f"{sizes[1]:>7,} items", change)
             print()
-            by_shape(big_db, asked)
+            by_shape(big_db, asked, change)
             matched_rows(big_db, asked)
-            explain(big_db, messages[0])
+            explain(big_db)
+            print(f"\n  load average {os.getloadavg()[0]:.2f} at the end")
         finally:
             small_db.close()
             big_db.close()

@@ -43,7 +43,14 @@ def _refuse(sentence: str | None) -> None:
         raise ToolRefused(sentence)
 
 
-class MemoryRemember:
+class _OnMemory:
+    """A tool over the memory service."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+
+class MemoryRemember(_OnMemory):
     name = "memory_remember"
     description = (
         "Remember something about the owner or their world for later chats: a fact, a "
@@ -63,9 +70,6 @@ class MemoryRemember:
     keeps = "memory"
     needs_approval = False
 
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
-
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         _refuse(reach.write_refusal())
         words = " ".join(str(args["text"]).split())
@@ -84,7 +88,7 @@ class MemoryRemember:
                            f"Remembered a {kind} (#{kept.item.id}).")
 
 
-class MemoryRecall:
+class MemoryRecall(_OnMemory):
     name = "memory_recall"
     description = "Search memory by keywords; answers the best-matching items with their ids."
     parameters: dict[str, Any] = {
@@ -99,9 +103,6 @@ class MemoryRecall:
     parallel_safe = True
     reads_memory = True
 
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
-
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         _refuse(reach.read_refusal("no memory was read"))
         limit = max(1, min(int(args.get("limit") or 5), 20))
@@ -113,7 +114,7 @@ class MemoryRecall:
                            f"Recalled {len(hits)} {noun} from memory.")
 
 
-class MemoryList:
+class MemoryList(_OnMemory):
     name = "memory_list"
     description = "List what memory holds, newest first, optionally one kind only."
     parameters: dict[str, Any] = {
@@ -128,9 +129,6 @@ class MemoryList:
     parallel_safe = True
     reads_memory = True
 
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
-
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         _refuse(reach.read_refusal("no memory was read"))
         kind = args.get("kind")
@@ -144,7 +142,7 @@ class MemoryList:
                            f"Listed {len(items)} memory item{'s' if len(items) != 1 else ''}.")
 
 
-class MemoryForget:
+class MemoryForget(_OnMemory):
     name = "memory_forget"
     description = "Forget one memory item by its id (as memory_recall or memory_list show it)."
     parameters: dict[str, Any] = {
@@ -155,9 +153,6 @@ class MemoryForget:
     effect: Effect = "changes"
     parallel_safe = False
     keeps = "memory"
-
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         _refuse(reach.write_refusal("nothing was removed from memory"))
