@@ -131,6 +131,21 @@ def test_restricted_work_changes_no_memory_table_by_any_statement(
     assert _rows(db) == before
 
 
+@pytest.mark.parametrize("mode", ["incognito", "temporary"])
+def test_restricted_work_makes_no_grant_or_job_at_the_store(db: Database, mode: str) -> None:
+    grant = ("INSERT INTO grants(agent, tool, created_at) VALUES ('default', 'shell', 1)")
+    with as_work_of("chat-1", mode):
+        with pytest.raises(reach.RestrictedSession, match="outlast"), db.write() as conn:
+            conn.exec_driver_sql(grant)
+        with db.write() as conn:
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            with pytest.raises(Exception, match="not authorized"):
+                raw.execute(f"WITH x AS (SELECT 1) {grant}")
+    with db.write() as conn:  # the positive control: the owner's answer makes one
+        conn.exec_driver_sql(grant)
+
+
 def test_a_statement_prepared_before_is_still_refused_inside_a_restricted_scope(
         db: Database) -> None:
     """SQLite asks the authorizer only when it prepares a statement; the cached statement

@@ -2,13 +2,14 @@
 
 For an Incognito, a Temporary and an unreadable chat, one turn calls every tool that could
 leave a trace — the memory tools, write_file and edit_file into the memory folder, the shell
-echoing into it (plainly, and disguised so only the sandbox can stop it), chat_search — and
-asks for an always-allow grant, while the after-turn learning chore is set up on a background
-model. Afterwards: no new or changed rows in the memory tables (recall counts included), no
-byte changed in the memory documents, no call to any model but the turn's (counted at the
-scripted model server), no grant, no approval asked for a refused call, no hit in the chat
-list, its search or another chat's chat_search, and no audit row carrying the chat's words.
-The same script in a persistent chat is the positive control: there every path does write.
+echoing into it (plainly, and disguised so only the sandbox can stop it), chat_search,
+schedule_job — and asks for an always-allow grant, while the after-turn learning chore is
+set up on a background model. Afterwards: no new or changed rows in the memory tables
+(recall counts included), no byte changed in the memory documents, no call to any model but
+the turn's (counted at the scripted model server), no grant, no job, no approval asked for a
+refused call, no hit in the chat list, its search or another chat's chat_search, and no
+audit row carrying the chat's words. The same script in a persistent chat is the positive
+control: there every path does write.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def _calls(seeded_id: int) -> list[Call]:
                            "new_text": f"# Preferences\n{WORD}"}),
         Call("shell", {"command": f"echo {WORD} >> memory/MEMORY.md"}),
         Call("chat_search", {"query": "teal"}),
+        Call("schedule_job", {"prompt": f"Say {WORD} every hour.", "every_minutes": 60}),
         Call("write_file", {"path": "notes.txt", "content": "an ordinary change"}),
     ]
     if bwrap_works():  # disguised from the screen: only the sandbox can hold this one
@@ -68,7 +70,7 @@ def _calls(seeded_id: int) -> list[Call]:
     return calls
 
 
-KEEPERS = ("memory_remember", "memory_forget")  # refused to every restricted mode
+KEEPERS = ("memory_remember", "memory_forget", "schedule_job")  # refused to every restricted mode
 READERS = ("memory_recall", "memory_list", "chat_search")  # refused where nothing is read
 
 
@@ -167,7 +169,7 @@ def _run_script(gateway: Gateway, server: ScriptedModelServer, mode: str
     server.push(Reply(text=LEARNED), model="bg-model")
 
     before = {"rows": _memory_rows(home), "docs": _documents(home),
-              "grants": _count(home, "grants")}
+              "grants": _count(home, "grants"), "jobs": _count(home, "jobs")}
     owner = Owner(api)
     owner.start()
     try:
@@ -209,6 +211,7 @@ def test_a_restricted_chat_leaves_nothing_behind(
     assert _documents(home) == done["before"]["docs"]  # not a byte changed
     assert {c.model for c in model_server.calls()} == {"fake-model"}  # the turn's model only
     assert _count(home, "grants") == done["before"]["grants"]
+    assert _count(home, "jobs") == done["before"]["jobs"]
     assert done["owner"].always_status == 403
     assert done["owner"].always_error == "restricted_session"
     # every refused call was refused before anyone was asked: the approvals asked for are the
@@ -260,6 +263,7 @@ def test_the_same_paths_write_in_a_persistent_chat(
     assert docs["MEMORY.md"] != done["before"]["docs"]["MEMORY.md"]
     assert "bg-model" in {c.model for c in model_server.calls()}
     assert _count(home, "grants") == done["before"]["grants"] + 1
+    assert _count(home, "jobs") == done["before"]["jobs"] + 1
     assert done["owner"].always_status == 200
     assert key in [s["key"] for s in api.http.get("/api/sessions").json()["sessions"]]
     assert key in _search_from(api, done["other"], WORD)

@@ -64,6 +64,8 @@ def _recall(db: Database, words: str, limit: int = 5, **kw: int) -> list[store.H
 def test_a_common_word_alone_still_recalls(db: Database) -> None:
     hits = _recall(db, "garden")  # in most items, far over the budget: still the rarest word
     assert len(hits) == 5 and all("garden" in h.item.text for h in hits)
+    plan = store.plan_recall(["garden"], {"garden": GARDEN}, FILLER)
+    assert plan.candidates == plan.ranked_by == ("garden",)
 
 
 def test_a_rare_word_beats_common_ones(db: Database) -> None:
@@ -106,9 +108,10 @@ def test_commoner_words_still_rank_the_candidates(db: Database) -> None:
 
 
 def test_a_word_first_found_nowhere_recalls_what_is_taught_next(db: Database) -> None:
-    assert _recall(db, "zucchini") == []  # counted 0, and a 0 is not kept
+    first = _recall(db, "zucchini garden")  # zucchini counted 0, and a 0 is not kept
+    assert len(first) == 5 and all("zucchini" not in h.item.text for h in first)
     [item] = _add(db, "zucchini soup")  # one item more: the kept counts stay
-    assert [h.item.id for h in _recall(db, "zucchini")] == [item]
+    assert [h.item.id for h in _recall(db, "zucchini garden")] == [item]
 
 
 def test_words_no_item_holds_are_left_out(db: Database) -> None:

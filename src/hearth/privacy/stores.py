@@ -1,7 +1,9 @@
-"""Enforcement at the store: inside a restricted scope the memory tables refuse every change.
+"""Enforcement at the store: inside a restricted scope the memory tables, and the tables of
+work that outlasts a chat (standing grants, scheduled jobs), refuse every change.
 
 Two locks on the one door. Every statement SQLAlchemy sends is screened before it runs (any
-database): a change to a memory table from work that keeps nothing raises `RestrictedSession`.
+database): a change to one of those tables from work that keeps nothing raises
+`RestrictedSession`.
 On SQLite the connection's authorizer holds the same line below SQLAlchemy — raw SQL, a
 trigger, a CTE-prefixed write — and, for work that may read no memory (Temporary,
 unreadable), refuses reads of those tables too. SQLite consults the authorizer when it
@@ -32,12 +34,20 @@ _CHANGE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+LASTING_TABLES = frozenset({"grants", "jobs"})  # work that outlasts the chat that made it
 _STATE = "hearth_authorizer"  # on the pooled connection's info: the mode it was set for
 
 
-def changes_memory(statement: str) -> bool:
+def changed_table(statement: str) -> str | None:
+    """The table a statement changes (lower-cased), or None for a statement that changes
+    none."""
     found = _CHANGE.match(statement)
-    return found is not None and found.group(1).lower().startswith(TABLE_PREFIX)
+    return found.group(1).lower() if found is not None else None
+
+
+def changes_memory(statement: str) -> bool:
+    table = changed_table(statement)
+    return table is not None and table.startswith(TABLE_PREFIX)
 
 
 def protect(db: Database) -> None:
@@ -50,10 +60,16 @@ def protect(db: Database) -> None:
 
 
 def _screen(_conn: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
-    if changes_memory(statement):
+    table = changed_table(statement)
+    if table is None:
+        return
+    refusal = None
+    if table.startswith(TABLE_PREFIX):
         refusal = reach.write_refusal()
-        if refusal is not None:
-            raise reach.RestrictedSession(refusal)
+    elif table in LASTING_TABLES:
+        refusal = reach.lasting_refusal("work that would outlast it")
+    if refusal is not None:
+        raise reach.RestrictedSession(refusal)
 
 
 def _set_authorizer(conn: Connection) -> None:
@@ -72,7 +88,10 @@ def _authorizer(mode: Mode) -> Callable[..., int]:
     no_reads = not reads_memory(mode)
 
     def decide(action: int, table: str | None, *_rest: Any) -> int:
-        if not table or not table.lower().startswith(TABLE_PREFIX):
+        name = (table or "").lower()
+        if name in LASTING_TABLES:
+            return sqlite3.SQLITE_DENY if action in _WRITES else sqlite3.SQLITE_OK
+        if not name.startswith(TABLE_PREFIX):
             return sqlite3.SQLITE_OK
         if action in _WRITES or (no_reads and action == sqlite3.SQLITE_READ):
             return sqlite3.SQLITE_DENY

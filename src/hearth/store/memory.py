@@ -321,10 +321,13 @@ def recall(conn: Connection, words: str, *, limit: int,
     terms = message_terms(words)
     if not terms:
         return []
-    items, docs = document_counts(conn, terms)
-    plan = plan_recall(terms, docs, items, budget)
-    if not plan.candidates:
-        return []
+    if len(terms) == 1:  # nothing to choose: the one word selects and ranks (no counting)
+        plan = RecallPlan(tuple(terms), tuple(terms))
+    else:
+        items, docs = document_counts(conn, terms)
+        plan = plan_recall(terms, docs, items, budget)
+        if not plan.candidates:
+            return []
     others = plan.others
     if others:
         rows = conn.execute(_RECALL_SPLIT, {

@@ -64,15 +64,7 @@ class Shell:
         if asked is not None and asked <= 0:
             raise ToolRefused("The timeout must be a positive number of seconds.")
         timeout = float(min(asked or ctx.shell_timeout, ctx.shell_timeout))
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=ctx.workspace,
-            env=clean_environment(str(ctx.workspace)),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = await _spawn(argv, ctx)
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout)
         except TimeoutError:
@@ -96,6 +88,28 @@ class Shell:
             receipt=f"Ran `{_short(command)}` (exit {code}).",
             ok=code == 0,
         )
+
+
+async def _spawn(argv: list[str], ctx: ToolContext) -> asyncio.subprocess.Process:
+    """Start the command in a process group of its own. A Stop that lands while it is being
+    started waits for the start, then kills the group: no command is left running unowned."""
+    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        *argv,
+        cwd=ctx.workspace,
+        env=clean_environment(str(ctx.workspace)),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    ))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            proc = await starting
+            _kill_group(proc.pid)
+            await proc.wait()
+        raise
 
 
 def _placed(argv: list[str], ctx: ToolContext, elevated: bool) -> list[str]:
