@@ -1,8 +1,11 @@
-"""What routes are handed: the engine of the running gateway."""
+"""What routes are handed: the engine of the running gateway, and the chat a request says
+it is made for (`X-Hearth-Session`)."""
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated
+
+from fastapi import Header, Request
 
 from hearth.engine.runtime import Engine
 
@@ -10,3 +13,10 @@ from hearth.engine.runtime import Engine
 async def engine_of(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine
+
+
+SessionHeader = Annotated[
+    str | None,
+    Header(alias="X-Hearth-Session", min_length=1, max_length=200,
+           description="Make the request as this chat's work, under its memory mode"),
+]

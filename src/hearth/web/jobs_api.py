@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path
+from fastapi import APIRouter, Depends, Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,18 +27,13 @@ from hearth.store import jobs as job_store
 from hearth.store.db import Database, now
 from hearth.store.jobs import JobRow
 from hearth.tools.jobs import MAX_MINUTES, MAX_PROMPT, WHAT, BadSchedule, describe, schedule
-from hearth.web.deps import engine_of
+from hearth.web.deps import SessionHeader, engine_of
 
 router = APIRouter()
 EngineDep = Annotated[Engine, Depends(engine_of)]
 MAX_ID = 2**62  # ids are SQLite integers; larger is no job
 JobId = Annotated[int, Path(ge=1, le=MAX_ID)]
 Minutes = Annotated[int | None, Field(strict=True, ge=1, le=MAX_MINUTES)]
-SessionHeader = Annotated[
-    str | None,
-    Header(alias="X-Hearth-Session", min_length=1, max_length=200,
-           description="Make the request as this chat's work, under its memory mode"),
-]
 
 
 class NewJob(BaseModel):

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
-from fastapi import APIRouter, Depends, Header, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,7 +26,7 @@ from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
 from hearth.store.memory import MemoryItem
 from hearth.store.sessions import SessionRow
-from hearth.web.deps import engine_of
+from hearth.web.deps import SessionHeader, engine_of
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -37,11 +37,6 @@ Kind = Literal["fact", "preference", "lesson", "commitment"]  # store.memory.KIN
 MAX_ID = 2**62  # ids are SQLite integers; larger is no item
 MAX_TEXT = 2000
 MAX_SEARCH_POOL = 1000  # a search filtered by kind picks from this many best matches
-SessionHeader = Annotated[
-    str | None,
-    Header(alias="X-Hearth-Session", min_length=1, max_length=200,
-           description="Make the request as this chat's work, under its memory mode"),
-]
 
 
 class Teach(BaseModel):
