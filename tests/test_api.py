@@ -512,6 +512,9 @@ def test_runs_unknown_and_bad_waits(api: Api) -> None:
 # ---------------------------------------------------------------- census: every route authed
 
 
+PUBLIC = ("/healthz", "/login")  # the health check and the sign-in page
+
+
 def unprotected_routes(app: FastAPI) -> list[str]:
     """Every API route but /healthz whose dependencies (at any depth) lack require_token.
 
@@ -527,7 +530,7 @@ def unprotected_routes(app: FastAPI) -> list[str]:
     found = []
     for context in iter_route_contexts(app.routes):
         route = context.original_route
-        if not isinstance(route, APIRoute | APIWebSocketRoute) or context.path == "/healthz":
+        if not isinstance(route, APIRoute | APIWebSocketRoute) or context.path in PUBLIC:
             continue
         if require_token not in set(calls(context.dependant)):
             found.append(f"{','.join(sorted(context.methods or ()))} {context.path}")

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI
+from fastapi.staticfiles import StaticFiles
 
 from hearth import __version__
 from hearth.config import Config
@@ -21,6 +22,7 @@ from hearth.tools.jobs import job_tools
 from hearth.tools.registry import ToolRegistry, builtin_tools
 from hearth.web import (
     approvals_api,
+    dashboard,
     errors,
     events_api,
     jobs_api,
@@ -29,6 +31,7 @@ from hearth.web import (
     sessions_api,
 )
 from hearth.web.auth import require_token
+from hearth.web.headers import SecurityHeaders
 from hearth.web.limits import BodyLimit
 
 log = logging.getLogger(__name__)
@@ -67,6 +70,10 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.state.token = home.token()
     errors.install(app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(SecurityHeaders)
+    app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
+    app.include_router(dashboard.public)
+    app.include_router(dashboard.pages)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hearth.errors import Refusal
@@ -39,9 +39,17 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
     return 422, "invalid_request", "; ".join(parts) or "The request is not valid."
 
 
+def _is_page(request: Request) -> bool:
+    """A dashboard page (not the API, not the event stream)."""
+    path = request.url.path
+    return not path.startswith(("/api/", "/v1/")) and path != "/healthz"
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(Refusal)
-    async def _refusal(_request: Request, exc: Refusal) -> JSONResponse:
+    async def _refusal(request: Request, exc: Refusal) -> Response:
+        if exc.status == 401 and request.method == "GET" and _is_page(request):
+            return RedirectResponse("/login", status_code=303)  # a page asks to sign in
         return envelope(exc.status, exc.code, exc.sentence, details=exc.details)
 
     @app.exception_handler(RequestValidationError)

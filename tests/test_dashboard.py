@@ -1,0 +1,125 @@
+"""The dashboard's first slice: sign-in with an HttpOnly SameSite=Strict cookie, CSRF on every
+change a cookie makes, the Origin check, the security headers, the chat list and a chat's page
+(modes said, every piece of text escaped). In-process, through Starlette's TestClient."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from hearth.config import Config
+from hearth.home import Home
+from hearth.web import signin
+from hearth.web.app import create_app
+
+HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:x()">l</a>'
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    app = create_app(Home(tmp_path / "home"), Config())
+    with TestClient(app, follow_redirects=False) as test_client:
+        yield test_client
+
+
+def _token(client: TestClient) -> str:
+    return str(client.app.state.token)  # type: ignore[attr-defined]
+
+
+def _sign_in(client: TestClient) -> str:
+    answer = client.post("/login", data={"token": _token(client)})
+    assert answer.status_code == 303 and answer.headers["location"] == "/"
+    cookie = client.cookies[signin.COOKIE]
+    return signin.csrf_for(_token(client), cookie)
+
+
+def test_a_page_asks_to_sign_in_and_the_api_still_answers_401(client: TestClient) -> None:
+    assert client.get("/").status_code == 303
+    assert client.get("/").headers["location"] == "/login"
+    page = client.get("/login")
+    assert page.status_code == 200 and 'type="password"' in page.text
+    api = client.get("/api/sessions")
+    assert api.status_code == 401 and api.json()["error"]["code"] == "unauthorized"
+
+
+def test_signing_in_sets_an_httponly_strict_cookie_only_for_the_right_token(
+        client: TestClient) -> None:
+    wrong = client.post("/login", data={"token": "not-it"})
+    assert wrong.status_code == 401 and "not this gateway" in wrong.text
+    assert signin.COOKIE not in client.cookies
+    right = client.post("/login", data={"token": _token(client)})
+    set_cookie = right.headers["set-cookie"].lower()
+    assert "httponly" in set_cookie and "samesite=strict" in set_cookie
+    assert client.get("/").status_code == 200
+    assert client.get("/login").status_code == 303  # signed in already
+
+
+def test_a_cookie_from_another_token_or_forged_is_refused() -> None:
+    cookie = signin.issue("token-a")
+    assert signin.valid("token-a", cookie)
+    assert not signin.valid("token-b", cookie)
+    assert not signin.valid("token-a", cookie[:-1] + ("0" if cookie[-1] != "0" else "1"))
+    assert not signin.valid("token-a", signin.issue("token-a", now=0))  # expired
+
+
+def test_every_change_a_cookie_makes_needs_the_csrf_token(client: TestClient) -> None:
+    csrf = _sign_in(client)
+    refused = client.post("/chats/new", data={"memory_mode": "persistent"})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "csrf_failed"
+    api_refused = client.post("/api/sessions", json={})
+    assert api_refused.status_code == 403
+    made = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
+    assert made.status_code == 303 and made.headers["location"].startswith("/chats/chat-")
+    by_header = client.post("/api/sessions", json={}, headers={"X-CSRF-Token": csrf})
+    assert by_header.status_code == 201
+    other_site = client.post("/api/sessions", json={},
+                             headers={"X-CSRF-Token": csrf, "Origin": "https://evil.example"})
+    assert other_site.status_code == 403
+    assert other_site.json()["error"]["code"] == "forbidden_origin"
+
+
+def test_every_response_carries_the_security_headers(client: TestClient) -> None:
+    for answer in (client.get("/login"), client.get("/healthz"), client.get("/api/sessions")):
+        policy = answer.headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+        assert "unsafe-inline" not in policy
+        assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_list_shows_kept_chats_only_and_a_chat_says_its_mode(client: TestClient) -> None:
+    csrf = _sign_in(client)
+    kept = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
+    hidden = client.post("/chats/new", data={"memory_mode": "incognito", "csrf": csrf})
+    kept_key = kept.headers["location"].rsplit("/", 1)[1]
+    hidden_key = hidden.headers["location"].rsplit("/", 1)[1]
+    listing = client.get("/").text
+    assert kept_key in listing and hidden_key not in listing
+    assert "New Incognito chat" in listing and "New Temporary chat" in listing
+    assert "No model is set up" in listing  # the first-run path: this gateway has none
+    page = client.get(hidden.headers["location"])
+    assert page.status_code == 200 and "Incognito chat." in page.text
+    assert "keeps nothing" in page.text
+
+
+def test_hostile_text_is_rendered_inert(client: TestClient) -> None:
+    csrf = _sign_in(client)
+    headers = {"X-CSRF-Token": csrf}
+    key = client.post("/api/sessions", json={}, headers=headers).json()["key"]
+    assert client.patch(f"/api/sessions/{key}", json={"title": HOSTILE},
+                        headers=headers).status_code == 200
+    sent = client.post(f"/api/sessions/{key}/messages", json={"text": HOSTILE}, headers=headers)
+    assert sent.status_code == 202
+    for page in (client.get("/").text, client.get(f"/chats/{key}").text):
+        assert "<script>alert" not in page and "<img" not in page
+        assert 'href="javascript:' not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_signing_out_ends_the_cookie(client: TestClient) -> None:
+    csrf = _sign_in(client)
+    out = client.post("/logout", data={"csrf": csrf})
+    assert out.status_code == 303 and out.headers["location"] == "/login"
+    assert client.get("/").status_code == 303
