@@ -123,3 +123,24 @@ def test_signing_out_ends_the_cookie(client: TestClient) -> None:
     out = client.post("/logout", data={"csrf": csrf})
     assert out.status_code == 303 and out.headers["location"] == "/login"
     assert client.get("/").status_code == 303
+
+
+def test_the_composer_sends_once_however_often_the_form_is_posted(client: TestClient) -> None:
+    csrf = _sign_in(client)
+    made = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
+    page = client.get(made.headers["location"]).text
+    assert 'src="/static/composer.js"' in page and 'name="client_message_id"' in page
+    message_id = page.split('name="client_message_id" value="', 1)[1].split('"', 1)[0]
+    key = made.headers["location"].rsplit("/", 1)[1]
+    form = {"text": "hello from the page", "client_message_id": message_id, "csrf": csrf}
+    for _ in range(2):  # a double click, or a resend after a dropped connection
+        sent = client.post(f"/chats/{key}/send", data=form)
+        assert sent.status_code == 303 and sent.headers["location"] == f"/chats/{key}"
+    texts = [m["text"] for m in client.get(f"/api/sessions/{key}").json()["messages"]
+             if m["kind"] == "user"]
+    assert texts == ["hello from the page"]
+    refused = client.post(f"/chats/{key}/send", data={**form, "csrf": "forged"})
+    assert refused.status_code == 403
+    empty = client.post(f"/chats/{key}/send", data={"text": " ", "csrf": csrf})
+    assert empty.status_code == 422 and empty.json()["error"]["code"] == "empty_message"
+    assert client.get("/static/composer.js").status_code == 200

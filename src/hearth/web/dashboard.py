@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
@@ -106,4 +107,18 @@ async def chat_page(request: Request, key: str, engine: EngineDep) -> Response:
     window = await asyncio.to_thread(chats.read_chat, engine.db, key, limit=200, before=None)
     name, line = MODE_LINES.get(window.session.memory_mode, (None, None))
     return render("chat.html", chat=window.session, csrf=_csrf(request), mode_name=name,
-                  mode_line=line, messages=[message_view(e) for e in window.events])
+                  mode_line=line, messages=[message_view(e) for e in window.events],
+                  running=window.current_run is not None,
+                  message_id=uuid.uuid4().hex)  # a form sent twice is one message
+
+
+@pages.post("/chats/{key}/send")
+async def send(request: Request, key: str, engine: EngineDep) -> Response:
+    """The composer's post: admit the message, then back to the chat's page."""
+    form = await _form(request)
+    admitted = engine.send(key, form.get("text", ""),
+                           client_message_id=form.get("client_message_id") or None,
+                           dispatch=False)
+    if not admitted.duplicate:
+        engine.dispatch(key)
+    return RedirectResponse(f"/chats/{quote(key)}", status_code=303)
