@@ -14,6 +14,7 @@ from hearth.config import Config
 from hearth.home import Home
 from hearth.web import signin
 from hearth.web.app import create_app
+from tests.fakes.model_server import Reply, ScriptedModelServer
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:x()">l</a>'
 
@@ -144,3 +145,34 @@ def test_the_composer_sends_once_however_often_the_form_is_posted(client: TestCl
     empty = client.post(f"/chats/{key}/send", data={"text": " ", "csrf": csrf})
     assert empty.status_code == 422 and empty.json()["error"]["code"] == "empty_message"
     assert client.get("/static/composer.js").status_code == 200
+
+
+HOSTILE_MARKDOWN = (
+    "**Done.** [ok](https://example.org) [bad](javascript:alert(1)) "
+    "[worse](JaVaScRiPt:alert(2)) <script>alert(3)</script> "
+    '<img src=x onerror="alert(4)"> ![pic](data:text/html,<b>x</b>) `<i>code</i>`'
+)
+
+
+def test_the_answer_is_markdown_rendered_inert(tmp_path: Path,
+                                               model_server: ScriptedModelServer) -> None:
+    config = Config.model_validate({"models": [{
+        "id": "fake", "provider": "openai", "base_url": model_server.openai_base_url,
+        "api_key": "sk-test", "model": "fake-model"}]})
+    model_server.push(Reply(text=HOSTILE_MARKDOWN))
+    with TestClient(create_app(Home(tmp_path / "home"), config),
+                    follow_redirects=False) as client:
+        csrf = _sign_in(client)
+        headers = {"X-CSRF-Token": csrf}
+        key = client.post("/api/sessions", json={}, headers=headers).json()["key"]
+        run = client.post(f"/api/sessions/{key}/messages", json={"text": "go"},
+                          headers=headers).json()["run_id"]
+        assert client.get(f"/api/runs/{run}/wait").json()["status"] == "complete"
+        page = client.get(f"/chats/{key}").text
+    assert "<strong>Done.</strong>" in page and '<a href="https://example.org">ok</a>' in page
+    assert "<code>&lt;i&gt;code&lt;/i&gt;</code>" in page
+    lowered = page.lower()
+    assert "javascript:" not in lowered.replace("[bad](javascript:", "").replace(
+        "[worse](javascript:", "")  # only as plain text, never as a link
+    assert 'href="javascript' not in lowered and "<script>alert" not in page
+    assert "<img" not in page and "onerror=" not in page.replace("onerror=&quot;", "")

@@ -23,13 +23,14 @@ from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
-from hearth.web import signin
+from hearth.web import markdown, signin
 from hearth.web.auth import require_token
 from hearth.web.deps import engine_of
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+templates.globals["markdown"] = markdown.render
 EngineDep = Annotated[Engine, Depends(engine_of)]
 MODE_LINES = {
     "incognito": ("Incognito chat", "It reads your memory but keeps nothing in it, and it is "
