@@ -285,11 +285,9 @@ class _Connection:
     # ------------------------------------------------------------------ caller side
 
     def status(self) -> str:
-        if self._state == "ready":
-            return "ready"
         if self._state == "failed":
             return f"failed: {self._failure}"
-        return "not started"
+        return self._state  # ready, not started, or on its way: starting, stopping
 
     async def ensure(self) -> None:
         """Start (or restart, once after a death) the server; ToolRefused says why it cannot."""
@@ -578,7 +576,8 @@ class McpServers:
         self._names: dict[tuple[str, str], str] = {}  # (server, tool) -> its Hearth name, stable
 
     def status(self) -> dict[str, str]:
-        """name -> "ready" | "not started" | "failed: <sentence>"."""
+        """name -> "ready" | "not started" | "starting" | "stopping" (a server that died,
+        while its session is torn down) | "failed: <sentence>"."""
         return {name: conn.status() for name, conn in self._connections.items()}
 
     async def tools(self) -> list[McpTool]:
