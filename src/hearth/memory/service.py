@@ -58,6 +58,8 @@ class Memory:
             return 0
         current = self.documents.signatures()
         changed = [n for n, sig in current.items() if self._indexed.get(n) != sig]
+        if self._indexed and not changed and set(self._indexed) <= set(current):
+            return 0  # nothing changed since the last sync: no write on a turn's path
         with self.db.write(durable=False) as conn:
             gone = store.document_sources(conn) - set(current)
             for name in gone:
