@@ -48,6 +48,9 @@ class ModelConfig(_Section):
     context_window: int = Field(128_000, ge=1024)
     max_output_tokens: int = Field(8192, ge=1)
     timeout_seconds: float = Field(600.0, gt=0)
+    # US dollars per million tokens; unset means unpriced (never "free") on the Usage page
+    price_in_per_mtok: float | None = Field(None, ge=0)
+    price_out_per_mtok: float | None = Field(None, ge=0)
 
     def resolved_api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         if self.api_key:

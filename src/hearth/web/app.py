@@ -22,6 +22,7 @@ from hearth.tools.jobs import job_tools
 from hearth.tools.registry import ToolRegistry, builtin_tools
 from hearth.web import (
     approvals_api,
+    chat_page,
     dashboard,
     errors,
     events_api,
@@ -73,7 +74,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
     app.include_router(dashboard.public)
-    app.include_router(dashboard.pages)
+    for page in (dashboard, chat_page):  # each dashboard page module's signed-in routes
+        app.include_router(page.pages)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

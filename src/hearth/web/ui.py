@@ -1,0 +1,42 @@
+"""What every dashboard page shares: the Jinja2 environment (autoescaped; answers rendered as
+sanitized Markdown), rendering, reading a posted form, the page's CSRF token, and the nav."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader
+
+from hearth.engine.runtime import Engine
+from hearth.web import markdown, signin
+from hearth.web.deps import engine_of
+
+HERE = Path(__file__).parent
+STATIC = HERE / "static"
+templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+templates.globals["markdown"] = markdown.render
+EngineDep = Annotated[Engine, Depends(engine_of)]
+NAV = (("/", "Chats"), ("/memory", "Memory"), ("/usage", "Usage"), ("/settings", "Settings"))
+templates.globals["nav"] = NAV
+
+
+def render(name: str, status: int = 200, **values: Any) -> HTMLResponse:
+    return HTMLResponse(templates.get_template(name).render(**values), status_code=status)
+
+
+def fragment(name: str, **values: Any) -> str:
+    """A partial template rendered to a string (the same one a page includes)."""
+    return templates.get_template(name).render(**values)
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    raw = (await request.body()).decode("utf-8", "replace")
+    return {k: v[0] for k, v in parse_qs(raw).items()}
+
+
+def csrf_of(request: Request) -> str:
+    return signin.csrf_for(request.app.state.token, request.cookies.get(signin.COOKIE, ""))
