@@ -68,6 +68,7 @@ class Turn(CallScope):
     checkpointed: bool = False  # the run holds a checkpoint of `streamed`
     resends: int = 0  # model calls sent again after the connection was lost
     context_fed: str | None = None  # what memory the context was given, or why none
+    chosen_by: str = ""  # how the model was chosen (the footer says it)
 
     def once(self, retry: str) -> bool:
         """True the first time a retry of this kind is asked for in this turn."""
@@ -93,4 +94,5 @@ class Turn(CallScope):
             "duration_ms": int((time.monotonic() - self.started) * 1000),
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
+            "chosen_by": self.chosen_by,
         }

@@ -65,6 +65,7 @@ async def run_turn(deps: TurnDeps, run: RunRow) -> None:
         endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
                        ending=claimed, show=False)
         return
+    deps.bus.publish(run.session_key, {"type": "status", "running": True, "run_id": run.run_id})
     with as_work_of(claimed.key, claimed.memory_mode):  # every task and thread of the turn
         ending = await _run_claimed(deps, run, claimed)
     endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
@@ -124,7 +125,17 @@ async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
 
 def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
              offer_tools: bool) -> Turn:
-    return Turn(**scope_fields(deps, run, session), provider=provider, offer_tools=offer_tools)
+    return Turn(**scope_fields(deps, run, session), provider=provider, offer_tools=offer_tools,
+                chosen_by=chosen_by(deps.models.chat_chain, session.model, provider.model_id))
+
+
+def chosen_by(chain: list[str], pinned: str | None, model_id: str) -> str:
+    """How the turn's model was chosen, in the words its footer says."""
+    if pinned == model_id:
+        return "this chat's own model"
+    if chain and chain[0] == model_id:
+        return "first in the chat chain"
+    return "the only model set up"
 
 
 def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, Any]:

@@ -6,15 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
+from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
+from hearth.errors import Refusal
 from hearth.sessions import chats
+from hearth.store import approvals as approval_store
+from hearth.store import runs as run_store
 from hearth.web.auth import require_token
+from hearth.web.events_api import MAX_SEQ, frames, sse, start_seq
+from hearth.web.turn_view import chat_state, frame_html, is_queued, page_items
 from hearth.web.ui import EngineDep, csrf_of, form_of, render
+
+WINDOW = 200  # events a page shows; older ones are a link away
+DECISIONS = ("allow_once", "allow_always", "deny")
 
 MODE_LINES = {
     "incognito": ("Incognito chat", "It reads your memory but keeps nothing in it, and it is "
@@ -27,13 +38,46 @@ pages = APIRouter(dependencies=[Depends(require_token)])
 
 
 @pages.get("/chats/{key}")
-async def chat_page(request: Request, key: str, engine: EngineDep) -> Response:
-    window = await asyncio.to_thread(chats.read_chat, engine.db, key, limit=200, before=None)
+async def chat_page(request: Request, key: str, engine: EngineDep,
+                    before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None) -> Response:
+    window = await asyncio.to_thread(chats.read_chat, engine.db, key, limit=WINDOW,
+                                     before=before)
+    messages = [message_view(e) for e in window.events]
+    state = await asyncio.to_thread(chat_state, engine.db, key,
+                                    {m["run_id"] for m in messages if m["run_id"]})
     name, line = MODE_LINES.get(window.session.memory_mode, (None, None))
+    first = window.events[0].seq if window.events else None
     return render("chat.html", chat=window.session, csrf=csrf_of(request), mode_name=name,
-                  mode_line=line, messages=[message_view(e) for e in window.events],
-                  running=window.current_run is not None,
+                  mode_line=line, items=page_items(messages, state),
+                  last_seq=window.events[-1].seq if window.events else 0,
+                  earlier=first if first is not None and first > 1 else None,
+                  running=state.running if before is None else None,
                   message_id=uuid.uuid4().hex)  # a form sent twice is one message
+
+
+@pages.get("/chats/{key}/stream")
+async def chat_stream(
+    request: Request, key: str, engine: EngineDep,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """The page's live stream: the chat's frames, each drawn by the page's own templates."""
+    start = start_seq(engine, key, after, last_event_id)
+    subscription = engine.bus.subscribe(key)
+    return StreamingResponse(
+        _drawn(engine, key, csrf_of(request), frames(engine, key, start, subscription)),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _drawn(engine: Engine, key: str, csrf: str,
+                 source: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    async for frame in source:
+        queued = False
+        if frame["type"] == "message" and frame["message"]["kind"] == "user":
+            queued = await asyncio.to_thread(is_queued, engine.db, key, frame["run_id"])
+        yield sse(frame_html(frame, key=key, csrf=csrf, queued=queued))
 
 
 @pages.post("/chats/{key}/send")
@@ -45,4 +89,48 @@ async def send(request: Request, key: str, engine: EngineDep) -> Response:
                            dispatch=False)
     if not admitted.duplicate:
         engine.dispatch(key)
+    return _back(request, key, {"run_id": admitted.run_id, "duplicate": admitted.duplicate})
+
+
+@pages.post("/chats/{key}/stop")
+async def stop(request: Request, key: str, engine: EngineDep) -> Response:
+    stopped = engine.stop(key)
+    return _back(request, key, {"stopped": stopped})
+
+
+@pages.post("/chats/{key}/approvals/{approval_id}")
+async def answer(request: Request, key: str, approval_id: str, engine: EngineDep) -> Response:
+    """Allow once, Always or Deny, from the approval card."""
+    decision = (await form_of(request)).get("decision", "")
+    if decision not in DECISIONS:
+        raise Refusal("invalid_decision", 422,
+                      f"decision must be one of {', '.join(DECISIONS)}.")
+    with engine.db.read() as conn:
+        row = approval_store.get(conn, approval_id)
+    if row is None or row.session_key != key:
+        raise Refusal("approval_not_found", 404, "This chat has no such approval.")
+    decided = engine.desk.decide(approval_id, decision, None)
+    return _back(request, key, {"status": decided["status"]})
+
+
+@pages.post("/chats/{key}/retry/{run_id}")
+async def retry(request: Request, key: str, run_id: str, engine: EngineDep) -> Response:
+    """Retry from an ending's notice row. When the attempt began a step that may have changed
+    something, the answer is 409 with the steps and a confirm value (see engine.repeat_guard)."""
+    confirm = (await form_of(request)).get("confirm") or None
+    with engine.db.read() as conn:
+        run = run_store.get(conn, run_id)
+    if run is None or run.session_key != key:
+        raise Refusal("run_not_found", 404, "This chat has no such turn.")
+    admitted = engine.retry(run_id, confirm)
+    if not admitted.duplicate:
+        engine.dispatch(key)
+    return _back(request, key, {"run_id": admitted.run_id})
+
+
+def _back(request: Request, key: str, answer: dict[str, Any]) -> Response:
+    """A page's script asked (`X-Requested-With: fetch`): the answer as JSON. A plain form
+    post: back to the chat's page."""
+    if request.headers.get("x-requested-with") == "fetch":
+        return JSONResponse(answer)
     return RedirectResponse(f"/chats/{quote(key)}", status_code=303)

@@ -28,9 +28,17 @@ REPLAY_PAGE = 500
 MAX_SEQ = 2**62
 
 
-def _sse(frame: dict[str, Any]) -> str:
+def sse(frame: dict[str, Any]) -> str:
     head = f"id: {frame['seq']}\n" if frame.get("type") == "message" else ""
     return f"{head}data: {json.dumps(frame, separators=(',', ':'))}\n\n"
+
+
+def start_seq(engine: Engine, key: str, after: int | None, last_event_id: str | None) -> int:
+    """Where a stream starts: `after=`, else the browser's Last-Event-ID, else now."""
+    session = chats.get_chat(engine.db, key)
+    if after is None and last_event_id is not None and last_event_id.isdigit():
+        after = min(int(last_event_id), MAX_SEQ)
+    return session.last_seq if after is None else after
 
 
 @router.get("/api/sessions/{key}/events")
@@ -40,35 +48,39 @@ async def session_events(
     after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    session = chats.get_chat(engine.db, key)
-    if after is None and last_event_id is not None and last_event_id.isdigit():
-        after = min(int(last_event_id), MAX_SEQ)
-    start = session.last_seq if after is None else after
+    start = start_seq(engine, key, after, last_event_id)
     subscription = engine.bus.subscribe(key)
     return StreamingResponse(
-        _stream(engine, key, start, subscription),
+        _as_sse(frames(engine, key, start, subscription)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-async def _stream(engine: Engine, key: str, last: int, sub: Subscription) -> AsyncIterator[str]:
+async def _as_sse(source: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    async for frame in source:
+        yield sse(frame)
+
+
+async def frames(engine: Engine, key: str, last: int, sub: Subscription
+                 ) -> AsyncIterator[dict[str, Any]]:
+    """The chat's frames after seq `last`: the store's first (once each), then the bus's."""
     try:
         while True:
             page = queries.events_after(engine.db, key, last, REPLAY_PAGE)
             for event in page:
-                yield _sse(message_frame(event))
+                yield message_frame(event)
                 last = event.seq
             if len(page) < REPLAY_PAGE:
                 break
         status = queries.current_run(engine.db, key)
-        yield _sse({"type": "status", "running": status is not None, "run_id": status})
+        yield {"type": "status", "running": status is not None, "run_id": status}
         skip_below: dict[str, int] = {}
         streaming = engine.bus.streaming(key)
         if streaming is not None:
             run_id, text = streaming
             skip_below[run_id] = len(text)
-            yield _sse({"type": "delta", "run_id": run_id, "offset": 0, "text": text})
+            yield {"type": "delta", "run_id": run_id, "offset": 0, "text": text}
         async for frame in _live(sub):
             if frame["type"] == "message":
                 if frame["seq"] <= last:
@@ -76,7 +88,7 @@ async def _stream(engine: Engine, key: str, last: int, sub: Subscription) -> Asy
                 last = frame["seq"]
             elif frame["type"] == "delta" and frame["offset"] < skip_below.get(frame["run_id"], 0):
                 continue
-            yield _sse(frame)
+            yield frame
     finally:
         engine.bus.unsubscribe(sub)
 

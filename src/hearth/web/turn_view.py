@@ -1,0 +1,129 @@
+"""What a chat page draws for each persisted event, one shape for a reload and for a live frame.
+
+A reload builds the page's items from the chat's events (`page_items`); the live stream renders
+each frame with the same macros (`web/templates/_items.html`) through `frame_html`. A tool call
+is a card keyed by its run and call id; its result and a pending approval are drawn inside that
+card, on a reload from the rows and live by the frame naming the card (`target`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from hearth.store import approvals
+from hearth.store import runs as run_store
+from hearth.store import sessions as session_store
+from hearth.store.db import Database
+from hearth.web.ui import templates
+
+Item = dict[str, Any]
+# how the ending a notice row says can be tried again (Retry); a stale message is not shown
+RETRYABLE_OUTCOMES = ("error", "stopped", "abandoned")
+
+
+def card_id(run_id: str | None, call_id: str | None) -> str:
+    return f"card-{run_id or 'none'}-{call_id or 'none'}"
+
+
+def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
+    """One event (as `engine.views.message_view` shows it) as the page draws it."""
+    content, meta = message.get("content") or {}, message.get("meta") or {}
+    item: Item = {"kind": message["kind"], "seq": message["index"], "run_id": message["run_id"],
+                  "text": message["text"]}
+    if item["kind"] == "user":
+        item["queued"] = queued
+    elif item["kind"] == "assistant":
+        item.update(partial=bool(meta.get("partial")), telemetry=meta.get("turn_telemetry"),
+                    fed=meta.get("context_fed"))
+    elif item["kind"] in ("tool_call", "tool_result"):
+        item.update(call_id=content.get("call_id"), name=content.get("name"),
+                    card=card_id(message["run_id"], content.get("call_id")))
+        if item["kind"] == "tool_call":
+            item.update(arguments=_pretty(content.get("arguments")), result=None, approval=None)
+        else:
+            item.update(output=str(content.get("output", "")), is_error=bool(
+                content.get("is_error")), receipt=meta.get("receipt"))
+    elif item["kind"] == "notice":
+        item.update(ending=meta.get("ending"), outcome=meta.get("outcome"))
+        item["retry"] = bool(item["ending"] and item["outcome"] in RETRYABLE_OUTCOMES
+                             and message["run_id"])
+    return item
+
+
+def _pretty(arguments: Any) -> str:
+    return json.dumps(arguments, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass
+class ChatState:
+    """What a page needs besides the events: queued runs, pending approvals, the running run."""
+
+    running: str | None = None
+    queued: set[str] = field(default_factory=set)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # card id -> approval
+
+
+def chat_state(db: Database, key: str, run_ids: set[str]) -> ChatState:
+    with db.read() as conn:
+        session = session_store.get(conn, key)
+        running = session.writer_run_id if session is not None else None
+        queued = {run.run_id for run in (run_store.get(conn, r) for r in run_ids)
+                  if run is not None and run.status == "admitted" and running is not None}
+        pending = {card_id(a.run_id, a.call_id): approval_item(a)
+                   for a in approvals.pending(conn) if a.session_key == key}
+    return ChatState(running=running, queued=queued, pending=pending)
+
+
+def approval_item(row: approvals.ApprovalRow) -> dict[str, Any]:
+    return {"id": row.id, "tool": row.tool, "target": row.target, "effect": row.effect,
+            "status": row.status, "card": card_id(row.run_id, row.call_id)}
+
+
+def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
+    """The page's items in order; results and approvals are folded into their call's card."""
+    cards: dict[str, Item] = {}
+    items: list[Item] = []
+    for message in messages:
+        item = item_of(message, queued=message["run_id"] in state.queued)
+        if item["kind"] == "tool_call":
+            item["approval"] = state.pending.get(item["card"])
+            cards[item["card"]] = item
+        elif item["kind"] == "tool_result" and item["card"] in cards:
+            cards[item["card"]]["result"] = item
+            continue
+        items.append(item)
+    return items
+
+
+def is_queued(db: Database, key: str, run_id: str | None) -> bool:
+    """A message waits behind another turn: its run is admitted and another holds the chat."""
+    if run_id is None:
+        return False
+    return run_id in chat_state(db, key, {run_id}).queued
+
+
+def _macro(name: str, *args: Any) -> str:
+    return str(getattr(templates.get_template("_items.html").module, name)(*args))
+
+
+def frame_html(frame: dict[str, Any], *, key: str, csrf: str, queued: bool) -> dict[str, Any]:
+    """A live frame with the markup a reload would draw for it (`html`, and `target`: the card
+    it belongs in)."""
+    if frame["type"] == "message":
+        item = item_of(frame["message"], queued=queued)
+        if item["kind"] == "tool_result":
+            return {**frame, "target": item["card"], "html": _macro("result", item),
+                    "orphan_html": _macro("item", item, key, csrf)}
+        return {**frame, "html": _macro("item", item, key, csrf)}
+    if frame["type"] == "approval":
+        row = frame["approval"]
+        card = card_id(row["run_id"], row["call_id"])
+        pending = row["status"] == "pending"
+        approval = {"id": row["id"], "tool": row["tool"], "target": row["target"],
+                    "effect": row["effect"], "status": row["status"], "card": card}
+        return {**frame, "target": card,
+                "html": _macro("approval", approval, key, csrf) if pending else ""}
+    return frame
+
