@@ -172,7 +172,8 @@ def test_hostile_tool_output_is_inert_live(
     key = api.new_chat()
     hostile = ('<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
                '<a href="javascript:window.__pwned=3">x</a>')
-    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "h.html", "content": hostile})]),
+    write = Call("write_file", {"path": "h.html", "content": hostile})
+    model_server.push(Reply(tool_calls=[write]),
                       Reply(tool_calls=[Call("read_file", {"path": "h.html"})]),
                       Reply(text=f"[click](javascript:window.__pwned=4) {hostile}"))
     _open_chat(page, gateway, key)
