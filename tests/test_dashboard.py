@@ -15,6 +15,7 @@ from hearth.home import Home
 from hearth.web import signin
 from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.pages import sign_in, token_of
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:x()">l</a>'
 
@@ -26,15 +27,6 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield test_client
 
 
-def _token(client: TestClient) -> str:
-    return str(client.app.state.token)  # type: ignore[attr-defined]
-
-
-def _sign_in(client: TestClient) -> str:
-    answer = client.post("/login", data={"token": _token(client)})
-    assert answer.status_code == 303 and answer.headers["location"] == "/"
-    cookie = client.cookies[signin.COOKIE]
-    return signin.csrf_for(_token(client), cookie)
 
 
 def test_a_page_asks_to_sign_in_and_the_api_still_answers_401(client: TestClient) -> None:
@@ -51,7 +43,7 @@ def test_signing_in_sets_an_httponly_strict_cookie_only_for_the_right_token(
     wrong = client.post("/login", data={"token": "not-it"})
     assert wrong.status_code == 401 and "not this gateway" in wrong.text
     assert signin.COOKIE not in client.cookies
-    right = client.post("/login", data={"token": _token(client)})
+    right = client.post("/login", data={"token": token_of(client)})
     set_cookie = right.headers["set-cookie"].lower()
     assert "httponly" in set_cookie and "samesite=strict" in set_cookie
     assert client.get("/").status_code == 200
@@ -67,7 +59,7 @@ def test_a_cookie_from_another_token_or_forged_is_refused() -> None:
 
 
 def test_every_change_a_cookie_makes_needs_the_csrf_token(client: TestClient) -> None:
-    csrf = _sign_in(client)
+    csrf = sign_in(client)
     refused = client.post("/chats/new", data={"memory_mode": "persistent"})
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "csrf_failed"
     api_refused = client.post("/api/sessions", json={})
@@ -80,6 +72,9 @@ def test_every_change_a_cookie_makes_needs_the_csrf_token(client: TestClient) ->
                              headers={"X-CSRF-Token": csrf, "Origin": "https://evil.example"})
     assert other_site.status_code == 403
     assert other_site.json()["error"]["code"] == "forbidden_origin"
+    opaque = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf},
+                         headers={"Origin": "null"})  # a sandboxed or privacy-stripped page
+    assert opaque.status_code == 403
 
 
 def test_every_response_carries_the_security_headers(client: TestClient) -> None:
@@ -91,7 +86,7 @@ def test_every_response_carries_the_security_headers(client: TestClient) -> None
 
 
 def test_the_list_shows_kept_chats_only_and_a_chat_says_its_mode(client: TestClient) -> None:
-    csrf = _sign_in(client)
+    csrf = sign_in(client)
     kept = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
     hidden = client.post("/chats/new", data={"memory_mode": "incognito", "csrf": csrf})
     kept_key = kept.headers["location"].rsplit("/", 1)[1]
@@ -106,7 +101,7 @@ def test_the_list_shows_kept_chats_only_and_a_chat_says_its_mode(client: TestCli
 
 
 def test_hostile_text_is_rendered_inert(client: TestClient) -> None:
-    csrf = _sign_in(client)
+    csrf = sign_in(client)
     headers = {"X-CSRF-Token": csrf}
     key = client.post("/api/sessions", json={}, headers=headers).json()["key"]
     assert client.patch(f"/api/sessions/{key}", json={"title": HOSTILE},
@@ -120,14 +115,14 @@ def test_hostile_text_is_rendered_inert(client: TestClient) -> None:
 
 
 def test_signing_out_ends_the_cookie(client: TestClient) -> None:
-    csrf = _sign_in(client)
+    csrf = sign_in(client)
     out = client.post("/logout", data={"csrf": csrf})
     assert out.status_code == 303 and out.headers["location"] == "/login"
     assert client.get("/").status_code == 303
 
 
 def test_the_composer_sends_once_however_often_the_form_is_posted(client: TestClient) -> None:
-    csrf = _sign_in(client)
+    csrf = sign_in(client)
     made = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
     page = client.get(made.headers["location"]).text
     assert 'src="/static/composer.js"' in page and 'name="client_message_id"' in page
@@ -162,7 +157,7 @@ def test_the_answer_is_markdown_rendered_inert(tmp_path: Path,
     model_server.push(Reply(text=HOSTILE_MARKDOWN))
     with TestClient(create_app(Home(tmp_path / "home"), config),
                     follow_redirects=False) as client:
-        csrf = _sign_in(client)
+        csrf = sign_in(client)
         headers = {"X-CSRF-Token": csrf}
         key = client.post("/api/sessions", json={}, headers=headers).json()["key"]
         run = client.post(f"/api/sessions/{key}/messages", json={"text": "go"},

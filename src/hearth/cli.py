@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from hearth import settings
 from hearth.config import Config, ConfigError, load_config
 from hearth.home import Home
 
@@ -111,7 +112,8 @@ def tools_explain(
     from hearth.tools.jobs import JOB_TOOL_NAMES
     from hearth.tools.registry import builtin_tools
 
-    _home, config = _load()
+    home, config = _load()
+    config = settings.apply(config, home.root)  # agents saved on the dashboard's Settings page
     names = [*(t.name for t in builtin_tools()), *MEMORY_TOOL_NAMES, *JOB_TOOL_NAMES]
     for verdict in policy.explain(names, config, agent):
         mark = "+" if verdict.allowed else "-"

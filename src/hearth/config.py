@@ -81,6 +81,7 @@ class LimitsConfig(_Section):
 
 class AgentConfig(_Section):
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    user_name: str | None = Field(None, min_length=1, max_length=80)  # the owner, told the model
 
 
 class ToolPolicyConfig(_Section):

@@ -9,7 +9,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway

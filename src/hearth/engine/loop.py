@@ -16,7 +16,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from hearth.engine import endings, record
+from hearth.engine import endings, record, usage
 from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
 from hearth.engine.toolbatch import run_batch
@@ -127,6 +127,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
         raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
+    usage.count_call(turn, done.usage)
     return Answer(turn.streamed, done)
 
 

@@ -162,7 +162,7 @@ async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,
         await run_batch(turn, tuple(waiting))
     fed = await asyncio.to_thread(deps.memory.context_for, _message_of(deps, turn.run))
     turn.context_fed = fed.sentence
-    system_prompt = deps.config.agent.system_prompt
+    system_prompt = _system_prompt(deps.config, turn.agent)
     if fed.block:
         system_prompt = f"{system_prompt}\n\n{fed.block}"
     messages = context.build(
@@ -173,6 +173,14 @@ async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,
         max_output_tokens=model_config.max_output_tokens if model_config else 8192,
     )
     return await loop.drive(turn, messages)
+
+
+def _system_prompt(config: Config, agent: str | None) -> str:
+    """The chat's agent's prompt (else the default one), and the owner's name when set."""
+    own = config.agents.get(agent) if agent else None
+    prompt = (own.system_prompt if own else None) or config.agent.system_prompt
+    name = config.agent.user_name
+    return f"{prompt}\n\nThe owner's name is {name}." if name else prompt
 
 
 def _message_of(deps: TurnDeps, run: RunRow) -> str:

@@ -64,6 +64,9 @@ def session_view(row: SessionRow) -> dict[str, Any]:
         "last_seq": row.last_seq,
         "archived": row.archived,
         "trust": row.trust,
+        "folder": row.folder,
+        "tags": list(row.tags),
+        "pinned": row.pinned,
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
     }

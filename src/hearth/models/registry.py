@@ -2,7 +2,9 @@
 
 With no `[[models]]`, an `OPENAI_API_KEY`, an `ANTHROPIC_API_KEY`, or an Ollama server answering
 on 127.0.0.1:11434 (in that order) become the chat chain. With none, `for_chat` answers None
-and the turn ends saying how to add a model (`NO_MODEL_SENTENCE`).
+and the turn ends saying how to add a model (`NO_MODEL_SENTENCE`). The dashboard's Settings page
+adds, replaces and removes models and picks the chat chain while the gateway runs (`put`,
+`remove`, `set_chat_chain`); the next turn uses them.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from hearth.models.types import Provider
 OLLAMA_URL = "http://127.0.0.1:11434"
 
 NO_MODEL_SENTENCE = (
-    "No model is set up, so this message could not be answered. Add one: set OPENAI_API_KEY "
-    "or ANTHROPIC_API_KEY in the gateway's environment, start Ollama on 127.0.0.1:11434, or add "
-    "a [[models]] entry to config.toml in the Hearth home folder; then restart the gateway and "
-    "send the message again."
+    "No model is set up, so this message could not be answered. Add one on the dashboard's "
+    "Settings page (it works at once), or set OPENAI_API_KEY or ANTHROPIC_API_KEY in the "
+    "gateway's environment, start Ollama on 127.0.0.1:11434, or add a [[models]] entry to "
+    "config.toml in the Hearth home folder and restart the gateway; then send the message again."
 )
 
 
@@ -96,7 +98,7 @@ def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
 
 
 class ModelRegistry:
-    """The models this gateway can call, built once at start."""
+    """The models this gateway can call: built at start, changed by the Settings page."""
 
     def __init__(
         self,
@@ -110,7 +112,9 @@ class ModelRegistry:
         self._environ = os.environ if environ is None else environ
         self._lock = threading.Lock()  # providers are built in worker threads (SDK imports)
         self._providers: dict[str, Provider] = {}
-        self.chat_chain = chat_chain or [m.id for m in models]
+        self._chain_given = bool(chat_chain)  # else the chain is every model, in order
+        self._fallback_ids: set[str] = set()  # found at start; an added model replaces them
+        self.chat_chain = list(chat_chain) or [m.id for m in models]
         self.background_chain = list(background_chain or [])
 
     @classmethod
@@ -121,7 +125,41 @@ class ModelRegistry:
         if config.models:
             return cls(config.models, config.chains.chat, environ,
                        background_chain=config.chains.background)
-        return cls(fallback_models(environ), [], environ)
+        registry = cls(fallback_models(environ), [], environ)
+        registry._fallback_ids = set(registry.ids())
+        return registry
+
+    def put(self, model: ModelConfig) -> None:
+        """Add a model, or replace the one with its id. The fall-backs found at start give way
+        to it (as they do at the next start); a chain not picked is every model, in order."""
+        with self._lock:
+            configs = {k: v for k, v in self._configs.items() if k not in self._fallback_ids}
+            for dropped in self._fallback_ids | {model.id}:
+                self._providers.pop(dropped, None)
+            configs[model.id] = model
+            self._fallback_ids = set()
+            self._configs = configs
+            if not self._chain_given:
+                self.chat_chain = list(configs)
+
+    def remove(self, model_id: str) -> None:
+        """Forget a model; the chains stop naming it."""
+        with self._lock:
+            self._configs = {k: v for k, v in self._configs.items() if k != model_id}
+            self._providers.pop(model_id, None)
+            chain = [m for m in self.chat_chain if m != model_id]
+            self._chain_given = self._chain_given and bool(chain)
+            self.chat_chain = chain if self._chain_given else list(self._configs)
+            self.background_chain = [m for m in self.background_chain if m != model_id]
+
+    def set_chat_chain(self, chain: list[str]) -> None:
+        """Pick the chat chain (ids of known models, in order); empty: every model, in order."""
+        with self._lock:
+            unknown = [m for m in chain if m not in self._configs]
+            if unknown:
+                raise ValueError(f"not a model this gateway knows: {', '.join(unknown)}")
+            self._chain_given = bool(chain)
+            self.chat_chain = list(chain) if chain else list(self._configs)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
         return self._configs.get(model_id)
@@ -131,28 +169,25 @@ class ModelRegistry:
 
     def for_chat(self, pinned: str | None = None) -> Provider | None:
         """The provider a chat's turn runs on: its pinned model, else the chat chain's head."""
-        model_id = pinned if pinned in self._configs else None
-        if model_id is None and self.chat_chain:
-            model_id = self.chat_chain[0]
-        if model_id is None:
-            return None
         with self._lock:
-            if model_id not in self._providers:
-                self._providers[model_id] = build_provider(self._configs[model_id],
-                                                           self._environ)
-            return self._providers[model_id]
+            model_id = pinned if pinned in self._configs else None
+            if model_id is None and self.chat_chain:
+                model_id = self.chat_chain[0]
+            return self._provider(model_id)
 
     def for_background(self) -> Provider | None:
         """The provider background chores (after-turn learning) run on: the background chain's
         head; None when no background chain is configured, and then they do not run."""
-        if not self.background_chain or self.background_chain[0] not in self._configs:
-            return None
-        model_id = self.background_chain[0]
         with self._lock:
-            if model_id not in self._providers:
-                self._providers[model_id] = build_provider(self._configs[model_id],
-                                                           self._environ)
-            return self._providers[model_id]
+            return self._provider(self.background_chain[0] if self.background_chain else None)
+
+    def _provider(self, model_id: str | None) -> Provider | None:
+        """The provider of a known model, built once (the caller holds the lock)."""
+        if model_id is None or model_id not in self._configs:
+            return None
+        if model_id not in self._providers:
+            self._providers[model_id] = build_provider(self._configs[model_id], self._environ)
+        return self._providers[model_id]
 
     def warm(self) -> None:
         """Build the chat chain's head now. Importing an SDK takes a second or more, so the

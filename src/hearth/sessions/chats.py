@@ -1,34 +1,47 @@
-"""Chats as the surfaces see them: open or create, list, read a window, rename.
+"""Chats as the surfaces see them: open or create, list, read a window, rename, file.
 
 A new chat is named by `naming`; a kept chat's name opens that chat, and asking it for another
 memory mode is refused (its mode is fixed when it is made). Incognito and Temporary chats are
-never listed.
+never listed, so they are never filed either: a folder, tags or a pin is refused for them.
+A listed chat may be in one folder, carry up to 20 tags (lower-cased) and be pinned; the list
+shows pinned chats first, and filters by folder and by tag.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
+import unicodedata
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
 from hearth.errors import Refusal
+from hearth.privacy.modes import mode_of, restricted
+from hearth.privacy.reach import RestrictedSession, why
 from hearth.sessions.naming import NAME_PATTERN, chat_number_of, next_chat_name
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
-from hearth.store.sessions import SessionRow
+from hearth.store.sessions import Position, SessionRow
 from hearth.store.transcript import EventRow
 
 MEMORY_MODES = ("persistent", "incognito", "temporary")
 TRUST = ("ask", "trusted")  # trusted: calls that may change something run without asking
 LISTED_MODES = ("persistent",)
 MODE_TITLES = {"incognito": "Incognito chat", "temporary": "Temporary chat"}
+LABEL_MAX = 60  # characters in a folder name or a tag
+MAX_TAGS = 20  # tags on one chat
+FILING = ("folder", "tags", "pinned")
+_LINE_CONTROLS = ("Cc", "Cs", "Zl", "Zp")  # control characters, stray surrogates, line breaks
+_DIRECTION_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                "\u2066\u2067\u2068\u2069")
 
 
 class ChatError(Refusal):
@@ -154,12 +167,23 @@ def read_chat(db: Database, key: str, *, limit: int, before: int | None) -> Chat
 
 
 def list_chats(
-    db: Database, *, limit: int, query: str | None, cursor: str | None
+    db: Database,
+    *,
+    limit: int,
+    query: str | None,
+    cursor: str | None,
+    folder: str | None = None,
+    tag: str | None = None,
 ) -> tuple[list[SessionRow], str | None]:
+    """A page of the listed chats, pinned first, then newest first; `folder` and `tag` keep
+    the chats in that folder / carrying that tag (a tag matches whatever its case)."""
     after = _decode_cursor(cursor) if cursor else None
+    folder = (folder or "").strip() or None
+    tag = (tag or "").strip().lower() or None
     with db.read() as conn:
         rows = session_store.list_page(
-            conn, modes=LISTED_MODES, limit=limit + 1, query=query, after=after
+            conn, modes=LISTED_MODES, limit=limit + 1, query=query, folder=folder, tag=tag,
+            after=after,
         )
     more = len(rows) > limit
     rows = rows[:limit]
@@ -167,30 +191,125 @@ def list_chats(
     return rows, next_cursor
 
 
-def update(db: Database, key: str, *, title: str | None = None,
-           trust: str | None = None) -> SessionRow:
-    """Rename a chat and/or change its trust setting."""
+def update(db: Database, key: str, *, title: str | None = None, trust: str | None = None,
+           filing: Mapping[str, object] | None = None) -> SessionRow:
+    """Rename a chat, change its trust setting and/or file it: `filing` holds the parts of
+    its filing to change (`folder`, None to take it out of its folder; `tags`, the whole
+    list; `pinned`). All of it is checked before anything changes."""
     values = {name: value for name, value in (("title", title), ("trust", trust))
               if value is not None}
+    filed = checked_filing(filing) if filing else {}
     with db.write() as conn:
-        if not session_store.update_fields(conn, key, **values):
+        row = session_store.get(conn, key)
+        if row is None:
             raise ChatError("session_not_found", 404, f"There is no chat named {key!r}.")
+        if filed:
+            _refuse_restricted(row)
+            session_store.set_filing(conn, key, **filed)
+        if values:
+            session_store.update_fields(conn, key, **values)
         row = session_store.get(conn, key)
     assert row is not None
     return row
 
 
+def _refuse_restricted(row: SessionRow) -> None:
+    """A chat that is never listed (Incognito, Temporary, a mode that cannot be read) is
+    never filed."""
+    mode = mode_of(row.memory_mode)
+    if restricted(mode):
+        raise RestrictedSession(
+            f"{why(mode)}; a chat that keeps nothing is never listed, so it cannot be put in "
+            "a folder, tagged or pinned.")
+
+
+@dataclass(frozen=True)
+class FilingIndex:
+    """The folders and tags the listed chats use, each with how many chats: by name."""
+
+    folders: list[tuple[str, int]]
+    tags: list[tuple[str, int]]
+
+
+def filing_index(db: Database) -> FilingIndex:
+    with db.read() as conn:
+        folders, tags = session_store.filing_counts(conn, modes=LISTED_MODES)
+    return FilingIndex(
+        folders=sorted(folders.items(), key=lambda item: (item[0].casefold(), item[0])),
+        tags=sorted(tags.items()),
+    )
+
+
+def checked_filing(changes: Mapping[str, object]) -> dict[str, object]:
+    """The column values for a change of filing, each checked (422 with a sentence)."""
+    checked: dict[str, object] = {}
+    for name, value in changes.items():
+        if name == "folder":
+            checked["folder"] = None if value is None else checked_label(value, "folder name")
+        elif name == "tags":
+            checked["tags"] = checked_tags(value)
+        elif name == "pinned":
+            if not isinstance(value, bool):
+                raise ChatError("invalid_pinned", 422, "pinned must be true or false.")
+            checked["pinned"] = value
+        else:
+            raise ChatError("invalid_request", 422,
+                            f"A chat is filed by {', '.join(FILING)}; {name!r} is not one.")
+    return checked
+
+
+def checked_label(raw: object, what: str) -> str:
+    """A folder name or a tag: trimmed, 1 to 60 characters, no control characters."""
+    code = "invalid_tags" if what == "tag" else "invalid_folder"
+    if not isinstance(raw, str):
+        raise ChatError(code, 422, f"A {what} must be text.")
+    label = raw.strip()
+    if not label or len(label) > LABEL_MAX:
+        raise ChatError(code, 422, f"A {what} is 1 to {LABEL_MAX} characters once the spaces "
+                                   f"around it are trimmed; this one has {len(label)}.")
+    if any(unicodedata.category(c) in _LINE_CONTROLS or c in _DIRECTION_CONTROLS
+           for c in label):
+        raise ChatError(code, 422, f"A {what} cannot hold control characters (a line break, "
+                                   "a tab, a text-direction mark).")
+    return label
+
+
+def checked_tags(raw: object) -> list[str]:
+    """A chat's tags: each a label, lower-cased, without a comma; duplicates dropped (first
+    kept); at most 20."""
+    if not isinstance(raw, list | tuple):
+        raise ChatError("invalid_tags", 422,
+                        "tags must be a list of text (send [] to remove them all).")
+    tags = list(dict.fromkeys(checked_label(tag, "tag").lower() for tag in raw))
+    if any("," in tag for tag in tags):
+        raise ChatError("invalid_tags", 422,
+                        "A tag cannot hold a comma (the dashboard separates tags with commas).")
+    if len(tags) > MAX_TAGS:
+        raise ChatError("invalid_tags", 422,
+                        f"A chat may carry at most {MAX_TAGS} tags; this asks for {len(tags)}.")
+    return tags
+
+
 def _encode_cursor(row: SessionRow) -> str:
-    raw = json.dumps([row.updated_at, row.key]).encode()
+    raw = json.dumps([row.pinned, row.updated_at, row.key]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[float, str]:
+def _decode_cursor(cursor: str) -> Position:
+    """The position a cursor names: `[pinned, updated_at, key]` (or `[updated_at, key]`,
+    handed out before chats could be pinned: an unpinned position)."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        stamp, key = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return float(stamp), str(key)
-    except (ValueError, TypeError) as exc:
+        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if isinstance(parts, list) and len(parts) == 2:
+            parts = [False, *parts]
+        pinned, stamp, key = parts
+        if (not isinstance(pinned, bool) or isinstance(stamp, bool)
+                or not isinstance(stamp, int | float) or not isinstance(key, str)
+                or not math.isfinite(stamp)):
+            raise ValueError("not a position")
+        return pinned, float(stamp), key
+    except (ValueError, TypeError, OverflowError) as exc:
         raise ChatError(
             "invalid_cursor", 422, "The cursor is not one this server handed out."
         ) from exc

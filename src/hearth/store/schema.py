@@ -203,3 +203,19 @@ jobs = Table(
     Index("ix_jobs_due", "enabled", "next_at"),
     sqlite_autoincrement=True,
 )
+
+# Usage: one row per UTC day ('YYYY-MM-DD') and model, adding up every model call's tokens.
+# `cost_usd` sums the calls made at a known price (NULL when none was); `unpriced_calls`
+# counts the calls of a model with no price. Totals only: no chat, no text, so every chat's
+# calls are counted, Incognito and Temporary ones included.
+usage_daily = Table(
+    "usage_daily",
+    metadata,
+    Column("day", Text, primary_key=True),
+    Column("model_id", String(200), primary_key=True),
+    Column("calls", Integer, nullable=False, server_default="0"),
+    Column("tokens_in", Integer, nullable=False, server_default="0"),
+    Column("tokens_out", Integer, nullable=False, server_default="0"),
+    Column("cost_usd", Float),
+    Column("unpriced_calls", Integer, nullable=False, server_default="0"),
+)

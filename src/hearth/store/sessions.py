@@ -1,11 +1,24 @@
-"""The sessions aggregate: one row per chat, its name, mode, title and writer claim."""
+"""The sessions aggregate: one row per chat, its name, mode, title, filing (folder, tags,
+pinned) and writer claim."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    cast,
+    false,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
 
 from hearth.store.db import now
 from hearth.store.schema import sessions
@@ -29,11 +42,17 @@ class SessionRow:
     updated_at: float
     archived: bool
     trust: str
+    folder: str | None = None
+    tags: tuple[str, ...] = ()
+    pinned: bool = False
 
     @classmethod
     def of(cls, row: Any) -> SessionRow:
         m = row._mapping
-        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+        values = {name: m[name] for name in cls.__dataclass_fields__}
+        values["tags"] = tuple(values["tags"] or ())
+        values["pinned"] = bool(values["pinned"])
+        return cls(**values)
 
 
 # Statements on the hot paths are built once: building one costs more than running it.
@@ -90,29 +109,78 @@ def insert(
     return row
 
 
+Position = tuple[bool, float, str]  # (pinned, updated_at, key): where a page of a list ends
+
+
 def list_page(
     conn: Connection,
     *,
     modes: tuple[str, ...],
     limit: int,
     query: str | None = None,
-    after: tuple[float, str] | None = None,
+    folder: str | None = None,
+    tag: str | None = None,
+    after: Position | None = None,
 ) -> list[SessionRow]:
-    """Newest first by (updated_at, key); `after` is the last row of the previous page."""
+    """Pinned first, then newest first: by (pinned, updated_at, key), all descending; `after`
+    is the position of the last row of the previous page."""
     stmt = select(sessions).where(sessions.c.memory_mode.in_(modes))
     if query:
         pattern = f"%{query.replace('%', '').replace('_', '')}%"
         stmt = stmt.where(or_(sessions.c.title.ilike(pattern), sessions.c.key.ilike(pattern)))
+    if folder is not None:
+        stmt = stmt.where(sessions.c.folder == folder)
+    if tag is not None:
+        stmt = stmt.where(_has_tag(conn, tag))
     if after is not None:
-        stamp, key = after
-        stmt = stmt.where(
-            or_(
-                sessions.c.updated_at < stamp,
-                and_(sessions.c.updated_at == stamp, sessions.c.key < key),
-            )
-        )
-    stmt = stmt.order_by(sessions.c.updated_at.desc(), sessions.c.key.desc()).limit(limit)
+        stmt = stmt.where(_after(after))
+    stmt = stmt.order_by(
+        sessions.c.pinned.desc(), sessions.c.updated_at.desc(), sessions.c.key.desc()
+    ).limit(limit)
     return [SessionRow.of(row) for row in conn.execute(stmt)]
+
+
+def _after(position: Position) -> ColumnElement[bool]:
+    """Rows that sort after `position` in (pinned, updated_at, key) descending order."""
+    pinned, stamp, key = position
+    later_in_group = or_(
+        sessions.c.updated_at < stamp,
+        and_(sessions.c.updated_at == stamp, sessions.c.key < key),
+    )
+    same_group = and_(sessions.c.pinned == pinned, later_in_group)
+    if pinned:
+        return or_(sessions.c.pinned == false(), same_group)
+    return same_group
+
+
+def _has_tag(conn: Connection, tag: str) -> ColumnElement[bool]:
+    """The chat's tags list holds `tag` (JSON, so the test is the dialect's own)."""
+    if conn.dialect.name == "sqlite":
+        each = func.json_each(sessions.c.tags).table_valued("value")
+        return select(each.c.value).where(each.c.value == tag).exists()
+    return cast(sessions.c.tags, JSONB).contains([tag])
+
+
+def filing_counts(
+    conn: Connection, *, modes: tuple[str, ...]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """How many chats in `modes` are in each folder and carry each tag."""
+    folders: dict[str, int] = {}
+    tags: dict[str, int] = {}
+    stmt = select(sessions.c.folder, sessions.c.tags).where(sessions.c.memory_mode.in_(modes))
+    for folder, chat_tags in conn.execute(stmt):
+        if folder is not None:
+            folders[folder] = folders.get(folder, 0) + 1
+        for tag in set(chat_tags or ()):
+            tags[tag] = tags.get(tag, 0) + 1
+    return folders, tags
+
+
+def set_filing(conn: Connection, key: str, **values: Any) -> bool:
+    """File a chat (folder, tags, pinned). Its place by recency (`updated_at`) stays: filing a
+    chat is not activity in it. False when there is no such chat."""
+    result = conn.execute(update(sessions).where(sessions.c.key == key).values(**values))
+    return result.rowcount == 1
 
 
 def update_fields(conn: Connection, key: str, **values: Any) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from hearth import __version__
+from hearth import __version__, settings
 from hearth.config import Config
 from hearth.engine.runtime import Engine
 from hearth.home import Home
@@ -28,8 +28,12 @@ from hearth.web import (
     events_api,
     jobs_api,
     memory_api,
+    memory_page,
     runs_api,
     sessions_api,
+    settings_page,
+    usage_api,
+    usage_page,
 )
 from hearth.web.auth import require_token
 from hearth.web.headers import SecurityHeaders
@@ -41,6 +45,7 @@ log = logging.getLogger(__name__)
 def build_engine(home: Home, config: Config) -> Engine:
     """Open the store (migrated), find the models, and compose the engine."""
     home.ensure()
+    config = settings.apply(config, home.root)  # what the dashboard's Settings page kept
     db = Database(home.database_url(), synchronous=config.store.synchronous)
     db.upgrade()
     models = ModelRegistry.from_config(config)
@@ -69,12 +74,14 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                   redoc_url=None, openapi_url=None)
     app.state.engine = engine
     app.state.token = home.token()
+    app.state.home = home  # where the Settings page keeps settings.json
     errors.install(app)
     app.add_middleware(BodyLimit)
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
     app.include_router(dashboard.public)
-    for page in (dashboard, chat_page):  # each dashboard page module's signed-in routes
+    # each dashboard page module's signed-in routes
+    for page in (dashboard, chat_page, memory_page, usage_page, settings_page):
         app.include_router(page.pages)
 
     @app.get("/healthz")
@@ -83,7 +90,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                 "models": engine.deps.models.ids()}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
-    for module in (sessions_api, runs_api, events_api, approvals_api, memory_api, jobs_api):
+    for module in (sessions_api, runs_api, events_api, approvals_api, memory_api, jobs_api,
+                   usage_api):
         protected.include_router(module.router)
     app.include_router(protected)
     return app

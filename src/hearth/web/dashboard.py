@@ -1,13 +1,15 @@
 """The dashboard's front door and chat list: sign in and out, the list of kept chats (with
-search), and the buttons that make a new chat in each memory mode. Every state change is a
-form post carrying the page's CSRF token (see `web.auth`)."""
+search, folders and tags to filter by, pinned chats on top), the forms that pin a chat and file
+it in a folder and under tags, and the buttons that make a new chat in each memory mode. Every
+state change is a form post carrying the page's CSRF token (see `web.auth`)."""
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+from collections.abc import Mapping
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
@@ -22,6 +24,8 @@ __all__ = ["STATIC", "pages", "public"]
 
 public = APIRouter()  # the sign-in page: the one page anyone may ask for
 pages = APIRouter(dependencies=[Depends(require_token)])
+VIEW = ("q", "folder", "tag")  # what a list view is: a search, a folder, a tag
+PINNED = {"1": True, "0": False}
 
 
 @public.get("/login")
@@ -53,11 +57,63 @@ async def logout() -> Response:
 
 @pages.get("/")
 async def chat_list(request: Request, engine: EngineDep,
-                    q: Annotated[str | None, Query(max_length=200)] = None) -> Response:
-    rows, _ = await asyncio.to_thread(chats.list_chats, engine.db, limit=100, query=q or None,
-                                      cursor=None)
-    return render("chats.html", chats=rows, query=q, csrf=csrf_of(request),
+                    q: Annotated[str | None, Query(max_length=200)] = None,
+                    folder: Annotated[str | None, Query(max_length=200)] = None,
+                    tag: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+    return await _list_page(request, engine, {"q": q, "folder": folder, "tag": tag})
+
+
+async def _list_page(request: Request, engine: EngineDep, view: Mapping[str, str | None],
+                     error: str | None = None, status: int = 200) -> Response:
+    """The chat list for a view (search, folder, tag), with the folders and tags in use."""
+    q = (view.get("q") or "").strip() or None
+    folder = (view.get("folder") or "").strip() or None
+    tag = (view.get("tag") or "").strip().lower() or None
+    rows, _ = await asyncio.to_thread(chats.list_chats, engine.db, limit=100, query=q,
+                                      cursor=None, folder=folder, tag=tag)
+    index = await asyncio.to_thread(chats.filing_index, engine.db)
+    here = urlencode({k: v for k, v in (("q", q), ("folder", folder), ("tag", tag)) if v})
+    return render("chats.html", status=status, chats=rows, query=q, folder=folder, tag=tag,
+                  filing=index, here=here, error=error, csrf=csrf_of(request),
                   has_model=bool(engine.deps.models.ids()))
+
+
+@pages.post("/chats/{key}/organize")
+async def organize(request: Request, key: str, engine: EngineDep) -> Response:
+    """A chat row's forms: pin or unpin, or set the folder and tags; back to the list's view.
+    A value that cannot be used shows the list again with the sentence saying why."""
+    form = await _blank_keeping_form(request)
+    view = {name: values[0] for name, values in
+            parse_qs(form.get("back", ""), keep_blank_values=True).items() if name in VIEW}
+    try:
+        await asyncio.to_thread(chats.update, engine.db, key, filing=_filing_of(form))
+    except Refusal as refused:
+        return await _list_page(request, engine, view, refused.sentence, refused.status)
+    back = urlencode({name: value for name, value in view.items() if value})
+    return RedirectResponse(f"/?{back}" if back else "/", status_code=303)
+
+
+async def _blank_keeping_form(request: Request) -> dict[str, str]:
+    """The posted form, keeping empty fields (an empty folder takes the chat out of it)."""
+    raw = (await request.body()).decode("utf-8", "replace")
+    return {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
+
+
+def _filing_of(form: dict[str, str]) -> dict[str, object]:
+    """What of a chat's filing the form changes: folder (empty: none), tags (separated by
+    commas), pinned ("1" or "0"); the values are checked by `chats`."""
+    changes: dict[str, object] = {}
+    if "folder" in form:
+        changes["folder"] = form["folder"].strip() or None
+    if "tags" in form:
+        changes["tags"] = [tag for tag in (part.strip() for part in form["tags"].split(","))
+                           if tag]
+    if "pinned" in form:
+        changes["pinned"] = PINNED.get(form["pinned"], form["pinned"])
+    if not changes:
+        raise chats.ChatError("invalid_request", 422,
+                              "Nothing to change: send a folder, tags or whether it is pinned.")
+    return changes
 
 
 @pages.post("/chats/new")

@@ -1,6 +1,7 @@
 """Security headers on every response: a Content-Security-Policy that lets a page load only
-the gateway's own scripts and styles (no inline script), no framing, no sniffing, no
-referrer. A pure ASGI middleware, so streamed responses (SSE) pass through untouched."""
+the gateway's own scripts and styles (no inline script), no framing, no sniffing, and a
+referrer only to the gateway itself (so its own forms carry their Origin). A pure ASGI
+middleware, so streamed responses (SSE) pass through untouched."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make a form post say Origin: null
     (b"x-frame-options", b"DENY"),
 ]
 

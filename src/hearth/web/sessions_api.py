@@ -1,4 +1,5 @@
-"""Routes for chats: create/open, list, read a window, rename, delete, send a message."""
+"""Routes for chats: create/open, list (filtered by folder or tag), read a window, rename and
+file (folder, tags, pinned), delete, send a message."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
 from hearth.engine.runtime import Engine
@@ -35,6 +36,14 @@ class PatchSession(BaseModel):
     title: str | None = Field(None, min_length=1, max_length=200, pattern=r"\S")
     trust: Literal["ask", "trusted"] | None = None
     memory_mode: Literal["persistent", "incognito", "temporary"] | None = None  # never changes
+    folder: StrictStr | None = None  # null takes the chat out of its folder
+    tags: list[StrictStr] | None = None  # the whole list; [] removes them all
+    pinned: StrictBool | None = None
+
+    def filing(self) -> dict[str, object]:
+        """The parts of the chat's filing this request changes (checked by `chats`)."""
+        return {name: getattr(self, name) for name in chats.FILING
+                if name in self.model_fields_set}
 
 
 class SendMessage(BaseModel):
@@ -62,8 +71,11 @@ async def list_sessions(
     q: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=500)] = None,
+    folder: Annotated[str | None, Query(max_length=200)] = None,
+    tag: Annotated[str | None, Query(max_length=200)] = None,
 ) -> dict[str, Any]:
-    rows, next_cursor = chats.list_chats(engine.db, limit=limit, query=q, cursor=cursor)
+    rows, next_cursor = chats.list_chats(engine.db, limit=limit, query=q, cursor=cursor,
+                                         folder=folder, tag=tag)
     return {"sessions": [session_view(r) for r in rows], "next_cursor": next_cursor}
 
 
@@ -86,14 +98,17 @@ async def get_session(
 
 @router.patch("/api/sessions/{key}")
 async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict[str, Any]:
+    filing = body.filing()
+    changes = body.title is not None or body.trust is not None or bool(filing)
     if body.memory_mode is not None:
         _same_mode(engine, key, body.memory_mode)
-        if body.title is None and body.trust is None:
+        if not changes:
             return session_view(chats.get_chat(engine.db, key))  # nothing to change
-    if body.title is None and body.trust is None:
-        raise Refusal("invalid_request", 422, "Send a title or a trust setting to change.")
+    if not changes:
+        raise Refusal("invalid_request", 422,
+                      "Send a title, a trust setting, a folder, tags or pinned to change.")
     row = chats.update(engine.db, key, title=body.title.strip() if body.title else None,
-                       trust=body.trust)
+                       trust=body.trust, filing=filing)
     return session_view(row)
 
 

@@ -1,0 +1,145 @@
+"""The dashboard's settings: `$HEARTH_HOME/settings.json`, beside the user's `config.toml`.
+
+Owns that file: its shape (validated with `config`'s models), reading it, writing it whole
+(0600: a temporary file, then `os.replace`) and laying it over the loaded `Config`. Models
+added in the dashboard come after config.toml's (config.toml's wins an id both name), a picked
+chat chain replaces `chains.chat`, agents edited here win over config.toml's of the same name,
+and the owner's name becomes `agent.user_name`. config.toml is the user's file: never written.
+API keys given in the dashboard live only in this file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hearth.config import Config, ModelConfig, NamedAgentConfig
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "settings.json"
+AGENT_NAME = r"^[A-Za-z0-9_-]{1,40}$"
+USER_NAME_MAX = 80
+
+_writing = threading.Lock()  # one read-change-write of the file at a time in this process
+
+
+class SettingsError(Exception):
+    """settings.json cannot be read or used; the message says why (never a key)."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[ModelConfig] = Field(default_factory=list)
+    chat_chain: list[str] | None = None  # None: config.toml's; []: every model, in order
+    agents: dict[str, NamedAgentConfig] = Field(default_factory=dict)
+    user_name: str | None = Field(None, min_length=1, max_length=USER_NAME_MAX)
+
+    @model_validator(mode="after")
+    def _ids_once(self) -> Settings:
+        ids = [m.id for m in self.models]
+        if len(ids) != len(set(ids)):
+            raise ValueError("a model id is used twice")
+        return self
+
+
+def path_in(root: Path) -> Path:
+    return root / FILE_NAME
+
+
+def describe(error: ValidationError) -> str:
+    """Where and what, never the value given (it may be a key)."""
+    parts = []
+    for item in error.errors(include_input=False, include_url=False):
+        where = ".".join(str(p) for p in item["loc"]) or "the file"
+        parts.append(f"{where}: {item['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts[:5])
+
+
+def load(path: Path) -> Settings:
+    """The settings kept in `path` (none yet: empty), or SettingsError saying why not."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path} cannot be read ({type(exc).__name__}); fix or remove "
+                            "it, then reload.") from exc
+    try:
+        return Settings.model_validate_json(raw)
+    except ValidationError as exc:
+        raise SettingsError(f"{path} is not valid ({describe(exc)}); fix or remove it, "
+                            "then reload.") from exc
+
+
+def save(path: Path, settings: Settings) -> None:
+    """Write the file whole, readable by its owner only: a reader never sees half of it."""
+    text = settings.model_dump_json(indent=2, exclude_none=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def update(path: Path, change: Callable[[Settings], Settings]) -> Settings:
+    """Read, change, validate and write the file as one step; `change` may raise to refuse."""
+    with _writing:
+        changed = change(load(path))
+        try:
+            changed = Settings.model_validate(changed.model_dump())
+        except ValidationError as exc:
+            raise SettingsError(f"These settings cannot be kept: {describe(exc)}.") from exc
+        save(path, changed)
+        return changed
+
+
+def overlay(config: Config, kept: Settings) -> tuple[Config, list[str]]:
+    """`config` with the kept settings laid over it, and a sentence for each one left out."""
+    raw = config.model_dump()
+    known = [m.id for m in config.models]
+    notes: list[str] = []
+    for model in kept.models:
+        if model.id in known:
+            notes.append(f"The model {model.id!r} added in the dashboard is also in "
+                         "config.toml; config.toml's is used.")
+            continue
+        raw["models"].append(model.model_dump())
+        known.append(model.id)
+    if kept.chat_chain is not None:
+        raw["chains"]["chat"] = [m for m in kept.chat_chain if m in known]
+        notes += [f"The chat chain names {m!r}, which is no model now; it is skipped."
+                  for m in kept.chat_chain if m not in known]
+    raw["agents"].update({name: agent.model_dump() for name, agent in kept.agents.items()})
+    if kept.user_name:
+        raw["agent"]["user_name"] = kept.user_name
+    try:
+        return Config.model_validate(raw), notes
+    except ValidationError as exc:
+        raise SettingsError(f"The dashboard's settings do not fit config.toml: "
+                            f"{describe(exc)}.") from exc
+
+
+def apply(config: Config, root: Path) -> Config:
+    """`config` with `<root>/settings.json` laid over it. A file that cannot be used is left
+    as it is (the Settings page says why) and the gateway starts on config.toml alone."""
+    try:
+        merged, notes = overlay(config, load(path_in(root)))
+    except SettingsError as error:
+        log.error("%s The gateway starts without the dashboard's settings.", error)
+        return config
+    for note in notes:
+        log.warning(note)
+    return merged

@@ -1,0 +1,145 @@
+"""The Settings page's forms read into settings: a model, the chat chain, an agent, your name.
+
+Each reader takes the posted form and answers the validated value, or raises `Invalid` with a
+sentence the page shows. A sentence never repeats an API key that was given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+
+from hearth import settings
+from hearth.config import ModelConfig, NamedAgentConfig, ToolPolicyConfig
+
+KINDS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic", "ollama": "Ollama"}
+OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
+OLLAMA_KEY = "ollama"  # Ollama takes any key
+PROFILES = ("minimal", "coding", "full")
+MODEL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+AGENT_NAME = re.compile(settings.AGENT_NAME)
+PROMPT_MAX = 20_000
+
+
+class Invalid(Exception):
+    """A form the page cannot take; `sentence` says what to change."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+def model_of(form: dict[str, str]) -> ModelConfig:
+    """The model the add-a-model form describes."""
+    kind = form.get("kind", "")
+    if kind not in KINDS:
+        raise Invalid("Pick the model's provider: OpenAI-compatible, Anthropic or Ollama.")
+    model_id = form.get("id", "").strip()
+    if not MODEL_ID.fullmatch(model_id):
+        raise Invalid("A model's id is 1 to 64 letters, digits, '.', '_', ':' or '-' "
+                      "(for example local or gpt-4o).")
+    name = form.get("model", "").strip()
+    if not 1 <= len(name) <= 200 or not name.isprintable():
+        raise Invalid("Give the model's name as its provider knows it (for example "
+                      "gpt-4o-mini or llama3.1), in at most 200 characters.")
+    base_url = _base_url(form.get("base_url", "").strip()) or (
+        OLLAMA_BASE_URL if kind == "ollama" else None)
+    key, key_env = _key(form, kind)
+    try:
+        return ModelConfig(
+            id=model_id, provider="anthropic" if kind == "anthropic" else "openai",
+            base_url=base_url, api_key=key, api_key_env=key_env, model=name,
+            price_in_per_mtok=_price(form.get("price_in", ""), "input"),
+            price_out_per_mtok=_price(form.get("price_out", ""), "output"),
+        )
+    except ValidationError as exc:
+        raise Invalid(f"That model cannot be used: {settings.describe(exc)}.") from exc
+
+
+def _base_url(raw: str) -> str | None:
+    if not raw:
+        return None
+    sentence = ("The base URL must be an http:// or https:// address, for example "
+                f"{OLLAMA_BASE_URL}.")
+    if len(raw) > 500 or any(ch.isspace() for ch in raw):
+        raise Invalid(sentence)
+    try:
+        parts = urlsplit(raw)
+        _ = parts.port  # a port out of range raises here
+    except ValueError as exc:
+        raise Invalid(sentence) from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Invalid(sentence)
+    return raw.rstrip("/")
+
+
+def _key(form: dict[str, str], kind: str) -> tuple[str | None, str | None]:
+    """(the key given, or the name of the variable holding it)."""
+    key = form.get("api_key", "").strip()
+    env = form.get("api_key_env", "").strip().removeprefix("$")
+    if key and env:
+        raise Invalid("Give the API key or the name of the variable that holds it, not both.")
+    if key and (len(key) > 500 or not key.isprintable() or " " in key):
+        raise Invalid("An API key is one line of at most 500 characters, without spaces.")
+    if env and not ENV_NAME.fullmatch(env):
+        raise Invalid("The key's variable name is letters, digits and '_' (for example "
+                      "OPENAI_API_KEY).")
+    if kind == "ollama" and not key and not env:
+        key = OLLAMA_KEY
+    return key or None, env or None
+
+
+def _price(raw: str, which: str) -> float | None:
+    raw = raw.strip().removeprefix("$")
+    if not raw:
+        return None
+    try:
+        price = float(raw)
+    except ValueError:
+        price = -1.0
+    if not 0 <= price <= 10_000:
+        raise Invalid(f"The {which} price is US dollars per million tokens, a number from 0 "
+                      "to 10000, or empty when you do not know it.")
+    return price
+
+
+def chain_of(form: dict[str, str], known: Iterable[str], slots: int) -> list[str]:
+    """The chat chain picked, in order, each model once; empty: every model, in order."""
+    known = set(known)
+    chain: list[str] = []
+    for slot in range(1, slots + 1):
+        picked = form.get(f"chain_{slot}", "").strip()
+        if picked and picked not in known:
+            raise Invalid(f"{picked!r} is not a model set up here; pick one from the list.")
+        if picked and picked not in chain:
+            chain.append(picked)
+    return chain
+
+
+def agent_of(form: dict[str, str], existing: NamedAgentConfig | None
+             ) -> tuple[str, NamedAgentConfig]:
+    """The named agent the agent form describes (allow and deny lists kept as they were)."""
+    name = form.get("name", "").strip()
+    if not AGENT_NAME.fullmatch(name):
+        raise Invalid("An agent's name is 1 to 40 letters, digits, '_' or '-'.")
+    prompt = form.get("system_prompt", "").strip().replace("\r\n", "\n")
+    if len(prompt) > PROMPT_MAX:
+        raise Invalid(f"A system prompt is at most {PROMPT_MAX:,} characters.")
+    profile = form.get("profile", "")
+    if profile not in (*PROFILES, ""):
+        raise Invalid("Pick the agent's tools: minimal, coding, full, or the gateway's.")
+    kept = existing.tools if existing else ToolPolicyConfig()
+    tools = kept.model_copy(update={"profile": profile or None})
+    return name, NamedAgentConfig(system_prompt=prompt or None, tools=tools)
+
+
+def user_name_of(form: dict[str, str]) -> str | None:
+    """Your name as the agent is told it; empty: not told."""
+    name = " ".join(form.get("user_name", "").split())
+    if len(name) > settings.USER_NAME_MAX or not name.isprintable():
+        raise Invalid(f"Your name is one line of at most {settings.USER_NAME_MAX} characters.")
+    return name or None

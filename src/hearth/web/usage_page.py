@@ -1,0 +1,136 @@
+"""The dashboard's Usage page: model calls, tokens and cost over the last days (UTC), as a
+bar chart of tokens per day (inline SVG drawn by the template from the geometry computed
+here: no script, no inline style) and as tables per model and per day with the same numbers.
+A model with no price shows "unpriced", never "$0"."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
+
+from hearth.store import usage as usage_store
+from hearth.store.db import Database, now
+from hearth.store.usage import Total
+from hearth.web.auth import require_token
+from hearth.web.ui import EngineDep, csrf_of, render
+
+pages = APIRouter(dependencies=[Depends(require_token)])
+
+CHART_WIDTH = 640
+CHART_TOP = 16  # room for the scale's label
+CHART_BASE = 196  # the baseline: bars grow up from here
+CHART_HEIGHT = 220  # the day labels sit under the baseline
+BAR_SHARE = 0.7  # of each day's slot; the rest is the gap between bars
+
+
+@dataclass(frozen=True)
+class Bar:
+    day: str
+    x: float
+    width: float
+    in_y: float
+    in_height: float
+    out_y: float
+    out_height: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    width: int
+    height: int
+    base: int
+    top: int
+    bars: list[Bar]
+    peak: str  # the tallest day's tokens, said at the top of the scale
+    label: str  # what the chart shows, for a screen reader
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a table, its numbers formatted."""
+
+    name: str
+    calls: str
+    tokens_in: str
+    tokens_out: str
+    cost: str
+
+
+def span_of(days: int, today: date) -> list[str]:
+    """The last `days` days up to today, oldest first, as 'YYYY-MM-DD'."""
+    return [(today - timedelta(days=back)).isoformat() for back in range(days - 1, -1, -1)]
+
+
+def money(cost: float) -> str:
+    if cost == 0:
+        return "$0.00"
+    if cost >= 0.01:
+        return f"${cost:,.2f}"
+    small = f"{cost:.6f}".rstrip("0")
+    return f"${small}" if small != "0." else "< $0.000001"
+
+
+def cost_text(total: Total) -> str:
+    """The cost of a total, saying "unpriced" for calls made at no known price."""
+    if total.cost_usd is None:
+        return "unpriced"
+    if total.unpriced_calls:
+        plural = "s" if total.unpriced_calls != 1 else ""
+        return f"{money(total.cost_usd)} + {total.unpriced_calls} unpriced call{plural}"
+    return money(total.cost_usd)
+
+
+def row_of(total: Total) -> Row:
+    return Row(total.key, f"{total.calls:,}", f"{total.tokens_in:,}", f"{total.tokens_out:,}",
+               cost_text(total))
+
+
+def sum_of(totals: list[Total], name: str) -> Total:
+    costs = [t.cost_usd for t in totals if t.cost_usd is not None]
+    return Total(name, sum(t.calls for t in totals), sum(t.tokens_in for t in totals),
+                 sum(t.tokens_out for t in totals), sum(costs) if costs else None,
+                 sum(t.unpriced_calls for t in totals))
+
+
+def chart_of(span: list[str], days: list[Total]) -> Chart:
+    """Stacked bars (tokens in below, out above) for every day of the span, to one scale."""
+    found = {t.key: t for t in days if span[0] <= t.key <= span[-1]}
+    peak = max((t.tokens_in + t.tokens_out for t in found.values()), default=0)
+    scale = (CHART_BASE - CHART_TOP) / peak if peak else 0.0
+    slot = CHART_WIDTH / len(span)
+    bars = []
+    for index, day in enumerate(span):
+        total = found.get(day, Total(day, 0, 0, 0, None, 0))
+        in_height = round(total.tokens_in * scale, 2)
+        out_height = round(total.tokens_out * scale, 2)
+        bars.append(Bar(day, round(index * slot + slot * (1 - BAR_SHARE) / 2, 2),
+                        round(slot * BAR_SHARE, 2), round(CHART_BASE - in_height, 2),
+                        in_height, round(CHART_BASE - in_height - out_height, 2), out_height,
+                        f"{day}: {total.tokens_in:,} tokens in, {total.tokens_out:,} out"))
+    sums = sum_of(list(found.values()), "all")
+    label = (f"Tokens per day from {span[0]} to {span[-1]} (UTC): {sums.tokens_in:,} in and "
+             f"{sums.tokens_out:,} out in all; the busiest day had {peak:,}.")
+    return Chart(CHART_WIDTH, CHART_HEIGHT, CHART_BASE, CHART_TOP, bars, f"{peak:,}", label)
+
+
+def read_totals(db: Database, since_day: str) -> tuple[list[Total], list[Total]]:
+    with db.read() as conn:
+        return usage_store.by_day(conn, since_day), usage_store.by_model(conn, since_day)
+
+
+@pages.get("/usage")
+async def usage_page(request: Request, engine: EngineDep,
+                     days: Annotated[int, Query(ge=1, le=366)] = 30) -> Response:
+    span = span_of(days, date.fromisoformat(usage_store.day_of(now())))
+    by_day, by_model = await asyncio.to_thread(read_totals, engine.db, span[0])
+    return render("usage.html", csrf=csrf_of(request), page="/usage", days=days,
+                  chart=chart_of(span, by_day) if by_day else None,
+                  models=[row_of(t) for t in by_model],
+                  model_total=row_of(sum_of(by_model, "All models")),
+                  day_rows=[row_of(t) for t in reversed(by_day)])

@@ -1,0 +1,19 @@
+"""Signing a Starlette TestClient in to the dashboard, as a browser would: the cookie, and the
+CSRF token the page would carry (shared by the in-process dashboard tests)."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from hearth.web import signin
+
+
+def token_of(client: TestClient) -> str:
+    return str(client.app.state.token)  # type: ignore[attr-defined]
+
+
+def sign_in(client: TestClient) -> str:
+    """Sign in with the gateway's token; returns the page's CSRF token."""
+    answer = client.post("/login", data={"token": token_of(client)})
+    assert answer.status_code == 303 and answer.headers["location"] == "/"
+    return signin.csrf_for(token_of(client), client.cookies[signin.COOKIE])

@@ -1,0 +1,237 @@
+"""The Usage page and the usage totals behind it: every model call of a turn is added to its
+UTC day's row for the model (at the model's price, or counted unpriced), Incognito and
+Temporary chats included without any chat or text in the row; the page draws tokens per day
+as inline SVG and tables per model and per day with the same numbers. In-process, real turns
+against the scripted model server."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select, text
+
+from hearth.config import Config
+from hearth.home import Home
+from hearth.store import usage as usage_store
+from hearth.store.db import Database, now
+from hearth.store.schema import usage_daily
+from hearth.web import signin
+from hearth.web.app import create_app
+from tests.fakes.model_server import Reply, ScriptedModelServer
+
+DAY = 86_400
+
+
+def _config(server: ScriptedModelServer) -> Config:
+    """Two models on the scripted server: `priced` (the chat chain's) and `plain` (no price)."""
+    base = {"provider": "openai", "base_url": server.openai_base_url, "api_key": "sk-test"}
+    return Config.model_validate({
+        "models": [
+            {**base, "id": "priced", "model": "m-priced", "price_in_per_mtok": 2.0,
+             "price_out_per_mtok": 10.0},
+            {**base, "id": "plain", "model": "m-plain"},
+        ],
+        "chains": {"chat": ["priced"]},
+    })
+
+
+@pytest.fixture
+def client(tmp_path: Path, model_server: ScriptedModelServer) -> Iterator[TestClient]:
+    app = create_app(Home(tmp_path / "home"), _config(model_server))
+    with TestClient(app, follow_redirects=False) as test_client:
+        token = str(test_client.app.state.token)  # type: ignore[attr-defined]
+        assert test_client.post("/login", data={"token": token}).status_code == 303
+        csrf = signin.csrf_for(token, test_client.cookies[signin.COOKIE])
+        test_client.headers["X-CSRF-Token"] = csrf
+        yield test_client
+
+
+def _db(client: TestClient) -> Database:
+    return client.app.state.engine.db  # type: ignore[attr-defined]
+
+
+def _turn(client: TestClient, key: str, words: str) -> dict[str, Any]:
+    run = client.post(f"/api/sessions/{key}/messages", json={"text": words})
+    assert run.status_code == 202, run.text
+    ended: dict[str, Any] = client.get(f"/api/runs/{run.json()['run_id']}/wait",
+                                       params={"timeout": 20}).json()
+    return ended
+
+
+def _chat(client: TestClient, **body: Any) -> str:
+    made = client.post("/api/sessions", json=body)
+    assert made.status_code == 201, made.text
+    return str(made.json()["key"])
+
+
+def _rows(client: TestClient) -> list[dict[str, Any]]:
+    with _db(client).read() as conn:
+        return [dict(r._mapping) for r in conn.execute(select(usage_daily))]
+
+
+def _model_row(page: str, model_id: str) -> list[str]:
+    """The cells of the By model table's row for `model_id`."""
+    table = page.split("<caption>By model</caption>", 1)[1].split("</table>", 1)[0]
+    row = re.search(rf'<th scope="row">{re.escape(model_id)}</th>(.*?)</tr>', table, re.S)
+    assert row is not None, f"no row for {model_id}"
+    return [re.sub(r"<[^>]+>", "", c).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+
+
+def test_a_priced_models_turns_add_up_in_the_store_and_on_the_page(
+        client: TestClient, model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="first answer", usage=(1000, 500)),
+                      Reply(text="second answer", usage=(200, 100)))
+    key = _chat(client)
+    assert _turn(client, key, "one")["status"] == "complete"
+    assert _turn(client, key, "two")["status"] == "complete"
+    with _db(client).read() as conn:
+        [total] = usage_store.by_model(conn, usage_store.day_of(now()))
+    assert (total.key, total.calls, total.tokens_in, total.tokens_out) == ("priced", 2, 1200, 600)
+    assert total.cost_usd == pytest.approx((1200 * 2.0 + 600 * 10.0) / 1_000_000)
+    assert total.unpriced_calls == 0
+    page = client.get("/usage")
+    assert page.status_code == 200 and 'href="/usage" aria-current="page"' in page.text
+    assert _model_row(page.text, "priced") == ["2", "1,200", "600", "$0.0084"]
+    assert "unpriced" not in page.text.split("<caption>By model</caption>", 1)[1]
+
+
+def test_a_model_without_prices_shows_unpriced_never_free(
+        client: TestClient, model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
+    key = _chat(client, model="plain")
+    assert _turn(client, key, "hello")["status"] == "complete"
+    [row] = _rows(client)
+    assert row["model_id"] == "plain" and row["cost_usd"] is None
+    assert (row["calls"], row["tokens_in"], row["tokens_out"], row["unpriced_calls"]) == (
+        1, 40, 7, 1)
+    page = client.get("/usage").text
+    assert _model_row(page, "plain") == ["1", "40", "7", "unpriced"]
+    assert "$0" not in page
+
+
+def test_two_models_on_two_days_both_appear_and_older_days_do_not(
+        client: TestClient, model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="today", usage=(300, 30)))
+    assert _turn(client, _chat(client), "hi")["status"] == "complete"
+    yesterday = now() - DAY
+    with _db(client).write() as conn:
+        usage_store.record(conn, model_id="plain", tokens_in=50, tokens_out=5,
+                           price_in_per_mtok=None, price_out_per_mtok=None, now=yesterday)
+        usage_store.record(conn, model_id="ancient", tokens_in=9, tokens_out=9,
+                           price_in_per_mtok=1.0, price_out_per_mtok=1.0, now=now() - 40 * DAY)
+    page = client.get("/usage").text
+    assert _model_row(page, "priced")[:3] == ["1", "300", "30"]
+    assert _model_row(page, "plain") == ["1", "50", "5", "unpriced"]
+    assert "ancient" not in page
+    today_day, yesterday_day = usage_store.day_of(now()), usage_store.day_of(yesterday)
+    days = page.split("<caption>By day", 1)[1]
+    assert days.index(today_day) < days.index(yesterday_day)  # newest first
+    # the chart: one bar slot per day of the last 30, each saying its numbers
+    assert page.count('<g class="day">') == 30
+    assert f"<title>{yesterday_day}: 50 tokens in, 5 out</title>" in page
+    assert f"<title>{today_day}: 300 tokens in, 30 out</title>" in page
+    # all models together: 1 priced call + 1 unpriced
+    assert "$0.0009 + 1 unpriced call" in page
+    assert "ancient" in client.get("/usage", params={"days": 60}).text
+
+
+def test_an_incognito_or_temporary_turn_is_counted_with_no_chat_or_text(
+        client: TestClient, model_server: ScriptedModelServer) -> None:
+    for mode in ("incognito", "temporary"):
+        model_server.push(Reply(text=f"secret reply {mode}", usage=(11, 3)))
+        key = _chat(client, memory_mode=mode)
+        assert _turn(client, key, f"my secret {mode} passphrase")["status"] == "complete"
+        [row] = _rows(client)
+        values = " ".join(str(v) for v in row.values())
+        assert key not in values and "secret" not in values and "passphrase" not in values
+        assert set(row) == {"day", "model_id", "calls", "tokens_in", "tokens_out", "cost_usd",
+                            "unpriced_calls"}
+    assert (row["calls"], row["tokens_in"], row["tokens_out"]) == (2, 22, 6)
+
+
+def test_a_failed_usage_write_never_ends_the_turn(
+        client: TestClient, model_server: ScriptedModelServer,
+        caplog: pytest.LogCaptureFixture) -> None:
+    with _db(client).write() as conn:
+        conn.execute(text("DROP TABLE usage_daily"))
+    model_server.push(Reply(text="still answered", usage=(5, 5)))
+    ended = _turn(client, _chat(client), "the private words")
+    assert ended["status"] == "complete"
+    logged = [r.getMessage() for r in caplog.records if r.name == "hearth.engine.usage"]
+    assert logged and "not counted" in logged[0]
+    assert "private words" not in " ".join(logged) and "still answered" not in " ".join(logged)
+
+
+def test_the_chart_is_inline_svg_with_a_name_and_no_inline_style(
+        client: TestClient, model_server: ScriptedModelServer) -> None:
+    empty = client.get("/usage").text
+    assert "No model calls in the last 30 days" in empty and "<svg" not in empty
+    model_server.push(Reply(text="x", usage=(100, 50)))
+    assert _turn(client, _chat(client), "hi")["status"] == "complete"
+    page = client.get("/usage", params={"days": 7}).text
+    svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]
+    assert 'role="img"' in svg and 'aria-label="Tokens per day from ' in svg
+    assert "<title>Tokens per day from " in svg and "150 tokens" in svg
+    assert svg.count('<g class="day">') == 7
+    assert 'class="bar-in"' in svg and 'class="bar-out"' in svg
+    assert "style=" not in page and "<script" not in page
+
+
+@pytest.mark.parametrize("days", ["0", "367", "-1", "abc"])
+def test_a_bad_span_is_the_error_envelope(client: TestClient, days: str) -> None:
+    answer = client.get("/usage", params={"days": days})
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_request"
+
+
+def test_the_page_needs_sign_in(tmp_path: Path) -> None:
+    with TestClient(create_app(Home(tmp_path / "other"), Config()),
+                    follow_redirects=False) as anonymous:
+        answer = anonymous.get("/usage")
+    assert answer.status_code == 303 and answer.headers["location"] == "/login"
+
+
+def test_record_adds_up_a_day_and_keeps_priced_and_unpriced_apart(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'u.db'}")
+    db.upgrade()
+    noon = 1_764_936_000.0  # 2025-12-05 12:00 UTC
+    with db.write() as conn:
+        usage_store.record(conn, model_id="m", tokens_in=100, tokens_out=10,
+                           price_in_per_mtok=None, price_out_per_mtok=None, now=noon)
+        usage_store.record(conn, model_id="m", tokens_in=1_000_000, tokens_out=0,
+                           price_in_per_mtok=3.0, price_out_per_mtok=None, now=noon + 60)
+        [unpriced] = usage_store.by_day(conn, "2025-12-05")
+        usage_store.record(conn, model_id="m", tokens_in=1_000_000, tokens_out=500_000,
+                           price_in_per_mtok=3.0, price_out_per_mtok=4.0, now=noon + 120)
+        usage_store.record(conn, model_id="m", tokens_in=1, tokens_out=1,
+                           price_in_per_mtok=3.0, price_out_per_mtok=4.0, now=noon + DAY)
+        days = usage_store.by_day(conn, "2025-12-05")
+        later = usage_store.by_model(conn, "2025-12-06")
+    db.close()
+    assert unpriced.cost_usd is None and unpriced.unpriced_calls == 2  # one price is no price
+    assert [d.key for d in days] == ["2025-12-05", "2025-12-06"]
+    first = days[0]
+    assert (first.calls, first.tokens_in, first.tokens_out) == (3, 2_000_100, 500_010)
+    assert first.cost_usd == pytest.approx(5.0) and first.unpriced_calls == 2
+    assert [(t.key, t.calls) for t in later] == [("m", 1)]
+
+
+def test_the_usage_api_answers_the_pages_numbers_as_json(tmp_path: Path) -> None:
+    app = create_app(Home(tmp_path / "home"), Config())
+    with TestClient(app) as client:
+        with app.state.engine.db.write() as conn:
+            usage_store.record(conn, model_id="m1", tokens_in=1000, tokens_out=500,
+                               price_in_per_mtok=2.0, price_out_per_mtok=4.0, now=time.time())
+        headers = {"Authorization": f"Bearer {app.state.token}"}
+        body = client.get("/api/usage", headers=headers).json()
+        assert body["models"][0]["model_id"] == "m1" and body["models"][0]["tokens_in"] == 1000
+        assert body["models"][0]["cost_usd"] == pytest.approx(0.004)
+        assert len(body["days"]) == 1 and "day" in body["days"][0]
+        assert client.get("/api/usage", params={"days": 0}, headers=headers).status_code == 422
+        assert client.get("/api/usage").status_code == 401
