@@ -154,6 +154,43 @@ def test_an_approval_card_is_answered_from_the_page(
     assert again.status_code == 409 and again.json()["error"]["code"] == "already_decided"
 
 
+def test_always_from_the_card_grants_the_tool_or_only_the_scope_it_names(
+        setup: tuple[Api, Page], model_server: ScriptedModelServer) -> None:
+    api, page = setup
+    key = api.new_chat(trust="ask")
+    write = Call("write_file", {"path": "notes/a.txt", "content": "x"})
+    model_server.push(Reply(tool_calls=[write]), Reply(text="Done."))
+    run = api.send(key, "write it")
+    frame = _first_approval(page, key)
+    assert 'name="prefix"' in frame["html"] and 'value="notes/a.txt"' in frame["html"]
+    path = f"/chats/{key}/approvals/{frame['approval']['id']}"
+    empty = page.post(path, decision="allow_always", scoped="on", prefix=" ")
+    assert empty.status_code == 422 and empty.json()["error"]["code"] == "invalid_prefix"
+    scoped = page.post(path, decision="allow_always", scoped="on", prefix="notes/")
+    assert scoped.json() == {"status": "allowed", "prefix": "notes/"}
+    api.wait(run["run_id"])
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "notes/b.txt",
+                                                            "content": "y"})]),
+                      Reply(tool_calls=[Call("write_file", {"path": "elsewhere.txt",
+                                                            "content": "z"})]))
+    api.send(key, "two more")
+    asked = page.frames(key, 0, lambda f: f["type"] == "approval"
+                        and f["approval"]["status"] == "pending")[-1]
+    assert asked["approval"]["target"] == "elsewhere.txt"  # notes/b.txt needed no asking
+
+
+def test_always_is_refused_on_an_incognito_chats_card(
+        setup: tuple[Api, Page], model_server: ScriptedModelServer) -> None:
+    api, page = setup
+    key = api.new_chat(trust="ask", memory_mode="incognito")
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "a.txt", "content": "x"})]))
+    api.send(key, "write it")
+    approval_id = _first_approval(page, key)["approval"]["id"]
+    refused = page.post(f"/chats/{key}/approvals/{approval_id}", decision="allow_always")
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "restricted_session"
+    assert api.http.get("/api/approvals").json()["approvals"][0]["status"] == "pending"
+
+
 def test_an_approval_of_another_chat_is_not_answered_through_this_one(
         setup: tuple[Api, Page], model_server: ScriptedModelServer) -> None:
     api, page = setup

@@ -6,7 +6,8 @@ skips with the reason. Each test gets a fresh browser context (no cookies carrie
 its own gateway subprocess (`gateway` / `gateway_factory` from `tests/conftest.py`).
 
 Fixtures:
-- `browser` (session): the Chromium `Browser`.
+- `browser` (module): the Chromium `Browser`. Never session-scoped: while Playwright's sync
+  API runs, the main thread has a running asyncio loop, so `asyncio.run()` in later tests fails.
 - `page` (function): a `Page` in a fresh context, default timeouts `TIMEOUT_MS`.
 - `console_errors` (function): a live list of the page's console errors and uncaught script
   errors (a CSP violation is a console error), each `console: <text> [<url>]` or
@@ -45,8 +46,8 @@ def chromium_path() -> str | None:
         "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None)
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
+@pytest.fixture(scope="module")  # not longer: a running Playwright holds an asyncio loop in the
+def browser() -> Iterator[Browser]:  # main thread, and other tests' asyncio.run() would fail
     if sync_playwright is None:
         pytest.skip("the playwright package is not installed (pip install -e '.[dev]')")
     executable = chromium_path()

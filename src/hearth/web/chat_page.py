@@ -101,7 +101,8 @@ async def stop(request: Request, key: str, engine: EngineDep) -> Response:
 @pages.post("/chats/{key}/approvals/{approval_id}")
 async def answer(request: Request, key: str, approval_id: str, engine: EngineDep) -> Response:
     """Allow once, Always or Deny, from the approval card."""
-    decision = (await form_of(request)).get("decision", "")
+    form = await form_of(request)
+    decision = form.get("decision", "")
     if decision not in DECISIONS:
         raise Refusal("invalid_decision", 422,
                       f"decision must be one of {', '.join(DECISIONS)}.")
@@ -109,8 +110,9 @@ async def answer(request: Request, key: str, approval_id: str, engine: EngineDep
         row = approval_store.get(conn, approval_id)
     if row is None or row.session_key != key:
         raise Refusal("approval_not_found", 404, "This chat has no such approval.")
-    decided = engine.desk.decide(approval_id, decision, None)
-    return _back(request, key, {"status": decided["status"]})
+    prefix = _prefix(form) if decision == "allow_always" else None
+    decided = engine.desk.decide(approval_id, decision, prefix)
+    return _back(request, key, {"status": decided["status"], "prefix": decided["prefix"]})
 
 
 @pages.post("/chats/{key}/retry/{run_id}")
@@ -126,6 +128,17 @@ async def retry(request: Request, key: str, run_id: str, engine: EngineDep) -> R
     if not admitted.duplicate:
         engine.dispatch(key)
     return _back(request, key, {"run_id": admitted.run_id})
+
+
+def _prefix(form: dict[str, str]) -> str | None:
+    """Always's scope: the targets starting with this (a path or a command), or everything."""
+    if form.get("scoped") != "on":
+        return None
+    prefix = form.get("prefix", "").strip()
+    if not prefix or len(prefix) > 500:
+        raise Refusal("invalid_prefix", 422,
+                      "The scope of Always must be 1 to 500 characters: a path or a command.")
+    return prefix
 
 
 def _back(request: Request, key: str, answer: dict[str, Any]) -> Response:
