@@ -3,23 +3,31 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install lint bench clean
+.PHONY: run test install install-dev lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# `make run` installs the gateway alone; `make test` adds the tools the tests use.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(DEV_STAMP)
+
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 run: install
 	$(BIN)/hearth gateway
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src
 	$(BIN)/lint-imports
@@ -27,11 +35,12 @@ lint: install
 test: lint
 	$(BIN)/python -m pytest
 
-bench: install
+bench: install-dev
 	$(BIN)/python bench/admission.py
 	$(BIN)/python bench/append.py
 	$(BIN)/python bench/recall.py
 	$(BIN)/python bench/recovery.py
+	$(BIN)/python bench/first_run.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
