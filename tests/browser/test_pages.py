@@ -198,6 +198,7 @@ def test_enter_sends_the_message_once(gateway: Gateway, page: Page, signed_in: S
     signed_in(gateway)
     page.get_by_role("button", name="New chat", exact=True).click()
     expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)  # its scripts run
     key = chat_key(page, gateway)
     shot(page, "chat-page-empty")
 
@@ -221,6 +222,7 @@ def test_shift_enter_starts_a_new_line_and_does_not_send(
     signed_in(gateway)
     page.get_by_role("button", name="New chat", exact=True).click()
     expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)  # its scripts run
     key = chat_key(page, gateway)
     url = page.url
 
