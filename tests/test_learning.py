@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from hearth.config import ModelConfig
 from hearth.memory.learning import Learned, learn_after_turn
 from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider
 from hearth.privacy import stores
 from hearth.store.db import Database
-from hearth.store.schema import audit
+from hearth.store.schema import audit, usage_daily
 from tests.engine_harness import make_config
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
@@ -193,3 +194,17 @@ def test_no_background_chain_means_no_learning_provider(model_server: ScriptedMo
     assert registry.for_background() is None
     assert registry.for_chat() is not None
     assert ModelRegistry(config.models, config.chains.chat).for_background() is None
+
+
+def test_the_learning_call_is_counted_in_usage_at_the_models_price(setup: Setup) -> None:
+    priced = ModelConfig(id="fake", model="fake-model", price_in_per_mtok=1.0,
+                         price_out_per_mtok=2.0)
+    setup.server.push(Reply(text='{"items": []}', usage=(1000, 500)))
+    asyncio.run(learn_after_turn(
+        setup.memory, setup.provider, db=setup.db, session_key=CHAT,
+        recorded_mode="persistent", run_id="run-1", question=QUESTION, answer=ANSWER,
+        model=priced))
+    with setup.db.read() as conn:
+        (row,) = conn.execute(select(usage_daily)).all()
+    assert (row.model_id, row.calls, row.tokens_in, row.tokens_out) == ("fake", 1, 1000, 500)
+    assert row.cost_usd == pytest.approx(0.002)

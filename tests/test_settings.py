@@ -343,3 +343,17 @@ def test_the_registry_takes_a_model_and_a_chain_while_running() -> None:
     assert found.for_chat() is not None and found.for_chat().model_id == "more"
     found.remove("more")
     assert found.chat_chain == ["mine", "third"] and found.for_chat().model_id == "mine"
+
+
+def test_a_price_given_on_the_page_prices_the_next_turn_without_a_restart(
+        client: TestClient, model_server: ScriptedModelServer) -> None:
+    csrf = sign_in(client)
+    added = _add(client, csrf, base_url=model_server.openai_base_url, api_key=KEY,
+                 price_in="3", price_out="15")
+    assert added.status_code == 303
+    model_server.push(Reply(text="Priced.", usage=(1_000_000, 100_000)))
+    run, _ = _chat(client, csrf, "hello")
+    assert run["status"] == "complete", run
+    usage = client.get("/api/usage", headers={"X-CSRF-Token": csrf}).json()
+    (fake,) = usage["models"]
+    assert fake["model_id"] == "fake" and fake["cost_usd"] == pytest.approx(4.5)

@@ -164,7 +164,7 @@ def test_a_failed_usage_write_never_ends_the_turn(
     model_server.push(Reply(text="still answered", usage=(5, 5)))
     ended = _turn(client, _chat(client), "the private words")
     assert ended["status"] == "complete"
-    logged = [r.getMessage() for r in caplog.records if r.name == "hearth.engine.usage"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "hearth.models.pricing"]
     assert logged and "not counted" in logged[0]
     assert "private words" not in " ".join(logged) and "still answered" not in " ".join(logged)
 

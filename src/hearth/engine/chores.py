@@ -51,7 +51,7 @@ class Chores:
         learned = await learning.learn_after_turn(
             self._memory, provider, db=self._db, session_key=session.key,
             recorded_mode=session.memory_mode, run_id=run.run_id, question=question,
-            answer=answer)
+            answer=answer, model=self._models.config_of(provider.model_id))
         log.info("after-turn learning for %s: %d written, %d known%s", run.run_id,
                  learned.written, learned.known, " (the model failed)" if learned.failed else "")
 

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hearth.config import Config, LimitsConfig
+from hearth.config import Config, LimitsConfig, ModelConfig
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.events import Bus
 from hearth.models.types import Provider
@@ -69,6 +69,7 @@ class Turn(CallScope):
     resends: int = 0  # model calls sent again after the connection was lost
     context_fed: str | None = None  # what memory the context was given, or why none
     chosen_by: str = ""  # how the model was chosen (the footer says it)
+    model_config: ModelConfig | None = None  # its entry, as the registry has it now (prices)
 
     def once(self, retry: str) -> bool:
         """True the first time a retry of this kind is asked for in this turn."""

@@ -107,6 +107,7 @@ async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
     try:
         turn = _compose(deps, run, session, provider,
                         offer_tools=model_config.tools if model_config else True)
+        turn.model_config = model_config
         if turn.offer_tools and policy.may_use_mcp(deps.config, session.agent):
             await deps.prepare_tools()
         waiting: list[ToolCall] = []

@@ -15,11 +15,13 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hearth.config import ModelConfig
 from hearth.memory.service import Memory
-from hearth.models import guard
+from hearth.models import guard, pricing
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -28,6 +30,7 @@ from hearth.models.types import (
     ModelRequest,
     Provider,
     TextDelta,
+    Usage,
 )
 from hearth.privacy.modes import keeps_memory, mode_of
 from hearth.privacy.scope import as_work_of
@@ -90,6 +93,7 @@ async def learn_after_turn(
     run_id: str | None,
     question: str,
     answer: str,
+    model: ModelConfig | None = None,
 ) -> Learned:
     """Ask `provider` what the exchange taught and keep it, filed under `session_key`."""
     mode = mode_of(recorded_mode)
@@ -97,7 +101,8 @@ async def learn_after_turn(
         return Learned(why_none=f"This chat is {mode.value}: restricted chats never learn.")
     with as_work_of(session_key, recorded_mode):
         try:
-            said = await _ask(provider, question, answer)
+            said = await _ask(provider, question, answer, lambda used: pricing.count(
+                db, provider.model_id, model, used))
             proposals = parse_proposals(said)
         except ModelError as exc:
             return await _failed(db, provider, session_key, run_id,
@@ -122,7 +127,8 @@ def _capped(text: str) -> str:
     return text[:EXCHANGE_CHARS] + " [...cut]"
 
 
-async def _ask(provider: Provider, question: str, answer: str) -> str:
+async def _ask(provider: Provider, question: str, answer: str,
+               counted: Callable[[Usage], None]) -> str:
     request = ModelRequest(messages=prompt(question, answer), tools=[],
                            max_output_tokens=OUTPUT_TOKENS)
     pieces: list[str] = []
@@ -134,6 +140,7 @@ async def _ask(provider: Provider, question: str, answer: str) -> str:
             done = event
     if done is None:  # an adapter must raise AnswerCutOff itself; hold the rule here too
         raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
+    await asyncio.to_thread(counted, done.usage)
     if done.finish_reason == "length":
         raise WrongShape("the answer was cut off at the output cap")
     if done.tool_calls:
