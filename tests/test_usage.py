@@ -137,6 +137,12 @@ def test_two_models_on_two_days_both_appear_and_older_days_do_not(
     assert page.count('<g class="day">') == 30
     assert f"<title>{yesterday_day}: 50 tokens in, 5 out</title>" in page
     assert f"<title>{today_day}: 300 tokens in, 30 out</title>" in page
+    # the per-model chart: a bar each, to one scale, with its tokens and cost
+    models = page.split('<g class="model">')[1:]
+    assert len(models) == 2 and "330 tokens, $0.0009" in models[0]
+    assert "55 tokens, unpriced" in models[1]
+    widths = [float(m.split('width="', 1)[1].split('"', 1)[0]) for m in models]
+    assert widths[0] == pytest.approx(widths[1] * 6)
     # all models together: 1 priced call + 1 unpriced
     assert "$0.0009 + 1 unpriced call" in page
     assert "ancient" in client.get("/usage", params={"days": 60}).text

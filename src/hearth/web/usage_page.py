@@ -119,6 +119,41 @@ def chart_of(span: list[str], days: list[Total]) -> Chart:
     return Chart(CHART_WIDTH, CHART_HEIGHT, CHART_BASE, CHART_TOP, bars, f"{peak:,}", label)
 
 
+@dataclass(frozen=True)
+class ModelBar:
+    name: str
+    y: float
+    width: float
+    label: str  # tokens and cost, said beside the bar and to a screen reader
+
+
+@dataclass(frozen=True)
+class ModelChart:
+    width: int
+    height: int
+    bars: list[ModelBar]
+    label: str
+
+
+MODEL_ROW = 28  # each model's row in the per-model chart
+MODEL_NAME_WIDTH = 160  # the names sit left of the bars
+MODEL_LABEL_ROOM = 210  # the figures sit right of the longest bar
+
+
+def model_chart_of(models: list[Total]) -> ModelChart:
+    """One horizontal bar of tokens (in and out) per model, the busiest first, to one scale,
+    with its cost."""
+    models = sorted(models, key=lambda t: (-(t.tokens_in + t.tokens_out), t.key))
+    peak = max((t.tokens_in + t.tokens_out for t in models), default=0)
+    room = CHART_WIDTH - MODEL_NAME_WIDTH - MODEL_LABEL_ROOM
+    bars = [ModelBar(t.key, index * MODEL_ROW,
+                     round((t.tokens_in + t.tokens_out) * room / peak, 2) if peak else 0.0,
+                     f"{t.tokens_in + t.tokens_out:,} tokens, {cost_text(t)}")
+            for index, t in enumerate(models)]
+    label = "Tokens per model: " + "; ".join(f"{b.name}: {b.label}" for b in bars) + "."
+    return ModelChart(CHART_WIDTH, max(len(bars), 1) * MODEL_ROW, bars, label)
+
+
 def read_totals(db: Database, since_day: str) -> tuple[list[Total], list[Total]]:
     with db.read() as conn:
         return usage_store.by_day(conn, since_day), usage_store.by_model(conn, since_day)
@@ -131,6 +166,8 @@ async def usage_page(request: Request, engine: EngineDep,
     by_day, by_model = await asyncio.to_thread(read_totals, engine.db, span[0])
     return render("usage.html", csrf=csrf_of(request), page="/usage", days=days,
                   chart=chart_of(span, by_day) if by_day else None,
+                  model_chart=model_chart_of(by_model) if by_model else None,
+                  name_width=MODEL_NAME_WIDTH,
                   models=[row_of(t) for t in by_model],
                   model_total=row_of(sum_of(by_model, "All models")),
                   day_rows=[row_of(t) for t in reversed(by_day)])
