@@ -171,3 +171,22 @@ def test_the_answer_is_markdown_rendered_inert(tmp_path: Path,
         "[worse](javascript:", "")  # only as plain text, never as a link
     assert 'href="javascript' not in lowered and "<script>alert" not in page
     assert "<img" not in page and "onerror=" not in page.replace("onerror=&quot;", "")
+
+
+def test_an_untitled_chat_is_called_by_its_first_words(client: TestClient) -> None:
+    csrf = sign_in(client)
+    headers = {"X-CSRF-Token": csrf}
+    words = "Plan the <b>trip</b> to Lisbon next spring:\n a list of bakeries and museums to see"
+    untitled = client.post("/api/sessions", json={}, headers=headers).json()["key"]
+    titled = client.post("/api/sessions", json={}, headers=headers).json()["key"]
+    client.patch(f"/api/sessions/{titled}", json={"title": "Kept name"}, headers=headers)
+    for key in (untitled, titled):
+        sent = client.post(f"/api/sessions/{key}/messages", json={"text": words},
+                           headers=headers)
+        assert sent.status_code == 202
+    empty = client.post("/api/sessions", json={}, headers=headers).json()["key"]
+    shown = "Plan the &lt;b&gt;trip&lt;/b&gt; to Lisbon next spring: a list of baker…"
+    listing = client.get("/").text
+    assert shown in listing and "Kept name" in listing and empty in listing
+    assert f"<h1>{shown}</h1>" in client.get(f"/chats/{untitled}").text
+    assert "<h1>Kept name</h1>" in client.get(f"/chats/{titled}").text

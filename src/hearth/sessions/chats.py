@@ -149,6 +149,12 @@ def get_chat(db: Database, key: str) -> SessionRow:
     return row
 
 
+def openings(db: Database, keys: list[str]) -> dict[str, str]:
+    """The first message of each of these chats (what an untitled chat is shown by)."""
+    with db.read() as conn:
+        return transcript.openings(conn, keys)
+
+
 @dataclass(frozen=True)
 class ChatWindow:
     session: SessionRow

@@ -160,3 +160,15 @@ def at(conn: Connection, session_key: str, seq: int) -> EventRow | None:
     row = conn.execute(select(transcript_events).where(
         transcript_events.c.session_key == session_key, transcript_events.c.seq == seq)).first()
     return EventRow.of(row) if row else None
+
+
+def openings(conn: Connection, session_keys: list[str]) -> dict[str, str]:
+    """Each chat's first message, when it was one of the owner's (the words an untitled chat
+    is shown by). One primary-key lookup per chat: its event at seq 1."""
+    if not session_keys:
+        return {}
+    rows = conn.execute(
+        select(transcript_events.c.session_key, transcript_events.c.content)
+        .where(transcript_events.c.session_key.in_(session_keys),
+               transcript_events.c.seq == 1, transcript_events.c.kind == "user"))
+    return {key: str((content or {}).get("text", "")) for key, content in rows}

@@ -47,7 +47,11 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                                     {m["run_id"] for m in messages if m["run_id"]})
     name, line = MODE_LINES.get(window.session.memory_mode, (None, None))
     first = window.events[0].seq if window.events else None
+    opening = None
+    if not window.session.title:  # an untitled chat is called by its first words
+        opening = (await asyncio.to_thread(chats.openings, engine.db, [key])).get(key)
     return render("chat.html", chat=window.session, csrf=csrf_of(request), mode_name=name,
+                  opening=opening,
                   mode_line=line, items=page_items(messages, state),
                   last_seq=window.events[-1].seq if window.events else 0,
                   earlier=first if first is not None and first > 1 else None,

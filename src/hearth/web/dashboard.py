@@ -72,9 +72,11 @@ async def _list_page(request: Request, engine: EngineDep, view: Mapping[str, str
     rows, _ = await asyncio.to_thread(chats.list_chats, engine.db, limit=100, query=q,
                                       cursor=None, folder=folder, tag=tag)
     index = await asyncio.to_thread(chats.filing_index, engine.db)
+    openings = await asyncio.to_thread(chats.openings, engine.db, [r.key for r in rows])
     here = urlencode({k: v for k, v in (("q", q), ("folder", folder), ("tag", tag)) if v})
     return render("chats.html", status=status, chats=rows, query=q, folder=folder, tag=tag,
-                  filing=index, here=here, error=error, csrf=csrf_of(request),
+                  filing=index, openings=openings, here=here, error=error,
+                  csrf=csrf_of(request),
                   has_model=bool(engine.deps.models.ids()))
 
 

@@ -24,6 +24,22 @@ NAV = (("/", "Chats"), ("/memory", "Memory"), ("/usage", "Usage"), ("/settings",
 templates.globals["nav"] = NAV
 
 
+OPENING_CHARS = 60  # an untitled chat is shown by this much of its first message
+
+
+def shown_name(title: str | None, opening: str | None, key: str) -> str:
+    """What a chat is called on a page: its title, else its first words, else its key."""
+    if title:
+        return title
+    words = " ".join((opening or "").split())
+    if not words:
+        return key
+    return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
+
+
+templates.globals["shown_name"] = shown_name
+
+
 def render(name: str, status: int = 200, **values: Any) -> HTMLResponse:
     return HTMLResponse(templates.get_template(name).render(**values), status_code=status)
 
