@@ -31,6 +31,7 @@ class Bus:
         self._subs: dict[str, set[Subscription]] = defaultdict(set)
         self._streaming: dict[str, tuple[str, str]] = {}  # session -> (run_id, text so far)
         self._run_ended: dict[str, asyncio.Event] = {}
+        self._waiters: dict[str, int] = defaultdict(int)  # run -> how many wait_run await it
 
     def subscribe(self, session_key: str) -> Subscription:
         sub = Subscription(session_key)
@@ -83,8 +84,19 @@ class Bus:
         self._run_ended.pop(run_id, asyncio.Event()).set()
 
     async def wait_run(self, run_id: str, timeout: float) -> None:
+        """Until the run ends, or `timeout` seconds. Call it right after seeing the run admitted
+        or running, with no await in between: the end of a run is not remembered, so a run that
+        ended before the call is waited on for the whole timeout. The last waiter to leave takes
+        the run's event away, so a run waited on and never ended here leaves nothing behind."""
         event = self._run_ended.setdefault(run_id, asyncio.Event())
+        self._waiters[run_id] += 1
         try:
             await asyncio.wait_for(event.wait(), timeout)
         except TimeoutError:
             return
+        finally:
+            self._waiters[run_id] -= 1
+            if not self._waiters[run_id]:
+                del self._waiters[run_id]
+                if self._run_ended.get(run_id) is event:
+                    del self._run_ended[run_id]
