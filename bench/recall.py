@@ -1,7 +1,7 @@
 """Keyword recall latency against the size of memory, through the store and the service,
 and how much recall's candidate rule changes what it finds.
 
-Target: recall over a memory of 100,000 items answers in p50 <= 5 ms (`store.memory.recall`
+Target: recall over a memory of 100,000 items answers in p50 <= 5 ms (`store.recall.recall`
 on a read connection). The same is measured on 1,000 items, and the big/small ratio printed.
 
 Each store is a temporary SQLite database migrated with `Database.upgrade()` and filled with
@@ -12,9 +12,9 @@ made-up vocabulary of a few thousand words (most in a few dozen items). The quer
 messages of several shapes (short, medium, long enough to reach `RECALL_TERMS`, rare words
 only, common words only, words memory has never seen), shuffled. Timed:
 
-  * `store.memory.recall(conn, message, limit=5)` inside one open `db.read()` (the query alone):
+  * `store.recall.recall(conn, message, limit=5)` inside one open `db.read()` (the query alone):
     BM25 over all the message's words, of the items holding one of its rarest words, within
-    `CANDIDATE_BUDGET` items (the rule: `store.memory.recall`'s docstring). It is the first
+    `CANDIDATE_BUDGET` items (the rule: `store.recall.recall`'s docstring). It is the first
     recall on each store, so the words' document counts are kept only from the 30 untimed
     queries on: counting each word at its first sight is inside the figures;
   * before, for comparison: the recall this replaced, the OR of all the message's words ranked
@@ -64,6 +64,7 @@ from sqlalchemy import Connection, text  # noqa: E402
 
 from hearth.memory.service import Memory  # noqa: E402
 from hearth.store import memory as store  # noqa: E402
+from hearth.store import recall as recall_store  # noqa: E402
 from hearth.store.db import Database, now  # noqa: E402
 from hearth.store.schema import memory_items  # noqa: E402
 
@@ -209,7 +210,7 @@ BEFORE = text(
 
 
 def recall_before(conn: Connection, message: str, limit: int) -> list[store.Hit]:
-    expression = store.match_expression(message)
+    expression = recall_store.match_expression(message)
     if expression is None:
         return []
     rows = conn.execute(BEFORE, {"match": expression, "limit": limit})
@@ -217,14 +218,14 @@ def recall_before(conn: Connection, message: str, limit: int) -> list[store.Hit]
 
 
 def recall_afresh(conn: Connection, message: str, limit: int) -> list[store.Hit]:
-    store._COUNTS.pop(conn.engine, None)  # every word counted again, as at first sight
-    return store.recall(conn, message, limit=limit)
+    recall_store._COUNTS.pop(conn.engine, None)  # every word counted again, as at first sight
+    return recall_store.recall(conn, message, limit=limit)
 
 
 def store_recall_times(db: Database, messages: Sequence[str],
                        op: Callable[[Connection, str, int], object] | None = None,
                        cpu: list[float] | None = None) -> list[float]:
-    recall = op or (lambda conn, m, limit: store.recall(conn, m, limit=limit))
+    recall = op or (lambda conn, m, limit: recall_store.recall(conn, m, limit=limit))
     with db.read() as conn:
         return timed(lambda m: recall(conn, m, LIMIT), messages, cpu=cpu)
 
@@ -241,7 +242,7 @@ MATCHING = "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ? AND ? > 0"
 def raw_times(db: Database, statement: str, messages: Sequence[str]) -> list[float]:
     """`statement` straight through sqlite3 with each message's OR of all its words (no
     SQLAlchemy, no rows built): what SQLite itself spends."""
-    expressions = [store.match_expression(m) or '"zzzznothing"' for m in messages]
+    expressions = [recall_store.match_expression(m) or '"zzzznothing"' for m in messages]
     with db.engine.connect() as conn:
         raw = conn.connection.dbapi_connection
         assert raw is not None
@@ -266,7 +267,7 @@ def changes(db: Database, messages: Sequence[str]) -> Change:
     with db.read() as conn:
         for message in messages:
             before = [h.item.id for h in recall_before(conn, message, LIMIT)]
-            after = [h.item.id for h in store.recall(conn, message, limit=LIMIT)]
+            after = [h.item.id for h in recall_store.recall(conn, message, limit=LIMIT)]
             lists.append(before != after)
             sets.append(set(before) != set(after))
             firsts.append(before[:1] != after[:1])
@@ -299,12 +300,12 @@ def report_change(label: str, change: Change) -> None:
           f"{Change.share(change.firsts)}   ({len(change.lists)} queries)")
 
 
-def plans(conn: Connection, messages: Sequence[str]) -> list[store.RecallPlan]:
+def plans(conn: Connection, messages: Sequence[str]) -> list[recall_store.RecallPlan]:
     made = []
     for message in messages:
-        terms = store.message_terms(message)
-        items, docs = store.document_counts(conn, terms) if terms else (0, {})
-        made.append(store.plan_recall(terms, docs, items))
+        terms = recall_store.message_terms(message)
+        items, docs = recall_store.document_counts(conn, terms) if terms else (0, {})
+        made.append(recall_store.plan_recall(terms, docs, items))
     return made
 
 
@@ -315,13 +316,13 @@ def by_shape(db: Database, asked: Sequence[tuple[str, str]], change: Change) -> 
         for shape in SHAPES:
             picked = [i for i, (s, _m) in enumerate(asked) if s == shape]
             messages = [asked[i][1] for i in picked]
-            after = timed(lambda m: store.recall(conn, m, limit=LIMIT), messages, warm=5)
+            after = timed(lambda m: recall_store.recall(conn, m, limit=LIMIT), messages, warm=5)
             before = timed(lambda m: recall_before(conn, m, LIMIT), messages, warm=5)
             made = plans(conn, messages)
-            terms = [len(store.message_terms(m)) for m in messages]
+            terms = [len(recall_store.message_terms(m)) for m in messages]
             found = [len(p.ranked_by) for p in made]
             chosen = [len(p.candidates) for p in made]
-            hits = [len(store.recall(conn, m, limit=LIMIT)) for m in messages]
+            hits = [len(recall_store.recall(conn, m, limit=LIMIT)) for m in messages]
             lists = sum(change.lists[i] for i in picked)
             firsts = sum(change.firsts[i] for i in picked)
             print(f"    {shape:>8}: p50 {statistics.median(after) * 1e3:6.2f}  "
@@ -339,7 +340,7 @@ def matched_rows(db: Database, asked: Sequence[tuple[str, str]]) -> None:
         before, after = [], []
         made = plans(conn, [m for _s, m in asked])
         for (_shape, message), plan in zip(asked, made, strict=True):
-            expression = store.match_expression(message)
+            expression = recall_store.match_expression(message)
             before.append(int(conn.exec_driver_sql(count, (expression,)).scalar_one())
                           if expression else 0)
             after.append(int(conn.exec_driver_sql(
@@ -353,7 +354,7 @@ def matched_rows(db: Database, asked: Sequence[tuple[str, str]]) -> None:
 
 
 def explain(db: Database) -> None:
-    statement = str(store._RECALL_SPLIT)  # the statement exactly as recall sends it
+    statement = str(recall_store._RECALL_SPLIT)  # the statement exactly as recall sends it
     print(f"\nEXPLAIN QUERY PLAN of the recall statement when some words only rank\n"
           f"    {statement}")
     with db.engine.connect() as conn:
@@ -408,8 +409,8 @@ def main() -> int:
     print(f"  machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
     print(f"  lexicon: {len(FUNCTION)} function + {len(EVERYDAY)} everyday + "
           f"{len(words.vocabulary):,} made-up words, Zipf {args.zipf:g}; "
-          f"{len(messages)} queries; RECALL_TERMS {store.RECALL_TERMS}; "
-          f"CANDIDATE_BUDGET {store.CANDIDATE_BUDGET:,}; limit {LIMIT}")
+          f"{len(messages)} queries; RECALL_TERMS {recall_store.RECALL_TERMS}; "
+          f"CANDIDATE_BUDGET {recall_store.CANDIDATE_BUDGET:,}; limit {LIMIT}")
     with tempfile.TemporaryDirectory(prefix="hearth-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         small_db, small_memory = build(folder, "small", args.small, words, random.Random(SEED),
@@ -422,7 +423,7 @@ def main() -> int:
             cpu_after: list[float] = []
             cpu_before: list[float] = []
             after = store_recall_times(big_db, messages, cpu=cpu_after)
-            report("store.memory.recall (one open read connection; the query alone)",
+            report("store.recall.recall (one open read connection; the query alone)",
                    store_recall_times(small_db, messages), after, sizes, target=True)
             before = store_recall_times(big_db, messages, recall_before, cpu=cpu_before)
             report("before: the OR of all the words, BM25 over every match (same connection)",
@@ -434,7 +435,7 @@ def main() -> int:
                   f"p50 / p99: after {statistics.median(cpu_after) * 1e3:.2f} / "
                   f"{pct(cpu_after, 99) * 1e3:.2f} ms, before "
                   f"{statistics.median(cpu_before) * 1e3:.2f} / {pct(cpu_before, 99) * 1e3:.2f} ms")
-            report("store.memory.recall with every word counted afresh (no kept counts)",
+            report("store.recall.recall with every word counted afresh (no kept counts)",
                    store_recall_times(small_db, messages, recall_afresh),
                    store_recall_times(big_db, messages, recall_afresh), sizes, target=False)
             report("Memory.recall (read, query, and marking the hits recalled)",

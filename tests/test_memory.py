@@ -16,6 +16,7 @@ from hearth.privacy import reach
 from hearth.privacy.scope import answered_by, as_work_of
 from hearth.privacy.stores import changes_memory, protect
 from hearth.store import memory as store
+from hearth.store import recall as recall_store
 from hearth.store.db import Database
 from tests.engine_harness import make_config, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Reply, ScriptedModelServer
@@ -178,7 +179,7 @@ def test_incognito_reads_leave_no_mark_and_temporary_reads_nothing(
         with pytest.raises(reach.RestrictedSession):
             memory.recall("boat")
         with pytest.raises(DatabaseError, match="prohibited"), db.read() as conn:
-            store.recall(conn, "boat", limit=5)  # the store itself reads nothing for it
+            recall_store.recall(conn, "boat", limit=5)  # the store itself reads nothing for it
         assert memory.context_for("boat").block is None
 
 

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import delete
 
 from hearth.store import memory as store
+from hearth.store import recall as recall_store
 from hearth.store.db import Database, now
 from hearth.store.schema import memory_items
 
@@ -58,13 +59,13 @@ def _add(db: Database, *texts: str) -> list[int]:
 
 def _recall(db: Database, words: str, limit: int = 5, **kw: int) -> list[store.Hit]:
     with db.read() as conn:
-        return store.recall(conn, words, limit=limit, **kw)
+        return recall_store.recall(conn, words, limit=limit, **kw)
 
 
 def test_a_common_word_alone_still_recalls(db: Database) -> None:
     hits = _recall(db, "garden")  # in most items, far over the budget: still the rarest word
     assert len(hits) == 5 and all("garden" in h.item.text for h in hits)
-    plan = store.plan_recall(["garden"], {"garden": GARDEN}, FILLER)
+    plan = recall_store.plan_recall(["garden"], {"garden": GARDEN}, FILLER)
     assert plan.candidates == plan.ranked_by == ("garden",)
 
 
@@ -73,16 +74,16 @@ def test_a_rare_word_beats_common_ones(db: Database) -> None:
     hits = _recall(db, "garden week zucchini")
     assert hits[0].item.id == rare
     with db.read() as conn:
-        terms = store.message_terms("garden week zucchini")
-        items, docs = store.document_counts(conn, terms)
+        terms = recall_store.message_terms("garden week zucchini")
+        items, docs = recall_store.document_counts(conn, terms)
     assert docs == {"garden": GARDEN, "week": WEEK, "zucchini": 1} and items == FILLER + 1
-    plan = store.plan_recall(terms, docs, items)
+    plan = recall_store.plan_recall(terms, docs, items)
     assert plan.candidates == ("week", "zucchini")  # 1 + 100 items: within the budget
 
 
 def test_the_cutoff_drops_a_word_in_most_items_when_rarer_ones_exist(db: Database) -> None:
     rare = _add(db, "zucchini soup", "zucchini bread with garden herbs")
-    plan = store.plan_recall(["garden", "zucchini"], {"garden": GARDEN, "zucchini": 2},
+    plan = recall_store.plan_recall(["garden", "zucchini"], {"garden": GARDEN, "zucchini": 2},
                              FILLER + 2)
     # "garden" neither selects (1100 items, over the budget) nor ranks (in most items)
     assert plan.candidates == ("zucchini",) and plan.ranked_by == ("zucchini",)
@@ -96,7 +97,7 @@ def test_commoner_words_still_rank_the_candidates(db: Database) -> None:
     (the two rankings of `_RECALL_SPLIT` merged), so it beats one holding the rare word alone,
     though the older wins a tie."""
     alone, both = _add(db, "zucchini soup", "zucchini week")
-    plan = store.plan_recall(["zucchini", "week"], {"zucchini": 2, "week": WEEK + 1},
+    plan = recall_store.plan_recall(["zucchini", "week"], {"zucchini": 2, "week": WEEK + 1},
                              FILLER + 2, budget=50)
     assert plan.candidates == ("zucchini",) and plan.others == ("week",)
     hits = _recall(db, "zucchini week", budget=50)
@@ -115,24 +116,24 @@ def test_a_word_first_found_nowhere_recalls_what_is_taught_next(db: Database) ->
 
 
 def test_words_no_item_holds_are_left_out(db: Database) -> None:
-    plan = store.plan_recall(["qqq", "week"], {"qqq": 0, "week": WEEK}, FILLER)
+    plan = recall_store.plan_recall(["qqq", "week"], {"qqq": 0, "week": WEEK}, FILLER)
     assert plan.candidates == ("week",) and plan.ranked_by == ("week",)
-    assert store.plan_recall(["qqq"], {"qqq": 0}, FILLER) == store.RecallPlan((), ())
+    assert recall_store.plan_recall(["qqq"], {"qqq": 0}, FILLER) == recall_store.RecallPlan((), ())
     assert _recall(db, "qqq") == []
 
 
 def test_the_item_count_is_read_from_the_index(db: Database) -> None:
     with db.read() as conn:
-        assert store.indexed_items(conn) == store.count(conn) == FILLER
+        assert recall_store.indexed_items(conn) == store.count(conn) == FILLER
     with db.write() as conn:
         conn.execute(delete(memory_items).where(memory_items.c.id <= 200))
     with db.read() as conn:
-        assert store.indexed_items(conn) == store.count(conn) == FILLER - 200
-    assert store._varint(bytes([0x86, 0x8D, 0x20])) == 100_000
-    assert store._varint(bytes([0xFF] * 8 + [0x01])) == (1 << 64) - 255
+        assert recall_store.indexed_items(conn) == store.count(conn) == FILLER - 200
+    assert recall_store._varint(bytes([0x86, 0x8D, 0x20])) == 100_000
+    assert recall_store._varint(bytes([0xFF] * 8 + [0x01])) == (1 << 64) - 255
 
 
 def test_match_expression_is_unchanged_for_callers() -> None:
-    assert store.match_expression("What about the garden, and the garden week?") == (
+    assert recall_store.match_expression("What about the garden, and the garden week?") == (
         '"garden" OR "week"')
-    assert store.match_expression("the and of") is None
+    assert recall_store.match_expression("the and of") is None

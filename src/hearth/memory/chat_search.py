@@ -24,7 +24,7 @@ from sqlalchemy import Row, String, func, or_, select
 from hearth.privacy import reach
 from hearth.privacy.modes import Mode, mode_of
 from hearth.store.db import Database
-from hearth.store.memory import STOPWORDS
+from hearth.store.recall import STOPWORDS
 from hearth.store.schema import sessions, transcript_events
 from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
 

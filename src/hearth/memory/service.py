@@ -17,6 +17,7 @@ from hearth.memory.documents import INJECTED, STANDING, Documents, Signature
 from hearth.privacy import reach
 from hearth.privacy import scope as work_scope
 from hearth.store import memory as store
+from hearth.store import recall as recall_store
 from hearth.store.db import Database
 from hearth.store.memory import Hit, MemoryItem, Remembered
 
@@ -88,7 +89,7 @@ class Memory:
         if refusal is not None:
             raise reach.RestrictedSession(refusal)
         with self.db.read() as conn:
-            hits = store.recall(conn, words, limit=limit)
+            hits = recall_store.recall(conn, words, limit=limit)
         if hits and reach.restricted_mode() is None:
             with self.db.write(durable=False) as conn:
                 store.mark_recalled(conn, [h.item.id for h in hits])
@@ -154,7 +155,7 @@ class Memory:
         if refusal is not None:
             raise reach.RestrictedSession(refusal)
         with self.db.read() as conn:
-            return store.recall(conn, words, limit=limit)
+            return recall_store.recall(conn, words, limit=limit)
 
 
 def _has_substance(body: str) -> bool:
