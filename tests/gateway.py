@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+
+from tests.fakes.model_server import ScriptedModelServer
 
 TOKEN = "test-token-0123456789"
 
@@ -145,6 +148,39 @@ class Api:
                     if until(frame):
                         break
         return got
+
+
+def module_gateway(tag: str, config: str = "") -> tuple[object, object, object]:
+    """The fixtures of a test module whose tests share one gateway (starting one costs
+    seconds), all module-scoped: `server`, a scripted model server; `gateway`, a gateway
+    subprocess whose model is that server (its home in a temporary folder named after `tag`,
+    `config` added to its config.toml); `api`, a client of that gateway. Bind them at module
+    level under the names the tests ask for:
+
+        server, gateway, api = module_gateway("jobs-api")
+    """
+
+    @pytest.fixture(scope="module", name="server")
+    def server_fixture() -> Iterator[ScriptedModelServer]:
+        with ScriptedModelServer() as model_server:
+            yield model_server
+
+    @pytest.fixture(scope="module", name="gateway")
+    def gateway_fixture(tmp_path_factory: pytest.TempPathFactory,
+                        server: ScriptedModelServer) -> Iterator[Gateway]:
+        home = tmp_path_factory.mktemp(tag) / "home"
+        write_config(home, server.openai_base_url, config)
+        started = Gateway(home).start()
+        yield started
+        started.kill()
+
+    @pytest.fixture(scope="module", name="api")
+    def api_fixture(gateway: Gateway) -> Iterator[Api]:
+        client = gateway.client()
+        yield client
+        client.http.close()
+
+    return server_fixture, gateway_fixture, api_fixture
 
 
 def kinds(messages: list[dict[str, Any]]) -> list[str]:

@@ -26,38 +26,18 @@ from hearth.home import Home
 from hearth.web.app import create_app
 from hearth.web.auth import require_token
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.gateway import TOKEN, Api, Gateway, write_config
+from tests.gateway import TOKEN, Api, Gateway, module_gateway
 
 JSON = {"content-type": "application/json"}
 MB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as model_server:
-        yield model_server
+server, gateway, api = module_gateway("api")
 
 
 @pytest.fixture(scope="module")
-def shared_gateway(tmp_path_factory: pytest.TempPathFactory,
-                   server: ScriptedModelServer) -> Iterator[Gateway]:
-    home = tmp_path_factory.mktemp("api") / "home"
-    write_config(home, server.openai_base_url)
-    started = Gateway(home).start()
-    yield started
-    started.kill()
-
-
-@pytest.fixture(scope="module")
-def api(shared_gateway: Gateway) -> Iterator[Api]:
-    client = shared_gateway.client()
-    yield client
-    client.http.close()
-
-
-@pytest.fixture(scope="module")
-def anonymous(shared_gateway: Gateway) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=shared_gateway.url, timeout=10) as client:
+def anonymous(gateway: Gateway) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=gateway.url, timeout=10) as client:
         yield client
 
 

@@ -33,7 +33,7 @@ from hearth.tools.base import ToolContext, ToolRefused
 from hearth.tools.jobs import ScheduleJob
 from tests.engine_harness import events, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.gateway import Api, Gateway, write_config
+from tests.gateway import Api, Gateway, module_gateway
 
 PROMPT = "Summarise the day's notes for me"  # must never reach an audit row
 HEADER = "X-Hearth-Session"
@@ -446,27 +446,7 @@ def test_a_one_shot_receipt_says_when(db: Database, ctx: ToolContext) -> None:
 # ---------------------------------------------------------------- the jobs API
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as model_server:
-        yield model_server
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory,
-            server: ScriptedModelServer) -> Iterator[Gateway]:
-    home = tmp_path_factory.mktemp("jobs-api") / "home"
-    write_config(home, server.openai_base_url)
-    started_gateway = Gateway(home).start()
-    yield started_gateway
-    started_gateway.kill()
-
-
-@pytest.fixture(scope="module")
-def api(gateway: Gateway) -> Iterator[Api]:
-    client = gateway.client()
-    yield client
-    client.http.close()
+server, gateway, api = module_gateway("jobs-api")
 
 
 def db_rows(gateway: Gateway, sql: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Iterator
 from typing import Any, get_args
 
 import httpx
@@ -20,34 +19,13 @@ import pytest
 
 from hearth.store.memory import KINDS
 from hearth.web.memory_api import Kind
-from tests.fakes.model_server import ScriptedModelServer
-from tests.gateway import Api, Gateway, write_config
+from tests.gateway import Api, Gateway, module_gateway
 
 JSON = {"content-type": "application/json"}
 HEADER = "X-Hearth-Session"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as model_server:
-        yield model_server
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory,
-            server: ScriptedModelServer) -> Iterator[Gateway]:
-    home = tmp_path_factory.mktemp("memory-api") / "home"
-    write_config(home, server.openai_base_url)
-    started = Gateway(home).start()
-    yield started
-    started.kill()
-
-
-@pytest.fixture(scope="module")
-def api(gateway: Gateway) -> Iterator[Api]:
-    client = gateway.client()
-    yield client
-    client.http.close()
+server, gateway, api = module_gateway("memory-api")
 
 
 def word() -> str:

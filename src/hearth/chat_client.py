@@ -12,6 +12,8 @@ from typing import Any, TextIO
 
 import httpx
 
+from hearth.envelope import error_sentence
+
 
 class GatewayUnavailable(Exception):
     """The gateway could not be reached or refused the request; the message says what to do."""
@@ -35,11 +37,7 @@ class ChatClient:
                 "Start it with `hearth gateway` (or `make run`)."
             ) from error
         if response.status_code >= 400:
-            try:
-                message = response.json()["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = response.text[:200]
-            raise GatewayUnavailable(f"The gateway answered {response.status_code}: {message}")
+            raise GatewayUnavailable(error_sentence(response))
         return response
 
     def open(self, name: str | None) -> str:

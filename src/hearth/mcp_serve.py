@@ -25,6 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from hearth import __version__
+from hearth.envelope import error_sentence
 
 log = logging.getLogger(__name__)
 
@@ -102,22 +103,13 @@ class GatewayTools:
                 "Start it with `hearth gateway`, then try again."
             ) from error
         if response.status_code >= 400:
-            raise GatewayError(_error_sentence(response), response.status_code)
+            raise GatewayError(error_sentence(response), response.status_code)
         return _json_object(response)
 
 
 def _duration(timeout: object) -> str:
     seconds = timeout.read if isinstance(timeout, httpx.Timeout) and timeout.read else LIST_TIMEOUT
     return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
-
-
-def _error_sentence(response: httpx.Response) -> str:
-    """The message of the gateway's error envelope, else the start of the body."""
-    try:
-        message = response.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = response.text[:200] or response.reason_phrase
-    return f"The gateway answered {response.status_code}: {message}"
 
 
 def _json_object(response: httpx.Response) -> dict[str, Any]:
