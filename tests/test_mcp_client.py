@@ -20,7 +20,8 @@ from mcp import types as mcp_types
 
 from hearth.config import McpServerConfig
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused
-from hearth.tools.mcp_client import McpServers, McpTool, render_result, tool_name
+from hearth.tools.mcp_client import McpServers
+from hearth.tools.mcp_tools import McpTool, render_result, tool_name
 
 BIN = Path(sys.executable).parent
 
