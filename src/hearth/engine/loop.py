@@ -16,12 +16,12 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from hearth.engine import endings, record, usage
+from hearth.engine import endings, record
 from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
 from hearth.engine.toolbatch import run_batch
 from hearth.faults import crash_point
-from hearth.models import guard
+from hearth.models import guard, pricing
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -127,7 +127,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
         raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
-    usage.count_call(turn, done.usage)
+    pricing.count(turn.db, turn.provider.model_id, turn.model_config, done.usage)
     return Answer(turn.streamed, done)
 
 

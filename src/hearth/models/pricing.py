@@ -2,9 +2,11 @@
 the model's price (`price_in_per_mtok`, `price_out_per_mtok` of its entry; a model with no
 price is counted unpriced, never free).
 
-Every model call that completes is counted here: a turn's calls (`engine.usage`) and the
-after-turn learning chore's. The totals hold no chat and no text. Counting is bookkeeping: a
-write that fails is logged, without any text, and the caller goes on.
+Every model call that completes is counted here: a turn's calls (`engine.loop`, priced from
+the registry's live entry of the turn's model) and the after-turn learning chore's. The
+totals hold no chat and no text, so Incognito and Temporary chats' calls count too (the
+privacy locks guard memory and lasting work, not this). Counting is bookkeeping: a write
+that fails is logged, without any text, and the caller goes on.
 """
 
 from __future__ import annotations

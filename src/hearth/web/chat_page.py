@@ -20,7 +20,7 @@ from hearth.sessions import chats
 from hearth.store import approvals as approval_store
 from hearth.store import runs as run_store
 from hearth.web.auth import require_token
-from hearth.web.events_api import MAX_SEQ, frames, sse, start_seq
+from hearth.web.events_api import MAX_SEQ, sse, stream_response
 from hearth.web.turn_view import chat_state, frame_html, is_queued, page_items
 from hearth.web.ui import EngineDep, csrf_of, form_of, render
 
@@ -66,13 +66,9 @@ async def chat_stream(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """The page's live stream: the chat's frames, each drawn by the page's own templates."""
-    start = start_seq(engine, key, after, last_event_id)
-    subscription = engine.bus.subscribe(key)
-    return StreamingResponse(
-        _drawn(engine, key, csrf_of(request), frames(engine, key, start, subscription)),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    csrf = csrf_of(request)
+    return stream_response(engine, key, after, last_event_id,
+                           lambda source: _drawn(engine, key, csrf, source))
 
 
 async def _drawn(engine: Engine, key: str, csrf: str,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query
@@ -48,10 +48,20 @@ async def session_events(
     after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
+    return stream_response(engine, key, after, last_event_id)
+
+
+Draw = Callable[[AsyncIterator[dict[str, Any]]], AsyncIterator[str]]
+
+
+def stream_response(engine: Engine, key: str, after: int | None, last_event_id: str | None,
+                    draw: Draw | None = None) -> StreamingResponse:
+    """A chat's frames as Server-Sent Events, each written by `draw` (plain JSON frames by
+    default; the chat page adds the markup it draws)."""
     start = start_seq(engine, key, after, last_event_id)
     subscription = engine.bus.subscribe(key)
     return StreamingResponse(
-        _as_sse(frames(engine, key, start, subscription)),
+        (draw or _as_sse)(frames(engine, key, start, subscription)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

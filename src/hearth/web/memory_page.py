@@ -6,8 +6,6 @@ and, like the owner's search in the API, leaves no recall marks."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -25,28 +23,6 @@ pages = APIRouter(dependencies=[Depends(require_token)])
 MAX_ID = 2**62  # ids are SQLite integers; larger is no item
 PAGE = 50
 SEARCH_LIMIT = 50
-
-
-@dataclass(frozen=True)
-class Shown:
-    """One item as the page shows it."""
-
-    id: int
-    kind: str
-    text: str
-    source: str | None
-    written_by: str
-    filed_under: str | None
-    created_iso: str
-    created: str  # 'YYYY-MM-DD HH:MM' UTC
-    deletable: bool  # a document passage goes by editing its file
-
-
-def shown(item: MemoryItem) -> Shown:
-    stamp = datetime.fromtimestamp(item.created_at, UTC)
-    return Shown(item.id, item.kind, item.text, item.source, item.written_by,
-                 item.filed_under, stamp.isoformat(), stamp.strftime("%Y-%m-%d %H:%M"),
-                 item.kind != DOCUMENT)
 
 
 def _search(memory: Memory, words: str) -> list[MemoryItem]:
@@ -74,7 +50,7 @@ async def memory_page(
         more = found[PAGE - 1].id if len(found) > PAGE else None
         found = found[:PAGE]
     return render("memory.html", csrf=csrf_of(request), page="/memory", query=words,
-                  paged=before is not None, items=[shown(i) for i in found],
+                  paged=before is not None, items=found, document=DOCUMENT,
                   more=f"/memory?{urlencode({'before': more})}" if more else None)
 
 

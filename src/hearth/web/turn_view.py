@@ -12,6 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import Connection
+
+from hearth.engine.approvals import approval_view
 from hearth.store import approvals
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
@@ -67,18 +70,28 @@ class ChatState:
 
 def chat_state(db: Database, key: str, run_ids: set[str]) -> ChatState:
     with db.read() as conn:
-        session = session_store.get(conn, key)
-        running = session.writer_run_id if session is not None else None
-        queued = {run.run_id for run in (run_store.get(conn, r) for r in run_ids)
-                  if run is not None and run.status == "admitted" and running is not None}
-        pending = {card_id(a.run_id, a.call_id): approval_item(a)
-                   for a in approvals.pending(conn) if a.session_key == key}
+        running, queued = _queued(conn, key, run_ids)
+        pending = {item["card"]: item for item in
+                   (approval_item(approval_view(a)) for a in approvals.pending(conn)
+                    if a.session_key == key)}
     return ChatState(running=running, queued=queued, pending=pending)
 
 
-def approval_item(row: approvals.ApprovalRow) -> dict[str, Any]:
-    return {"id": row.id, "tool": row.tool, "target": row.target, "effect": row.effect,
-            "status": row.status, "card": card_id(row.run_id, row.call_id)}
+def _queued(conn: Connection, key: str, run_ids: set[str]) -> tuple[str | None, set[str]]:
+    """The run holding the chat, and which of these runs wait behind it (admitted)."""
+    session = session_store.get(conn, key)
+    running = session.writer_run_id if session is not None else None
+    if running is None:
+        return None, set()
+    runs = (run_store.get(conn, r) for r in run_ids)
+    return running, {run.run_id for run in runs if run is not None and run.status == "admitted"}
+
+
+def approval_item(view: dict[str, Any]) -> dict[str, Any]:
+    """An approval (as `engine.approvals.approval_view` shows it) as its card draws it."""
+    return {"id": view["id"], "tool": view["tool"], "target": view["target"],
+            "effect": view["effect"], "status": view["status"],
+            "card": card_id(view["run_id"], view["call_id"])}
 
 
 def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
@@ -101,7 +114,8 @@ def is_queued(db: Database, key: str, run_id: str | None) -> bool:
     """A message waits behind another turn: its run is admitted and another holds the chat."""
     if run_id is None:
         return False
-    return run_id in chat_state(db, key, {run_id}).queued
+    with db.read() as conn:
+        return run_id in _queued(conn, key, {run_id})[1]
 
 
 def _macro(name: str, *args: Any) -> str:
@@ -118,12 +132,9 @@ def frame_html(frame: dict[str, Any], *, key: str, csrf: str, queued: bool) -> d
                     "orphan_html": _macro("item", item, key, csrf)}
         return {**frame, "html": _macro("item", item, key, csrf)}
     if frame["type"] == "approval":
-        row = frame["approval"]
-        card = card_id(row["run_id"], row["call_id"])
-        pending = row["status"] == "pending"
-        approval = {"id": row["id"], "tool": row["tool"], "target": row["target"],
-                    "effect": row["effect"], "status": row["status"], "card": card}
-        return {**frame, "target": card,
+        approval = approval_item(frame["approval"])
+        pending = approval["status"] == "pending"
+        return {**frame, "target": approval["card"],
                 "html": _macro("approval", approval, key, csrf) if pending else ""}
     return frame
 

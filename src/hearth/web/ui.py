@@ -3,6 +3,7 @@ sanitized Markdown), rendering, reading a posted form, the page's CSRF token, an
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs
@@ -38,6 +39,15 @@ def shown_name(title: str | None, opening: str | None, key: str) -> str:
 
 
 templates.globals["shown_name"] = shown_name
+
+
+def utc(stamp: float, shape: str = "%Y-%m-%d %H:%M") -> str:
+    """A UNIX time as a UTC date and time (`shape` "iso" for a `<time datetime>`)."""
+    moment = datetime.fromtimestamp(stamp, UTC)
+    return moment.isoformat() if shape == "iso" else moment.strftime(shape)
+
+
+templates.filters["utc"] = utc
 
 
 def render(name: str, status: int = 200, **values: Any) -> HTMLResponse:
