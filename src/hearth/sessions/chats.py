@@ -4,7 +4,9 @@ A new chat is named by `naming`; a kept chat's name opens that chat, and asking 
 memory mode is refused (its mode is fixed when it is made). Incognito and Temporary chats are
 never listed, so they are never filed either: a folder, tags or a pin is refused for them.
 A listed chat may be in one folder, carry up to 20 tags (lower-cased) and be pinned; the list
-shows pinned chats first, and filters by folder and by tag.
+shows pinned chats first, and filters by folder and by tag. A title, a folder name and a tag
+are all checked by one rule (`checked_text`): trimmed, not empty, not too long, and no control
+or text-direction characters (a NUL or a right-to-left override could disguise a chat).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ TRUST = ("ask", "trusted")  # trusted: calls that may change something run witho
 LISTED_MODES = ("persistent",)
 MODE_TITLES = {"incognito": "Incognito chat", "temporary": "Temporary chat"}
 LABEL_MAX = 60  # characters in a folder name or a tag
+TITLE_MAX = 200  # characters in a chat's title
 MAX_TAGS = 20  # tags on one chat
 FILING = ("folder", "tags", "pinned")
 _LINE_CONTROLS = ("Cc", "Cs", "Zl", "Zp")  # control characters, stray surrogates, line breaks
@@ -202,6 +205,8 @@ def update(db: Database, key: str, *, title: str | None = None, trust: str | Non
     """Rename a chat, change its trust setting and/or file it: `filing` holds the parts of
     its filing to change (`folder`, None to take it out of its folder; `tags`, the whole
     list; `pinned`). All of it is checked before anything changes."""
+    if title is not None:
+        title = checked_text(title, "title", "invalid_title", TITLE_MAX)
     values = {name: value for name, value in (("title", title), ("trust", trust))
               if value is not None}
     filed = checked_filing(filing) if filing else {}
@@ -266,18 +271,25 @@ def checked_filing(changes: Mapping[str, object]) -> dict[str, object]:
 
 def checked_label(raw: object, what: str) -> str:
     """A folder name or a tag: trimmed, 1 to 60 characters, no control characters."""
-    code = "invalid_tags" if what == "tag" else "invalid_folder"
+    return checked_text(raw, what, "invalid_tags" if what == "tag" else "invalid_folder",
+                        LABEL_MAX)
+
+
+def checked_text(raw: object, what: str, code: str, limit: int) -> str:
+    """A title, folder name or tag (`what`): trimmed, 1 to `limit` characters, with no control
+    character (NUL, a tab, a line break), stray surrogate or text-direction mark (a
+    right-to-left override would show a chat's name reversed); refused with `code` (422)."""
     if not isinstance(raw, str):
         raise ChatError(code, 422, f"A {what} must be text.")
-    label = raw.strip()
-    if not label or len(label) > LABEL_MAX:
-        raise ChatError(code, 422, f"A {what} is 1 to {LABEL_MAX} characters once the spaces "
-                                   f"around it are trimmed; this one has {len(label)}.")
+    text = raw.strip()
+    if not text or len(text) > limit:
+        raise ChatError(code, 422, f"A {what} is 1 to {limit} characters once the spaces "
+                                   f"around it are trimmed; this one has {len(text)}.")
     if any(unicodedata.category(c) in _LINE_CONTROLS or c in _DIRECTION_CONTROLS
-           for c in label):
+           for c in text):
         raise ChatError(code, 422, f"A {what} cannot hold control characters (a line break, "
                                    "a tab, a text-direction mark).")
-    return label
+    return text
 
 
 def checked_tags(raw: object) -> list[str]:

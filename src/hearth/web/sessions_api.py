@@ -107,8 +107,7 @@ async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict
     if not changes:
         raise Refusal("invalid_request", 422,
                       "Send a title, a trust setting, a folder, tags or pinned to change.")
-    row = chats.update(engine.db, key, title=body.title.strip() if body.title else None,
-                       trust=body.trust, filing=filing)
+    row = chats.update(engine.db, key, title=body.title, trust=body.trust, filing=filing)
     return session_view(row)
 
 
