@@ -5,7 +5,8 @@ Owns that file: its shape (validated with `config`'s models), reading it, writin
 added in the dashboard come after config.toml's (config.toml's wins an id both name), a picked
 chat chain replaces `chains.chat`, agents edited here win over config.toml's of the same name,
 and the owner's name becomes `agent.user_name`. config.toml is the user's file: never written.
-API keys given in the dashboard live only in this file.
+API keys given in the dashboard live only in this file, and are told to the masker
+(`hearth.masking`) as the file is read, whether or not their model ends up used.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hearth.config import Config, ModelConfig, NamedAgentConfig
+from hearth.masking import know
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +75,12 @@ def load(path: Path) -> Settings:
         raise SettingsError(f"{path} cannot be read ({type(exc).__name__}); fix or remove "
                             "it, then reload.") from exc
     try:
-        return Settings.model_validate_json(raw)
+        kept = Settings.model_validate_json(raw)
     except ValidationError as exc:
         raise SettingsError(f"{path} is not valid ({describe(exc)}); fix or remove it, "
                             "then reload.") from exc
+    know(*(model.resolved_api_key() for model in kept.models))
+    return kept
 
 
 def save(path: Path, settings: Settings) -> None:

@@ -2,14 +2,17 @@
 
 `settle` records the ending on the run, shows it on the turn (a notice row for every ending
 but `complete`), gives the session back (the writer claim) and publishes `done`, in that order.
+The sentence is masked once there (`hearth.masking`), so the run, the notice and the `done`
+frame say the same thing and none of them a key a provider's error repeated.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hearth.engine.events import Bus
 from hearth.engine.views import message_view
+from hearth.masking import mask
 from hearth.models.registry import NO_MODEL_SENTENCE
 from hearth.store import approvals, transcript
 from hearth.store import runs as run_store
@@ -150,6 +153,7 @@ def settle(
     db: Database, bus: Bus, *, session_key: str, run_id: str, ending: Ending, show: bool = True
 ) -> bool:
     """Write the ending once. Returns False when the run had already ended."""
+    ending = replace(ending, sentence=mask(ending.sentence))
     with db.write() as conn:
         if not run_store.finish(
             conn, run_id, status=ending.outcome, ending=ending.code, sentence=ending.sentence

@@ -2,7 +2,8 @@
 
 Owns the Settings page's Test: a fresh provider for the model (with a short timeout), one
 message through the call guard, and the outcome — what answered and how long it took, or the
-provider's error sentence — with the model's key masked should it ever appear in it.
+provider's error sentence — masked by `hearth.masking`, the model's own key included, should
+a provider repeat it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 
 from hearth.config import ModelConfig
+from hearth.masking import mask
 from hearth.models import guard
 from hearth.models.registry import build_provider
 from hearth.models.types import (
@@ -25,7 +27,6 @@ from hearth.models.types import (
 
 PROMPT = "Reply with the word OK."
 TIMEOUT_SECONDS = 20.0
-MASK = "••••"
 
 
 async def probe(model: ModelConfig, environ: Mapping[str, str],
@@ -39,14 +40,15 @@ async def probe(model: ModelConfig, environ: Mapping[str, str],
             text, answered_as = await _read(guard.stream(
                 provider, ModelRequest([Message("user", PROMPT)], [], max_output_tokens=16)))
     except ModelError as error:
-        return False, mask(f"{model.id} did not answer: {error.sentence}", model, environ)
+        return False, mask(f"{model.id} did not answer: {error.sentence}",
+                           also=[model.resolved_api_key(environ)])
     except TimeoutError:
         return False, f"{model.id} did not answer within {timeout:.0f} s."
     seconds = time.monotonic() - began
     said = " ".join(text.split())
     said = said if len(said) <= 60 else said[:59] + "…"
     return True, mask(f"{model.id} answered “{said}” as {answered_as or model.model} in "
-                      f"{seconds:.1f} s.", model, environ)
+                      f"{seconds:.1f} s.", also=[model.resolved_api_key(environ)])
 
 
 async def _read(events: AsyncIterator[StreamEvent]) -> tuple[str, str]:
@@ -59,11 +61,3 @@ async def _read(events: AsyncIterator[StreamEvent]) -> tuple[str, str]:
             answered_as = event.model
     return text, answered_as
 
-
-def mask(sentence: str, model: ModelConfig, environ: Mapping[str, str]) -> str:
-    """The sentence with the model's key (and a key's telling head) blotted out."""
-    key = model.resolved_api_key(environ)
-    if not key or len(key) < 4:
-        return sentence
-    sentence = sentence.replace(key, MASK)
-    return sentence.replace(key[:12], MASK) if len(key) >= 20 else sentence

@@ -4,7 +4,8 @@ With no `[[models]]`, an `OPENAI_API_KEY`, an `ANTHROPIC_API_KEY`, or an Ollama 
 on 127.0.0.1:11434 (in that order) become the chat chain. With none, `for_chat` answers None
 and the turn ends saying how to add a model (`NO_MODEL_SENTENCE`). The dashboard's Settings page
 adds, replaces and removes models and picks the chat chain while the gateway runs (`put`,
-`remove`, `set_chat_chain`); the next turn uses them.
+`remove`, `set_chat_chain`); the next turn uses them. Every model's API key is told to the
+masker (`hearth.masking.know`) as the model becomes known, so no sentence ever shows it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 import httpx
 
 from hearth.config import Config, ModelConfig
+from hearth.masking import know
 from hearth.models.types import Provider
 
 OLLAMA_URL = "http://127.0.0.1:11434"
@@ -110,6 +112,7 @@ class ModelRegistry:
     ) -> None:
         self._configs = {m.id: m for m in models}
         self._environ = os.environ if environ is None else environ
+        know(*(m.resolved_api_key(self._environ) for m in models))  # masked wherever shown
         self._lock = threading.Lock()  # providers are built in worker threads (SDK imports)
         self._providers: dict[str, Provider] = {}
         self._chain_given = bool(chat_chain)  # else the chain is every model, in order
@@ -132,6 +135,7 @@ class ModelRegistry:
     def put(self, model: ModelConfig) -> None:
         """Add a model, or replace the one with its id. The fall-backs found at start give way
         to it (as they do at the next start); a chain not picked is every model, in order."""
+        know(model.resolved_api_key(self._environ))
         with self._lock:
             configs = {k: v for k, v in self._configs.items() if k not in self._fallback_ids}
             for dropped in self._fallback_ids | {model.id}:

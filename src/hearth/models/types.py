@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from hearth.masking import mask
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -82,11 +84,15 @@ class ModelRequest:
 
 
 class ModelError(Exception):
-    """A model call failed; `sentence` says why in words a person can act on."""
+    """A model call failed; `sentence` says why in words a person can act on.
+
+    The sentence is masked as it is made: a provider's error often repeats the request, and
+    some repeat the API key it was sent."""
 
     code = "model_error"
 
     def __init__(self, sentence: str) -> None:
+        sentence = mask(sentence)
         super().__init__(sentence)
         self.sentence = sentence
 

@@ -1,4 +1,5 @@
-"""The audit log: who decided what, when. Rows never carry message text or secrets."""
+"""The audit log: who decided what, when. Rows never carry message text or secrets: what a
+caller puts in `detail` is masked before it is written."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hearth.masking import mask_value
 from hearth.store.db import now
 from hearth.store.schema import audit
 
@@ -26,6 +28,6 @@ def write(
             actor=actor,
             session_key=session_key,
             run_id=run_id,
-            detail=detail or {},
+            detail=mask_value(detail or {}),
         )
     )

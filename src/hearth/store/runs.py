@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select, update
 
+from hearth.masking import mask
 from hearth.store.db import now
 from hearth.store.schema import runs
 
@@ -159,11 +160,12 @@ def set_model(conn: Connection, run_id: str, model: str) -> None:
 
 
 def finish(conn: Connection, run_id: str, *, status: str, ending: str, sentence: str) -> bool:
-    """End an active run. False when it had already ended (an ending is written once)."""
+    """End an active run. False when it had already ended (an ending is written once).
+    The sentence is kept masked: a model's error in it may repeat a key."""
     if status not in FINAL:
         raise ValueError(f"{status!r} is not a final status")
     result = conn.execute(_FINISH, {"b_run": run_id, "b_status": status, "b_ending": ending,
-                                    "b_sentence": sentence, "b_at": now()})
+                                    "b_sentence": mask(sentence), "b_at": now()})
     return result.rowcount == 1
 
 

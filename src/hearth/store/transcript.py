@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
+from hearth.masking import mask_value
 from hearth.store.db import now
 from hearth.store.errors import AlreadyAppended, SessionNotFound, WriterClaimLost
 from hearth.store.schema import sessions, transcript_events
@@ -82,10 +83,13 @@ def append(
     """Append one event. With `writer`, the append fails unless that run holds the claim.
 
     Raises SessionNotFound, WriterClaimLost, or AlreadyAppended (same idempotency key: the
-    unique constraint says so, and nothing is changed).
+    unique constraint says so, and nothing is changed). A notice (Hearth's own words, which
+    may quote a provider's error) is kept masked; what the user and the model wrote is not.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
+    if kind == "notice":
+        content = mask_value(content)
     head = conn.execute(_HEAD, {"b_key": session_key}).first()
     if head is None:
         raise SessionNotFound(session_key)

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from hearth import __version__, settings
+from hearth import __version__, masking, settings
 from hearth.config import Config
 from hearth.engine.runtime import Engine
 from hearth.home import Home
@@ -46,6 +46,8 @@ def build_engine(home: Home, config: Config) -> Engine:
     """Open the store (migrated), find the models, and compose the engine."""
     home.ensure()
     config = settings.apply(config, home.root)  # what the dashboard's Settings page kept
+    masking.know(*(value for server in config.mcp_servers for name, value in server.env.items()
+                   if masking.looks_secret(name)))
     db = Database(home.database_url(), synchronous=config.store.synchronous)
     db.upgrade()
     models = ModelRegistry.from_config(config)
@@ -59,6 +61,7 @@ def build_engine(home: Home, config: Config) -> Engine:
 
 
 def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:
+    masking.mask_logs()  # from here on no log record shows a secret the masker knows
     engine = engine or build_engine(home, config)
 
     @asynccontextmanager
@@ -74,6 +77,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                   redoc_url=None, openapi_url=None)
     app.state.engine = engine
     app.state.token = home.token()
+    masking.know(app.state.token)
     app.state.home = home  # where the Settings page keeps settings.json
     errors.install(app)
     app.add_middleware(BodyLimit)
@@ -86,8 +90,11 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
+        where = engine.placement
         return {"ok": True, "version": __version__, "db": engine.db.dialect,
-                "models": engine.deps.models.ids()}
+                "models": engine.deps.models.ids(),
+                "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,
+                            "says": where.describe()}}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in (sessions_api, runs_api, events_api, approvals_api, memory_api, jobs_api,

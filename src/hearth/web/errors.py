@@ -1,4 +1,5 @@
-"""The error envelope: every error any route answers is `{"error": {"code", "message"}}`."""
+"""The error envelope: every error any route answers is `{"error": {"code", "message"}}`,
+its message masked (`hearth.masking`): no error answer ever carries a key."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hearth.errors import Refusal
+from hearth.masking import mask, mask_value
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +25,7 @@ _HTTP_CODES = {
 
 def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None,
              details: dict[str, Any] | None = None) -> JSONResponse:
-    error = {**(details or {}), "code": code, "message": message}
+    error = {**mask_value(details or {}), "code": code, "message": mask(message)}
     return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
