@@ -324,7 +324,9 @@ def test_tools_explain_prints_each_tool_in_or_out_with_its_reason(home: Path) ->
                                         "('time__*') (MCP server 'time';")
     assert got["files__*"][0] == "-"
     assert got["files__*"][1].startswith("not named by agents.x.tools.allow (MCP server 'files';")
-    assert done.stdout.splitlines()[-1] == "shell placement: off, elevated runs allowed"
+    assert done.stdout.splitlines()[-1] == (
+        'shell placement: off: NOT sandboxed: [tools] sandbox = "off" in config.toml; every shell '
+        "command is asked, and Incognito and Temporary chats have no shell, elevated runs allowed")
 
 
 def test_tools_explain_without_an_agent_is_the_global_policy_and_its_placement(
@@ -337,8 +339,9 @@ def test_tools_explain_without_an_agent_is_the_global_policy_and_its_placement(
     assert {tool for tool, (mark, _) in got.items() if mark == "+"} == CODING - {"shell"}
     assert got["time__*"] == ("-", "not in the 'coding' profile (MCP server 'time'; its tools "
                                    "are listed when it first starts)")
-    expected = ("shell placement: bwrap, network on" if placement("auto", True, False).sandboxed
-                else "shell placement: off")
+    where = placement("auto", True, False)
+    expected = f"shell placement: {where.mode}: {where.describe()}"
+    assert ("network on" in expected) == where.sandboxed
     assert done.stdout.splitlines()[-1] == expected
 
 

@@ -24,7 +24,7 @@ from hearth.store.schema import audit
 from hearth.tools import sandbox
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.sandbox import Placement, bwrap_works, placement, wrap
-from hearth.tools.shell import Shell, _placed
+from hearth.tools.shell import Shell, placed_argv
 from tests.engine_harness import make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
@@ -95,7 +95,7 @@ def test_placement_follows_the_setting_and_whether_bwrap_works(
 def test_bwrap_does_not_work_when_it_is_not_installed(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
-    assert sandbox.bwrap_works.__wrapped__() is False
+    assert sandbox.bwrap_problem.__wrapped__() == "bwrap is not installed (install bubblewrap)"
 
 
 def test_an_unavailable_sandbox_refuses_every_command_with_a_sentence(workspace: Path) -> None:
@@ -112,18 +112,29 @@ def test_elevated_is_refused_when_elevated_runs_are_off(workspace: Path, mode: s
 
 
 def test_placed_wraps_only_a_sandboxed_call_that_is_not_elevated(workspace: Path) -> None:
-    argv = ["bash", "-c", "ls"]
-    wrapped = _placed(argv, context(workspace, SANDBOXED), False)
+    argv = ["bash", "-c", "touch x"]
+    args: dict[str, Any] = {"command": "touch x"}
+    wrapped = placed_argv(argv, args, context(workspace, SANDBOXED))
     assert wrapped == wrap(argv, workspace, False)
     assert wrapped[0] == "bwrap" and wrapped[-4:] == ["--", *argv]
     assert "--unshare-net" in wrapped
     folder = str(workspace.resolve())
     assert ["--bind", folder, folder] == wrapped[wrapped.index("--bind"):][:3]
-    networked = _placed(argv, context(workspace, Placement("bwrap", network=True)), False)
+    networked = placed_argv(argv, args, context(workspace, Placement("bwrap", network=True)))
     assert networked[0] == "bwrap" and "--unshare-net" not in networked
-    assert _placed(argv, context(workspace, Placement("off")), False) == argv
+    assert placed_argv(argv, args, context(workspace, Placement("off"))) == argv
     elevated = context(workspace, Placement("bwrap", elevated=True))
-    assert _placed(argv, elevated, True) == argv
+    assert placed_argv(argv, {**args, "elevated": True}, elevated) == argv
+
+
+def test_a_read_is_placed_read_only_with_no_network_whatever_the_setting(workspace: Path) -> None:
+    argv = ["bash", "-c", "ls"]
+    wrapped = placed_argv(argv, {"command": "ls"},
+                          context(workspace, Placement("bwrap", network=True)))
+    folder = str(workspace.resolve())
+    assert ["--ro-bind", folder, folder] == wrapped[wrapped.index(folder) - 1:][:3]
+    assert "--bind" not in wrapped
+    assert "--unshare-net" in wrapped and "--unshare-ipc" in wrapped
 
 
 def test_elevated_never_makes_a_denied_tool_available(

@@ -1,5 +1,6 @@
-"""The shell's screen: which command lines only read (and so run without asking in an "ask"
-chat), and the denylist that refuses a few destructive commands before anything runs."""
+"""The shell's screen: which command lines are worth trying read-only (and so, inside the
+sandbox, run without asking in an "ask" chat), and the denylist that refuses a few destructive
+commands before anything runs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from hearth.store import ledger
 from hearth.store.schema import approvals, audit
 from hearth.tools.base import ToolContext, ToolRefused
 from hearth.tools.shell import Shell
-from hearth.tools.shell_screen import reads_only, refusal
+from hearth.tools.sandbox import Placement
+from hearth.tools.shell_denylist import refusal
+from hearth.tools.shell_screen import reads_only
 from tests.engine_harness import make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
@@ -76,20 +79,28 @@ WRITERS = [
 ]
 
 
+SANDBOXED = ToolContext(workspace=Path("/nonexistent"), session_key="k", run_id="r",
+                        placement=Placement("bwrap"))
+HOST = ToolContext(workspace=Path("/nonexistent"), session_key="k", run_id="r",
+                   placement=Placement("off"))
+
+
 @pytest.mark.parametrize("command", READERS)
-def test_plain_readers_only_read(command: str) -> None:
+def test_plain_readers_are_reads_only_inside_the_sandbox(command: str) -> None:
     assert reads_only(command)
-    assert Shell().classify({"command": command}) == "reads"
+    assert Shell().classify({"command": command}, SANDBOXED) == "reads"
+    assert Shell().classify({"command": command}, HOST) == "changes"
+    assert Shell().classify({"command": command, "elevated": True}, SANDBOXED) == "changes"
 
 
 @pytest.mark.parametrize("command", WRITERS)
 def test_anything_that_may_write_or_that_the_screen_cannot_read_is_a_change(command: str) -> None:
     assert not reads_only(command)
-    assert Shell().classify({"command": command}) == "changes"
+    assert Shell().classify({"command": command}, SANDBOXED) == "changes"
 
 
 def test_a_call_without_a_command_is_a_change() -> None:
-    assert Shell().classify({}) == "changes"
+    assert Shell().classify({}, SANDBOXED) == "changes"
 
 
 @pytest.mark.parametrize("command", [
@@ -165,12 +176,12 @@ def test_near_misses_are_not_refused(command: str) -> None:
     assert refusal(command) is None
 
 
-def test_a_line_that_only_mentions_a_denylisted_word_is_refused_too() -> None:
-    """Decided: the denylist is a word screen, not a parser. `echo reboot` names the program as
-    a word and is refused like `reboot`; the sentence tells the owner to run it themselves.
-    A longer word that merely contains it (`rebooting`) is not refused."""
-    assert refusal("echo reboot") is not None
+def test_a_line_that_only_mentions_a_denylisted_word_is_not_refused() -> None:
+    """The denylist reads the parsed command: `echo reboot` runs echo, not reboot (the old
+    word screen refused it), while `echo x; reboot` runs reboot."""
+    assert refusal("echo reboot") is None
     assert refusal("grep -c rebooted syslog") is None
+    assert refusal("echo x; reboot") is not None
 
 
 @pytest.mark.parametrize("command", [

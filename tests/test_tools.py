@@ -285,7 +285,7 @@ def test_shell_output_is_capped_with_a_marker(workspace: Path) -> None:
     outcome = run(Shell(), {"command": "printf 'x%.0s' $(seq 1000)"}, ctx)
     text, marker, code = outcome.output.split("\n")
     assert text == "x" * 100
-    assert marker == "[output cut at 100 characters]" and code == "[exit code 0]"
+    assert marker == "[output cut at 100 characters of 1000 bytes]" and code == "[exit code 0]"
 
 
 def test_shell_environment_carries_no_secrets(ctx: ToolContext, workspace: Path,

@@ -10,13 +10,19 @@ import typer
 
 from hearth import settings
 from hearth.config import Config, ConfigError, load_config
-from hearth.home import Home
+from hearth.home import Home, private_umask
 
 app = typer.Typer(help="Hearth: a local-first personal AI agent gateway.", no_args_is_help=True)
 db_app = typer.Typer(help="The database.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 tools_app = typer.Typer(help="The agent's tools.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
+
+
+@app.callback()
+def _private_files() -> None:
+    # before any command: whatever it writes into the home is the owner's alone (0600/0700)
+    private_umask()
 
 
 def _load() -> tuple[Home, Config]:
@@ -45,6 +51,7 @@ def gateway(
     bind_port = port or config.gateway.port
     application = create_app(home, config)
     typer.echo(f"Hearth gateway on http://{bind_host}:{bind_port} (home {home.root})", err=True)
+    typer.echo(f"Shell: {application.state.engine.placement.describe()}", err=True)
     serve(application, host=bind_host, port=bind_port)
 
 
@@ -126,8 +133,7 @@ def tools_explain(
     from hearth.tools.sandbox import placement
 
     where = placement(config.tools.sandbox, config.tools.network, config.tools.elevated)
-    typer.echo(f"shell placement: {where.mode}"
-               + (f", network {'on' if where.network else 'off'}" if where.sandboxed else "")
+    typer.echo(f"shell placement: {where.mode}: {where.describe()}"
                + (", elevated runs allowed" if where.elevated else ""))
 
 

@@ -1,12 +1,15 @@
 """The gate every tool call passes before it runs: privacy, policy, then the approval rules.
 
 In order: a call the privacy fence refuses for a restricted chat's work (memory it may not
-keep or read, the memory folder, lasting work) is refused before anything else is asked
-(`tools.fence`); a tool the policy does not give this agent is refused; a call that only
-reads goes ahead, and so does one to a tool that needs no approval (memory_remember); a call
-that may change something goes ahead when the chat is trusted or a standing grant covers it;
-a turn nobody can answer for (a job's, a helper's) refuses it; otherwise the owner is asked
-and the call waits on the answer. Every decision writes an audit row naming who decided.
+keep or read, the memory folder, lasting work, a command where there is no sandbox) is
+refused before anything else is asked (`tools.fence`); a tool the policy does not give this
+agent is refused; a call that only reads where it runs goes ahead (a tool whose own code only
+reads, or a command placed in the read-only sandbox; never a command judged by its text), and
+so does one to a tool that needs no approval (memory_remember); a call that may change
+something goes ahead when the chat is trusted or a standing grant covers it (a shell grant
+limited to a prefix covers one simple command beyond it); a turn nobody can answer for (a
+job's, a helper's) refuses it; otherwise the owner is asked and the call waits on the
+answer. Every decision writes an audit row naming who decided.
 """
 
 from __future__ import annotations
@@ -19,18 +22,26 @@ from hearth.privacy import reach
 from hearth.store import approvals, audit, ledger
 from hearth.tools import fence, policy
 from hearth.tools.base import Tool, effect_of
+from hearth.tools.shell_screen import one_command_beyond
 
 UNATTENDED_KINDS = ("job", "helper")
 TARGET_ARGUMENTS = ("path", "command", "url")
 
 
 def target_of(args: dict[str, Any]) -> str | None:
-    """What a call acts on, for grants and audit: its path, command or URL."""
+    """What a call acts on, for grants: its path, command or URL, whole (a grant is matched
+    against all of it; records keep `shown_target`)."""
     for name in TARGET_ARGUMENTS:
         value = args.get(name)
         if isinstance(value, str):
-            return value[:500]
+            return value
     return None
+
+
+def shown_target(args: dict[str, Any]) -> str | None:
+    """The target as an approval card and the audit show it (its first 500 characters)."""
+    target = target_of(args)
+    return None if target is None else target[:500]
 
 
 async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> str | None:
@@ -43,7 +54,7 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     if not verdict.allowed:
         _audit(turn, call, "refused", "policy", verdict.reason)
         return f"{call.name} is not available to this agent ({verdict.reason}), so it was not run."
-    effect = effect_of(tool, call.arguments)
+    effect = effect_of(tool, call.arguments, turn.context)
     target = target_of(call.arguments)
     if effect == "reads":
         _audit(turn, call, "allowed", "policy", "it only reads", effect)
@@ -54,8 +65,9 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     if turn.trust == "trusted":
         _audit(turn, call, "allowed", "trust", "the chat is trusted", effect)
         return None
+    narrower = one_command_beyond if tool.placed == "command" else None
     with turn.db.read() as conn:
-        covered = approvals.granted(conn, turn.agent, tool.name, target)
+        covered = approvals.granted(conn, turn.agent, tool.name, target, narrower)
     if covered:
         _audit(turn, call, "allowed", "grant", "a standing grant covers it", effect)
         return None
@@ -64,7 +76,7 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
         return (f"{call.name} may change something and needs the owner's approval, but nobody "
                 f"can answer for this {turn.run.kind}'s turn, so it was not run. Ask for it "
                 "from a chat, or add a standing grant.")
-    return await _ask_owner(turn, position, call, effect, target)
+    return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
 
 
 async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str,
@@ -111,4 +123,4 @@ def _audited_target(call: ToolCall) -> str | None:
     command can carry what the chat said)."""
     if reach.restricted_mode() is not None:
         return None
-    return target_of(call.arguments)
+    return shown_target(call.arguments)

@@ -69,7 +69,7 @@ async def run_call(
         ledger.record_started(
             conn, run_id=turn.run_id, session_key=turn.session_key, call_id=call.call_id,
             position=position, tool=call.name, arguments=call.arguments,
-            effect=effect_of(tool, call.arguments),
+            effect=effect_of(tool, call.arguments, turn.context),
         )
     turn.tools_running += 1
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import unicodedata
 import uuid
 from collections.abc import Mapping
@@ -67,8 +68,11 @@ def open_chat(
     workspace_dir: str | None = None,
     origin: str = "api",
     trust: str | None = None,
+    keep_out: tuple[str, ...] = (),
 ) -> Opened:
-    """Open the kept chat called `name`, or make a new one (named by `naming` when no name)."""
+    """Open the kept chat called `name`, or make a new one (named by `naming` when no name).
+    A `workspace_dir` that is, contains or lies inside a `keep_out` folder (the Hearth home),
+    or is `/`, is refused."""
     if name is not None and not NAME_PATTERN.match(name):
         raise ChatError(
             "invalid_name", 422,
@@ -81,7 +85,7 @@ def open_chat(
             f"memory_mode must be one of {', '.join(MEMORY_MODES)}.",
         )
     if workspace_dir is not None:
-        workspace_dir = _checked_folder(workspace_dir)
+        workspace_dir = _checked_folder(workspace_dir, keep_out)
     for _attempt in range(20):
         try:
             return _open_or_insert(db, name, memory_mode, agent, model, workspace_dir, origin,
@@ -91,16 +95,27 @@ def open_chat(
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
 
 
-def _checked_folder(raw: str) -> str:
+def _checked_folder(raw: str, keep_out: tuple[str, ...]) -> str:
     problem = ChatError("invalid_workspace_dir", 422,
                         "workspace_dir must be the absolute path of a folder that exists.")
     folder = Path(raw)
     try:
         if "\x00" in raw or not folder.is_absolute() or not folder.is_dir():
             raise problem
-        return str(folder.resolve())
+        real = folder.resolve()
     except (OSError, ValueError) as exc:  # a name too long, a folder that cannot be read
         raise problem from exc
+    if real == Path("/"):
+        raise ChatError("invalid_workspace_dir", 422,
+                        "workspace_dir may not be / (the whole machine); name a project folder.")
+    for kept in keep_out:
+        home = Path(os.path.realpath(kept))
+        if real == home or home in real.parents or real in home.parents:
+            raise ChatError(
+                "invalid_workspace_dir", 422,
+                f"workspace_dir may not be, contain or lie inside the Hearth home ({home}): "
+                "it holds the gateway's token, keys and every chat. Choose a folder outside it.")
+    return str(real)
 
 
 def _open_or_insert(

@@ -5,6 +5,7 @@ targets under a path or command prefix)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,12 +102,18 @@ def add_grant(conn: Connection, *, agent: str, tool: str, prefix: str | None,
                                         approval_id=approval_id, created_at=now()))
 
 
-def granted(conn: Connection, agent: str, tool: str, target: str | None) -> bool:
-    """Whether a standing grant covers this agent's call of `tool` on `target`."""
+def granted(conn: Connection, agent: str, tool: str, target: str | None,
+            narrower: Callable[[str, str], bool] | None = None) -> bool:
+    """Whether a standing grant covers this agent's call of `tool` on `target`. A grant
+    limited to a prefix covers it only if `narrower(prefix, target)` agrees too (the shell's:
+    one simple command beyond the prefix)."""
     rows = conn.execute(select(grants.c.prefix).where(grants.c.agent == agent,
                                                       grants.c.tool == tool))
     for (prefix,) in rows:
-        if prefix is None or (target is not None and covers(prefix, target)):
+        if prefix is None:
+            return True
+        if target is not None and covers(prefix, target) and (
+                narrower is None or narrower(prefix, target)):
             return True
     return False
 

@@ -1,8 +1,9 @@
 """The tool protocol: what a tool declares, what it is handed, what it answers.
 
-A tool declares its effect class (`reads`, `changes`, `external`) and whether it may run in
-parallel with others. It refuses what it must by raising `ToolRefused` with a sentence that
-says why; the sentence reaches the model as the call's result.
+A tool declares its effect class (`reads`, `changes`, `external`), how its calls are placed
+(`Placed`), and whether it may run in parallel with others. It refuses what it must by
+raising `ToolRefused` with a sentence that says why; the sentence reaches the model as the
+call's result.
 """
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from typing import Any, Literal, Protocol
 from hearth.tools.sandbox import Placement
 
 Effect = Literal["reads", "changes", "external"]
+
+# How a tool's calls are placed, which decides who can say what a call may change:
+# - "gateway": the tool's own code, in the gateway, touching only what that code names (the
+#   file tools within the workspace, memory, jobs): its declared effect is what it does;
+# - "command": a program the model names (the shell): what it does cannot be read from its
+#   text, so a call is a read only where it is placed so that it cannot change anything;
+# - "remote": another program or server does the work (MCP servers, web pages): its effect
+#   is what it declares, and Hearth bounds what it takes back.
+Placed = Literal["gateway", "command", "remote"]
+PLACED: tuple[Placed, ...] = ("gateway", "command", "remote")
 
 
 class ToolRefused(Exception):
@@ -59,17 +70,19 @@ class Tool(Protocol):
     description: str
     parameters: dict[str, Any]
     effect: Effect
+    placed: Placed
     parallel_safe: bool
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome: ...
 
 
-def effect_of(tool: Tool, args: dict[str, Any]) -> Effect:
-    """What this call may do: a tool that screens its arguments (the shell recognises
-    read-only commands) says so per call; otherwise its declared effect."""
+def effect_of(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Effect:
+    """What this call may do where it will run: a tool that places calls per call (the shell
+    runs a read-only call in a read-only sandbox) says so per call; otherwise its declared
+    effect."""
     classify = getattr(tool, "classify", None)
     if classify is not None:
-        effect: Effect = classify(args)
+        effect: Effect = classify(args, ctx)
         return effect
     return tool.effect
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.files import MAX_WRITE_BYTES, size_words, write_atomically
 from hearth.tools.workspace import display, resolve_inside
 
@@ -49,6 +49,7 @@ class EditFile:
         "required": ["path", "old_text", "new_text"],
     }
     effect: Effect = "changes"
+    placed: Placed = "gateway"
     parallel_safe = False
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -57,7 +58,7 @@ class EditFile:
             raise ToolRefused("Refused: old_text is empty; give the exact text to replace.")
         if old == new:
             raise ToolRefused("Refused: old_text and new_text are the same, so nothing changes.")
-        path = resolve_inside(ctx.workspace, args["path"])
+        path = resolve_inside(ctx.workspace, args["path"], ctx.placement.hidden)
         replace_all = bool(args.get("replace_all", False))
         return await asyncio.to_thread(self._edit, path, old, new, replace_all, ctx)
 

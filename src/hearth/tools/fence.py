@@ -10,7 +10,9 @@ grants, trust and the owner) and again by the tools as they run:
   the work keeps nothing, and refused outright when the work reads no memory. Listings and
   searches leave the folder out for work that reads none (`withheld`), and the shell's sandbox
   keeps it read-only, or hides it, for such work (`sandbox_rule`). Elevated exec, which would
-  run outside that sandbox, is refused to work that keeps nothing.
+  run outside that sandbox, is refused to work that keeps nothing, and so is every command
+  where there is no sandbox: without one, only the command's text could say what it touches,
+  and that is no fence.
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ from typing import Any
 
 from hearth.privacy import reach
 from hearth.tools.base import Tool, ToolContext, effect_of
+from hearth.tools.workspace import kept_out
 
 FILE_TOOLS = ("read_file", "list_dir", "write_file", "edit_file", "glob", "grep")
 
 
 def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
     """The sentence refusing this call for the work running now, or None."""
-    if reach.restricted_mode() is None:
+    mode = reach.restricted_mode()
+    if mode is None:
         return None
     keeps = getattr(tool, "keeps", None)
     if keeps:
@@ -38,14 +42,17 @@ def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
         read = reach.read_refusal(f"{tool.name} was not run")
         if read is not None:
             return read
-    if tool.name == "shell" and args.get("elevated"):
+    if tool.placed == "command" and args.get("elevated"):
         return reach.write_refusal("no command may run outside the sandbox for it")
+    if tool.placed == "command" and not ctx.placement.sandboxed:
+        return (f"{reach.why(mode)}, and the shell cannot be sandboxed here "
+                f"({ctx.placement.why or 'the sandbox is off'}), so no command may run for it.")
     if not names_memory(tool.name, args, ctx):
         return None
     read = reach.read_refusal("the memory folder is closed to its tools")
     if read is not None:
         return read
-    if effect_of(tool, args) != "reads":
+    if effect_of(tool, args, ctx) != "reads":
         return reach.write_refusal("its tools may not change the memory folder")
     return None
 
@@ -69,7 +76,10 @@ def withheld(ctx: ToolContext) -> Path | None:
 
 
 def hides(path: Path, ctx: ToolContext) -> bool:
-    """Is `path` in a folder withheld from the work running now?"""
+    """Is `path` in a folder withheld from the work running now: the memory folder for work
+    that reads none, and the Hearth home for every work (`workspace.kept_out`)?"""
+    if kept_out(path, ctx.workspace, ctx.placement.hidden):
+        return True
     folder = withheld(ctx)
     return folder is not None and _within(path, folder)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hearth.tools import fence
-from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.workspace import display, resolve_inside
 
 MAX_READ_BYTES = 2_000_000
@@ -35,10 +35,11 @@ class ReadFile:
         "required": ["path"],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        path = resolve_inside(ctx.workspace, args["path"])
+        path = resolve_inside(ctx.workspace, args["path"], ctx.placement.hidden)
         return await asyncio.to_thread(self._read, path, ctx)
 
     def _read(self, path: Path, ctx: ToolContext) -> ToolOutcome:
@@ -67,10 +68,11 @@ class ListDir:
         "required": [],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        path = resolve_inside(ctx.workspace, args.get("path") or ".")
+        path = resolve_inside(ctx.workspace, args.get("path") or ".", ctx.placement.hidden)
         return await asyncio.to_thread(self._list, path, ctx)
 
     def _list(self, path: Path, ctx: ToolContext) -> ToolOutcome:
@@ -110,10 +112,11 @@ class WriteFile:
         "required": ["path", "content"],
     }
     effect: Effect = "changes"
+    placed: Placed = "gateway"
     parallel_safe = False
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        path = resolve_inside(ctx.workspace, args["path"])
+        path = resolve_inside(ctx.workspace, args["path"], ctx.placement.hidden)
         data = args["content"].encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
             raise ToolRefused(
@@ -127,7 +130,8 @@ class WriteFile:
         if path.is_dir():
             raise ToolRefused(f"Refused: {name!r} is a folder, not a file.")
         path.parent.mkdir(parents=True, exist_ok=True)
-        resolve_inside(ctx.workspace, name)  # the folders made must still be inside
+        # the folders made must still be inside
+        resolve_inside(ctx.workspace, name, ctx.placement.hidden)
         write_atomically(path, data)
         receipt = f"Wrote {size_words(len(data))} to {name}."
         return ToolOutcome(output=receipt, receipt=receipt)

@@ -19,7 +19,7 @@ from hearth.store import audit
 from hearth.store import jobs as job_store
 from hearth.store.db import Database, now
 from hearth.store.jobs import JobRow
-from hearth.tools.base import Effect, Tool, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, ToolRefused
 
 WHAT = "a scheduled job"  # what lasting_refusal says was not made
 MAX_MINUTES = 525_600  # a year
@@ -105,6 +105,7 @@ class ScheduleJob:
         "required": ["prompt"],
     }
     effect: Effect = "changes"
+    placed: Placed = "gateway"
     parallel_safe = False
     keeps = WHAT
 

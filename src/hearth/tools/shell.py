@@ -1,7 +1,12 @@
 """The shell tool: one command in the workspace, with a timeout and an output cap.
 
 The command runs with the workspace as its working folder and an environment that carries
-none of the gateway's secrets. It is not a sandbox: where it runs is the sandbox's job.
+none of the gateway's secrets. Where it runs is the sandbox's job (`tools.sandbox`), and what
+it may do unasked follows from that placement, never from reading the command: a call counts
+as a read only when it will run inside the sandbox with the workspace read-only and no
+network, where nothing it does can change anything. Its output is read as a stream into a
+bounded buffer: past the cap the rest is counted and dropped, so a command that prints a
+gigabyte costs the gateway no more memory than one that prints a page.
 """
 
 from __future__ import annotations
@@ -10,14 +15,17 @@ import asyncio
 import contextlib
 import os
 import signal
+from dataclasses import dataclass
 from typing import Any
 
 from hearth.tools import fence
-from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.sandbox import wrap
-from hearth.tools.shell_screen import reads_only, refusal
+from hearth.tools.shell_denylist import refusal
+from hearth.tools.shell_screen import reads_only
 
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR")
+_CHUNK = 64 * 1024
 
 
 def clean_environment(workspace: str) -> dict[str, str]:
@@ -46,11 +54,12 @@ class Shell:
         "required": ["command"],
     }
     effect: Effect = "changes"
+    placed: Placed = "command"
     parallel_safe = False
 
-    def classify(self, args: dict[str, Any]) -> Effect:
-        """A command line the screen reads as read-only counts as a read."""
-        return "reads" if reads_only(str(args.get("command", ""))) else "changes"
+    def classify(self, args: dict[str, Any], ctx: ToolContext) -> Effect:
+        """A read only when the call will be placed read-only (see `read_only`)."""
+        return "reads" if read_only(args, ctx) else "changes"
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         command: str = args["command"]
@@ -59,35 +68,93 @@ class Shell:
         denied = refusal(command)
         if denied:
             raise ToolRefused(denied)
-        argv = _placed(["bash", "-c", command], ctx, bool(args.get("elevated")))
         asked = args.get("timeout")
         if asked is not None and asked <= 0:
             raise ToolRefused("The timeout must be a positive number of seconds.")
+        argv = placed_argv(["bash", "-c", command], args, ctx)
         timeout = float(min(asked or ctx.shell_timeout, ctx.shell_timeout))
         proc = await _spawn(argv, ctx)
+        kept = Capped(limit=ctx.output_chars * 4)
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+            await asyncio.wait_for(_drain(proc, kept), timeout)
         except TimeoutError:
             _kill_group(proc.pid)
             await proc.wait()
-            short = _short(command)
-            return ToolOutcome(
-                output=f"The command was stopped after {timeout:g} seconds (its time limit).",
-                receipt=f"Ran `{short}`, stopped after {timeout:g} s.",
-                ok=False,
-            )
+            return _stopped(command, timeout, kept, ctx.output_chars)
         except asyncio.CancelledError:
             _kill_group(proc.pid)
             raise
-        text = out.decode("utf-8", errors="replace")
-        if len(text) > ctx.output_chars:
-            text = text[: ctx.output_chars] + f"\n[output cut at {ctx.output_chars} characters]"
         code = proc.returncode
         return ToolOutcome(
-            output=f"{text}\n[exit code {code}]",
-            receipt=f"Ran `{_short(command)}` (exit {code}).",
+            output=f"{kept.text(ctx.output_chars)}\n[exit code {code}]",
+            receipt=f"Ran `{_short(command)}` (exit {code})"
+                    + (" read-only." if read_only(args, ctx) else "."),
             ok=code == 0,
         )
+
+
+def read_only(args: dict[str, Any], ctx: ToolContext) -> bool:
+    """Will this call run where it cannot change anything? Only inside the sandbox (never
+    elevated), where the workspace is then mounted read-only with no network; and only for a
+    line the screen thinks worth trying that way."""
+    if args.get("elevated") or not ctx.placement.sandboxed:
+        return False
+    return reads_only(str(args.get("command", "")))
+
+
+def placed_argv(argv: list[str], args: dict[str, Any], ctx: ToolContext) -> list[str]:
+    """The command line that runs `argv` where this call is placed, or ToolRefused."""
+    placement, elevated = ctx.placement, bool(args.get("elevated"))
+    if elevated and not placement.elevated:
+        raise ToolRefused("Refused: running outside the sandbox is off here ([tools] elevated "
+                          "= false). Run the command without elevated.")
+    if placement.mode == "unavailable":
+        raise ToolRefused("Refused: the sandbox is on ([tools] sandbox = \"on\") but bwrap "
+                          "cannot run here. Install bubblewrap, or set sandbox = \"auto\".")
+    if placement.sandboxed and not elevated:
+        return wrap(argv, ctx.workspace, placement.network, placement.hidden,
+                    memory=fence.sandbox_rule(ctx), read_only=read_only(args, ctx))
+    return argv
+
+
+@dataclass
+class Capped:
+    """A bounded buffer: the first `limit` bytes kept, the rest only counted."""
+
+    limit: int
+    data: bytearray | None = None
+    dropped: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        if self.data is None:
+            self.data = bytearray()
+        room = self.limit - len(self.data)
+        self.data += chunk[:max(room, 0)]
+        self.dropped += max(len(chunk) - max(room, 0), 0)
+
+    def text(self, chars: int) -> str:
+        text = bytes(self.data or b"").decode("utf-8", errors="replace")
+        if len(text) <= chars and not self.dropped:
+            return text
+        total = len(self.data or b"") + self.dropped
+        return text[:chars] + f"\n[output cut at {chars} characters of {_size(total)}]"
+
+
+async def _drain(proc: asyncio.subprocess.Process, kept: Capped) -> None:
+    assert proc.stdout is not None
+    while chunk := await proc.stdout.read(_CHUNK):
+        kept.add(chunk)
+    await proc.wait()
+
+
+def _stopped(command: str, timeout: float, kept: Capped, chars: int) -> ToolOutcome:
+    printed = kept.text(chars)
+    so_far = f"Its output so far:\n{printed}\n" if printed.strip() else ""
+    return ToolOutcome(
+        output=f"{so_far}The command was stopped after {timeout:g} seconds (its time limit).",
+        receipt=f"Ran `{_short(command)}`, stopped after {timeout:g} s.",
+        ok=False,
+    )
 
 
 async def _spawn(argv: list[str], ctx: ToolContext) -> asyncio.subprocess.Process:
@@ -112,23 +179,19 @@ async def _spawn(argv: list[str], ctx: ToolContext) -> asyncio.subprocess.Proces
         raise
 
 
-def _placed(argv: list[str], ctx: ToolContext, elevated: bool) -> list[str]:
-    placement = ctx.placement
-    if elevated and not placement.elevated:
-        raise ToolRefused("Refused: running outside the sandbox is off here ([tools] elevated "
-                          "= false). Run the command without elevated.")
-    if placement.mode == "unavailable":
-        raise ToolRefused("Refused: the sandbox is on ([tools] sandbox = \"on\") but bwrap "
-                          "cannot run here. Install bubblewrap, or set sandbox = \"auto\".")
-    if placement.sandboxed and not elevated:
-        return wrap(argv, ctx.workspace, placement.network, placement.hidden,
-                    memory=fence.sandbox_rule(ctx))
-    return argv
-
-
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} bytes"
+    if count < 1024 ** 2:
+        return f"{count / 1024:.1f} KB"
+    if count < 1024 ** 3:
+        return f"{count / 1024 ** 2:.1f} MB"
+    return f"{count / 1024 ** 3:.1f} GB"
 
 
 def _short(command: str, width: int = 60) -> str:

@@ -1,9 +1,16 @@
-"""The shell's screen: which command lines only read, and which are refused outright.
+"""The shell's screen: which command lines are worth trying read-only, and which command
+lines a prefix-limited grant may cover.
 
-A command line only reads when every command in it (split at `|`, `&&`, `||`, `;`) is a known
-reader with no writing option, and nothing writes a file (`>`, `>>`, `tee`) or runs hidden
-code (`$(...)`, backticks, `eval`, `source`). Anything the screen cannot read counts as a
-change. The denylist refuses a few commands whose damage no approval should make easy.
+The screen is never the guard. A command it calls a reader runs without asking only where it
+provably cannot change anything: inside the sandbox, with the workspace read-only and no
+network (`tools.sandbox`); there a reader that turns out to write (an option, a variable, an
+expansion or a helper the screen did not know) fails instead of writing. Without the sandbox
+the screen's answer is not used at all: every command is asked.
+
+A line is worth trying read-only when every command in it (split at `|`, `&&`, `||`, `;`) is
+a known reader with no known writing option and nothing redirects into a file or runs hidden
+code (`$(...)`, backticks, `eval`, `source`): a command that would only fail read-only is
+better asked.
 """
 
 from __future__ import annotations
@@ -34,32 +41,8 @@ _SEPARATORS = re.compile(r"\|\||&&|[|;&\n]")
 _HARMLESS_REDIRECTS = re.compile(r"[0-9&]?>\s*/dev/null(?![^\s;|&])|2>&1")
 _HIDDEN = re.compile(r"\$\(|`|<\(|>\(")
 
-DENYLIST: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\brm\s+(-[a-zA-Z]*[rR][a-zA-Z]*\s+|--recursive\s+)(-\S+\s+)*"
-                r"[\"']?(/|~|\$HOME|\$\{HOME\})/?\*?[\"']?(\s|;|&|\||$)"),
-     "it would delete the whole file system or home folder"),
-    (re.compile(r"\bmkfs(\.\w+)?\b"), "it formats a disk"),
-    (re.compile(r"\bdd\b.*\bof=/dev/"), "it writes straight onto a device"),
-    (re.compile(r">\s*/dev/(sd|nvme|hd|vd|xvd)"), "it writes straight onto a disk"),
-    (re.compile(r":\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:"), "it is a fork bomb"),
-    (re.compile(r"\b(shutdown|reboot|halt|poweroff)\b"), "it shuts the machine down"),
-    (re.compile(r"\bchmod\s+(-\S+\s+)*-R\s+\S+\s+/(\s|$)|\bchown\s+(-\S+\s+)*-R\s+\S+\s+/(\s|$)"),
-     "it changes the ownership or permissions of the whole file system"),
-    (re.compile(r"\bgit\s+push\b[^;&|]*\s(--force(-with-lease)?|-f)(?=\s|$|;|&|\|)"),
-     "it force-pushes over a remote history"),
-]
-
-
-def refusal(command: str) -> str | None:
-    """The sentence refusing a destructive command, or None."""
-    for pattern, why in DENYLIST:
-        if pattern.search(command):
-            return f"Refused `{command.strip()[:80]}`: {why}. Run it yourself if you mean it."
-    return None
-
-
 def reads_only(command: str) -> bool:
-    """True only when the screen can tell that every part of the line merely reads."""
+    """True when every part of the line looks like a reader (worth trying read-only)."""
     command = _HARMLESS_REDIRECTS.sub(" ", command)
     if _HIDDEN.search(command) or ">" in command:
         return False
@@ -90,3 +73,16 @@ def _part_reads(part: str) -> bool:
     if program == "find":
         return not any(a in FIND_WRITERS for a in args)
     return program in READERS
+
+
+# what a prefix-limited grant never covers beyond the prefix it names: another command, a
+# redirection, an expansion that runs code, a line break
+_BEYOND_ONE_COMMAND = re.compile(r"[;&|<>`$(){}\n\r\\]")
+
+
+def one_command_beyond(prefix: str, command: str) -> bool:
+    """Does `command` add only plain words to `prefix` (one simple command, no operator,
+    redirection, substitution or line break beyond what the grant itself names)?"""
+    if not command.startswith(prefix):
+        return False
+    return _BEYOND_ONE_COMMAND.search(command[len(prefix):]) is None

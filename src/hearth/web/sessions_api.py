@@ -61,6 +61,7 @@ async def create_session(engine: EngineDep, body: CreateSession | None = None) -
     opened = chats.open_chat(
         engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
         model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
+        keep_out=engine.placement.hidden,
     )
     return JSONResponse(session_view(opened.session), status_code=201 if opened.created else 200)
 

@@ -110,7 +110,7 @@ def _page(request: Request, engine: Engine, *, status: int = 200, **shown: Any) 
         ollama_url=forms.OLLAMA_BASE_URL, chain=chain, chain_choices=choices,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
         agents=sorted(engine.config.agents.items()), profiles=forms.PROFILES,
-        user_name=engine.config.agent.user_name or "", **shown)
+        user_name=engine.config.agent.user_name or "", sandbox=engine.placement, **shown)
 
 
 @pages.get("/settings")
