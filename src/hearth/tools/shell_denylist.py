@@ -24,6 +24,14 @@ import bashlex.errors
 
 WRAPPERS = {"sudo", "doas", "env", "nice", "nohup", "command", "exec", "time", "timeout",
             "ionice", "stdbuf", "busybox", "xargs", "setsid", "chroot", "builtin"}
+# a wrapper's options that take the next word as their value
+OPTION_VALUES = {
+    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-R"},
+    "doas": {"-u", "-C"}, "env": {"-u", "-C", "-S"}, "nice": {"-n"},
+    "ionice": {"-c", "-n", "-p"}, "timeout": {"-s", "-k"}, "stdbuf": {"-i", "-o", "-e"},
+    "xargs": {"-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s"},
+}
+_DURATION = re.compile(r"^[0-9.]+[smhd]?$")
 ROOTS = {"/", "/*", "/.", "/..", "~", "~/", "~/*", "$HOME", "$HOME/", "$HOME/*", "${HOME}",
          "${HOME}/", "${HOME}/*", "/home", "/home/*", "/root", "/usr", "/etc", "/var", "/boot"}
 DISK = re.compile(r"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk|mapper/)")
@@ -96,11 +104,24 @@ def _unwrapped(words: list[str], targets: tuple[str, ...]) -> Simple | None:
         program = os.path.basename(words[0])
         if program not in WRAPPERS:
             return Simple(program, tuple(words[1:]), targets)
-        words = words[1:]
-        while words and (words[0].startswith("-") or "=" in words[0]
-                         or (program == "timeout" and words[0][:1].isdigit())):
-            words = words[1:]
+        words = _past_options(program, words[1:])
     return Simple("", (), targets) if targets else None
+
+
+def _past_options(wrapper: str, words: list[str]) -> list[str]:
+    """The words after a wrapper's own options (and their values) and assignments."""
+    taking = OPTION_VALUES.get(wrapper, set())
+    while words:
+        word = words[0]
+        if word in taking:
+            words = words[2:]
+        elif word.startswith("-") or "=" in word or _DURATION.match(word):
+            words = words[1:]
+        elif wrapper == "chroot":
+            return words[1:]  # chroot DIR COMMAND
+        else:
+            break
+    return words
 
 
 def _flags(args: tuple[str, ...]) -> tuple[set[str], set[str]]:
