@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp.types as mcp_types
+
 import hearth
 from hearth.tools.base import PLACED, Effect, Placed, Tool, ToolContext, ToolOutcome, effect_of
 from hearth.tools.mcp_tools import McpTool
