@@ -41,6 +41,7 @@ bench: install-dev
 	$(BIN)/python bench/recall.py
 	$(BIN)/python bench/recovery.py
 	$(BIN)/python bench/first_run.py
+	$(BIN)/python bench/shell_placement.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
