@@ -26,7 +26,7 @@ from hearth.privacy.modes import Mode, mode_of
 from hearth.store.db import Database
 from hearth.store.recall import STOPWORDS
 from hearth.store.schema import sessions, transcript_events
-from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 
 SEARCHED_KINDS = ("user", "assistant")
 MAX_TERMS = 8
@@ -226,6 +226,7 @@ class ChatSearch:
         "required": ["query"],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
     reads_memory = True  # refused (by the fence, and here) to work that reads no memory
 

@@ -19,7 +19,7 @@ from hearth.memory.service import Memory
 from hearth.privacy import reach
 from hearth.store.db import Database
 from hearth.store.memory import KINDS, MemoryItem
-from hearth.tools.base import Effect, Tool, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, ToolRefused
 
 MAX_TEXT = 2000
 MEMORY_TOOL_NAMES = ("memory_remember", "memory_recall", "memory_list", "memory_forget",
@@ -66,6 +66,7 @@ class MemoryRemember(_OnMemory):
         "required": ["text"],
     }
     effect: Effect = "changes"
+    placed: Placed = "gateway"
     parallel_safe = False
     keeps = "memory"
     needs_approval = False
@@ -100,6 +101,7 @@ class MemoryRecall(_OnMemory):
         "required": ["query"],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
     reads_memory = True
 
@@ -126,6 +128,7 @@ class MemoryList(_OnMemory):
         "required": [],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
     reads_memory = True
 
@@ -151,6 +154,7 @@ class MemoryForget(_OnMemory):
         "required": ["id"],
     }
     effect: Effect = "changes"
+    placed: Placed = "gateway"
     parallel_safe = False
     keeps = "memory"
 
