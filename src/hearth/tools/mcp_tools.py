@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from mcp import types as mcp_types
 
-from hearth.tools.base import Effect, ToolContext, ToolOutcome
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 
 MAX_TOOL_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -78,6 +78,7 @@ class McpTool:
         self.parameters: dict[str, Any] = schema
         read_only = bool(tool.annotations and tool.annotations.read_only_hint)
         self.effect: Effect = "reads" if read_only else "external"
+        self.placed: Placed = "remote"
         self.parallel_safe = read_only
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:

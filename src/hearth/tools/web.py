@@ -26,7 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.files import size_words
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -395,6 +395,7 @@ class WebFetch:
         "required": ["url"],
     }
     effect: Effect = "external"
+    placed: Placed = "remote"
     parallel_safe = True
 
     def __init__(self, verify: ssl.SSLContext | None = None) -> None:
