@@ -13,6 +13,7 @@ import asyncio
 import shlex
 import subprocess
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from hearth.tools.shell_screen import one_command_beyond, reads_only
 from hearth.web.app import create_app
 from tests.engine_harness import make_config, make_engine, new_chat
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.gateway import Gateway
 from tests.pages import token_of
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bwrap cannot run here")
@@ -331,3 +333,12 @@ def test_the_screen_is_no_longer_the_guard() -> None:
     """The screen still says which lines are worth trying read-only; those include the
     disguised writers above (this is why it cannot be the guard)."""
     assert all(reads_only(c) for c in DISGUISED_WRITERS)
+
+
+def test_the_gateway_start_line_says_the_shell_is_not_sandboxed(
+        gateway_factory: Callable[..., Gateway]) -> None:
+    """Before: the start line named only the address and the home; an "auto" sandbox that fell
+    back to the host said nothing anywhere."""
+    gateway = gateway_factory('[tools]\nsandbox = "off"\n')
+    assert ('Shell: NOT sandboxed: [tools] sandbox = "off" in config.toml; every shell command '
+            "is asked") in gateway.output()
