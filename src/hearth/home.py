@@ -1,17 +1,35 @@
 """The home folder: where Hearth keeps its database, token, workspace, chats' own folders
 and logs.
 
-Owns the layout of `$HEARTH_HOME` (default `~/.hearth`) and the bearer token file in it.
+Owns the layout of `$HEARTH_HOME` (default `~/.hearth`), the bearer token file in it, and
+who may read it: the owner alone. Whatever Hearth makes there is made under the umask 0o077
+(folders 0700, files 0600), and at start `ensure` takes group and other access away from what
+an older Hearth (or a looser umask) left: the home itself, the database with its `-wal`,
+`-shm` and `-journal`, the token, settings.json, `sessions/` and all of `logs/`. Files the
+owner keeps there — config.toml, what is inside the workspace — are left as they are: the
+home's 0700 already keeps everyone else out of them.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 TOKEN_ENV = "HEARTH_TOKEN"
+PRIVATE_UMASK = 0o077
+OWN_FILES = ("hearth.db", "hearth.db-wal", "hearth.db-shm", "hearth.db-journal", "token",
+             "settings.json")  # Hearth's own files at the top of the home
+
+
+def private_umask() -> None:
+    """From now on this process makes files 0600 and folders 0700 (its children inherit it)."""
+    os.umask(PRIVATE_UMASK)
 
 
 @dataclass(frozen=True)
@@ -54,9 +72,24 @@ class Home:
         return self.root / "logs"
 
     def ensure(self) -> None:
-        """Create the folders the gateway needs (idempotent)."""
+        """Create the folders the gateway needs, readable by the owner alone, and make what
+        an earlier start left there private (idempotent)."""
+        private_umask()
         for path in (self.root, self.workspace, self.memory_dir, self.logs):
             path.mkdir(parents=True, exist_ok=True)
+        self.make_private()
+
+    def make_private(self) -> None:
+        """Take group and other access away from the home and Hearth's own files in it."""
+        _restrict(self.root)
+        for name in OWN_FILES:
+            _restrict(self.root / name)
+        _restrict(self.sessions_dir)
+        _restrict(self.logs)
+        if self.logs.is_dir() and not self.logs.is_symlink():
+            for folder, dirs, files in os.walk(self.logs):
+                for name in (*dirs, *files):
+                    _restrict(Path(folder) / name)
 
     def database_url(self) -> str:
         return os.environ.get("HEARTH_DATABASE_URL") or f"sqlite:///{self.db_file}"
@@ -69,6 +102,7 @@ class Home:
         kept = self._read_token()
         if kept or not create:
             return kept
+        private_umask()
         self.root.mkdir(parents=True, exist_ok=True)
         # written whole under a temporary name, then linked into place: a reader never sees
         # a half-written token, and of two processes making one at once the first one wins
@@ -93,3 +127,20 @@ class Home:
             return self.token_file.read_text(encoding="utf-8").strip() or None
         except FileNotFoundError:
             return None
+
+
+def _restrict(path: Path) -> None:
+    """Clear the group and other bits of `path` (never through a link); a path that is not
+    there is fine, one that cannot be changed is said in the log."""
+    try:
+        found = path.lstat()
+    except FileNotFoundError:
+        return
+    mode = stat.S_IMODE(found.st_mode)
+    if stat.S_ISLNK(found.st_mode) or not mode & 0o077:
+        return
+    try:
+        os.chmod(path, mode & ~0o077)
+    except OSError as error:
+        log.warning("%s is readable by others and could not be made private (%s)", path,
+                    error.strerror)

@@ -6,7 +6,9 @@ the calls waiting on them wake), what was running is waited for (a few seconds a
 the store and the disk are purged (`sessions.forget`) with what memory holds filed under that
 chat alone; last the session row goes. Each deletion writes exactly one `chat.deleted` audit
 row naming the chat: outcome, counts, why, and the reason when it failed — never message
-text.
+text. Last the store's write-ahead log is folded in and truncated (`Database.truncate_wal`):
+with `secure_delete` on every connection, no byte of the chat's text is left in the database
+file or its `-wal` once the deletion returns, a kill -9 right after it included.
 
 A Temporary chat ends forgotten the same way: when a new
 process starts (what a crash left), when the gateway stops, and when it has been idle past
@@ -110,6 +112,7 @@ async def end_chat(owner: ChatOwner, key: str, why: str, *, stop_running: bool,
         await asyncio.to_thread(forget.remove_row, owner.db, done)
         report = _report(done, memory_items, why)
         _audit(owner.db, report)
+        await asyncio.to_thread(owner.db.truncate_wal)  # no old frame keeps its text
         return report
     finally:
         owner.deleting.discard(key)

@@ -111,6 +111,7 @@ class Memory:
             gone = store.forget(conn, item_id)
         if gone is not None:
             self.documents.cut_history([gone.id])
+            self.db.truncate_wal()  # no old frame of the log keeps its words
         return gone
 
     def forget_chat(self, session_key: str) -> list[MemoryItem]:

@@ -5,7 +5,8 @@ approvals and its own working folder (`sessions.folders`; a `workspace_dir` the 
 never removed), and last the session row. Each part goes on its own; if any part fails, the
 others still go but the session row stays — the chat is still kept, the purge says why, and
 purging it again finishes the job. The last step sweeps anything appended meanwhile along with
-the row, in one transaction.
+the row, in one transaction, and withdraws from the chat's audit rows what its tool calls
+acted on (a path or a command can carry what the chat said; who decided what stays).
 
 The engine composes this with stopping the chat's turn and forgetting its memory
 (`engine.deletion`); this module knows no engine.
@@ -27,7 +28,7 @@ from hearth.sessions.folders import chat_folder, forgotten_when_ended
 from hearth.store import sessions as session_store
 from hearth.store.db import Database, now
 from hearth.store.runs import ACTIVE
-from hearth.store.schema import approvals, runs, sessions, tool_calls, transcript_events
+from hearth.store.schema import approvals, audit, runs, sessions, tool_calls, transcript_events
 from hearth.store.sessions import SessionRow
 
 # What a purge removes, in order, with the words its failure is said in.
@@ -99,6 +100,7 @@ def remove_row(db: Database, done: Purge) -> None:
         with db.write() as conn:
             for part, table, _words in PARTS:
                 done.removed.add(part, _delete_rows(conn, table, done.key))
+            _withdraw_targets(conn, done.key)
             conn.execute(delete(sessions).where(sessions.c.key == done.key))
     except SQLAlchemyError as error:
         done.failures.append(f"the chat itself could not be removed ({_cause(error)})")
@@ -120,6 +122,15 @@ def _delete_part(db: Database, key: str, part: str, table: Table, done: Purge) -
 
 def _delete_rows(conn: Connection, table: Table, key: str) -> int:
     return int(conn.execute(delete(table).where(table.c.session_key == key)).rowcount)
+
+
+def _withdraw_targets(conn: Connection, key: str) -> None:
+    """Blank the `target` of the chat's audit rows (a Temporary or Incognito chat's have none)."""
+    rows = conn.execute(select(audit.c.id, audit.c.detail).where(audit.c.session_key == key))
+    for row_id, detail in rows.all():
+        if isinstance(detail, dict) and detail.get("target") is not None:
+            conn.execute(update(audit).where(audit.c.id == row_id)
+                         .values(detail={**detail, "target": None}))
 
 
 def _folder_words(chats_dir: Path, key: str) -> str:

@@ -1,18 +1,24 @@
 """The database handle: engine creation, SQLite pragmas, transactions, migrations.
 
 Every dialect-specific statement Hearth issues lives in `store/` and most of it here: WAL mode,
-`synchronous`, the busy timeout and `BEGIN IMMEDIATE` for writers on SQLite. PostgreSQL needs
-none of it.
+`synchronous`, the busy timeout, `secure_delete`, the checkpoint after a forgetting and
+`BEGIN IMMEDIATE` for writers on SQLite. PostgreSQL needs none of it.
 
 Two durability classes of write. A *promise* (`write()`: a message acknowledged, a tool call
 recorded started before it runs, a recovery attempt counted, an ending) is synced to disk
 before it returns (`synchronous=FULL`). *Bookkeeping* (`write(durable=False)`: the turn's
 events, checkpoints, claims) survives any crash of the process but may be lost with power
 (`NORMAL`); in WAL mode the next promise's sync carries every earlier write with it.
+
+What is deleted leaves no bytes behind: every connection runs with `secure_delete` (a deleted
+row's bytes and freed pages are overwritten with zeros), and after a forgetting (a chat
+deleted, a Temporary chat ended) `truncate_wal()` folds the write-ahead log into the database
+file and truncates it, so no frame of an earlier transaction keeps the old text in `-wal`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +28,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.pool import NullPool
 
+log = logging.getLogger(__name__)
+
 MIGRATIONS = Path(__file__).parent / "migrations"
+BUSY_TIMEOUT_MS = 30000
+CHECKPOINT_SECONDS = 1.0  # how long a checkpoint waits for readers of older snapshots
+CHECKPOINT_TRY_MS = 100  # the busy timeout of one attempt within that
 
 
 def now() -> float:
@@ -73,6 +84,31 @@ class Database:
             command.upgrade(cfg, "head")
             conn.commit()
 
+    def truncate_wal(self, within: float = CHECKPOINT_SECONDS) -> bool:
+        """Fold the write-ahead log into the database file and truncate it to nothing (SQLite;
+        elsewhere there is none: True). A reader still on an older snapshot holds it back, so
+        it is tried again until `within` seconds have passed; False (and a warning) when it
+        could not finish by then. Blocking: call it from a thread."""
+        if self.dialect != "sqlite":
+            return True
+        deadline = time.monotonic() + within
+        with self.engine.connect() as conn:
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            raw.execute(f"PRAGMA busy_timeout={CHECKPOINT_TRY_MS}")
+            try:
+                while True:
+                    busy = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    if not busy:
+                        return True
+                    if time.monotonic() >= deadline:
+                        log.warning("the write-ahead log could not be checkpointed within "
+                                    "%.1f s (a reader held it); the next checkpoint will", within)
+                        return False
+                    time.sleep(0.02)
+            finally:
+                raw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
     def close(self) -> None:
         self.engine.dispose()
 
@@ -100,8 +136,9 @@ def _make_engine(url: str) -> Engine:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA secure_delete=ON")  # what is deleted is overwritten with zeros
         cursor.close()
 
     @event.listens_for(engine, "begin")

@@ -6,6 +6,11 @@ came from (`filed_under`; NULL once a second chat, or the owner, stands behind i
 passages of the markdown memory documents are rows of kind `document` whose `source` is the
 file. Recall over them is `store.recall`'s. Whether the work running now may read or change
 these tables is not decided here: `privacy.stores` refuses it at the connection.
+
+A forgotten item leaves no word behind: FTS5 keeps a deleted item's words in its index
+segments until they are merged (its own `secure-delete` option needs SQLite 3.42, newer than
+many systems carry), so forgetting merges them at once (`optimize`); the pages they filled
+are freed and, under `secure_delete`, zeroed.
 """
 
 from __future__ import annotations
@@ -113,6 +118,7 @@ def forget(conn: Connection, item_id: int) -> MemoryItem | None:
     if item is None or item.kind == DOCUMENT:
         return None
     conn.execute(delete(memory_items).where(memory_items.c.id == item_id))
+    _merge_index(conn)
     return item
 
 
@@ -122,7 +128,15 @@ def forget_filed_under(conn: Connection, session_key: str) -> list[MemoryItem]:
     gone = [MemoryItem.of(r) for r in rows]
     if gone:
         conn.execute(delete(memory_items).where(memory_items.c.filed_under == session_key))
+        _merge_index(conn)
     return gone
+
+
+def _merge_index(conn: Connection) -> None:
+    """Merge the keyword index into one segment (SQLite), dropping the words of the items
+    deleted since: until then FTS5 keeps them in the segments that indexed them."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
 
 
 def count(conn: Connection) -> int:
