@@ -32,7 +32,8 @@ falls back to :attr:`ScriptedModelServer.default`.  Replies are picked — and t
 :attr:`ScriptedModelServer.requests` — as soon as the request arrives, before any ``hold`` wait, so
 FIFO order always matches arrival order.
 
-Faults (see :class:`Reply`): ``status`` (HTTP error with the provider's error body), ``cut_after``
+Faults (see :class:`Reply`): ``status`` (HTTP error with the provider's error body, which
+``echo_key`` makes repeat the API key the request carried), ``cut_after``
 (stream ends cleanly mid-answer with no finish reason / usage / terminator), ``stall`` (pause after
 the first event), ``delay`` (pause between chunks) and ``hold`` (do not answer at all until an event
 is set).  ``cut_after``, ``delay`` and tool-call fragmenting only concern streamed answers;
@@ -149,6 +150,9 @@ class Reply:
       ends this way even if the answer has fewer content chunks than ``cut_after``.
     * ``status`` — FAULT: answer this HTTP status with the provider's JSON error body (429 adds
       ``retry-after: 0``).
+    * ``echo_key`` — FAULT, with ``status``: the error body's message repeats the API key the
+      request carried (``Authorization: Bearer …`` or ``x-api-key``), whole, as a careless
+      provider or proxy does (``Incorrect API key provided: <key>``).
     * ``stall`` — FAULT: send the headers and the first event, then sleep this many seconds.
     """
 
@@ -162,6 +166,7 @@ class Reply:
     started: threading.Event | None = None
     cut_after: int | None = None
     status: int | None = None
+    echo_key: bool = False
     stall: float | None = None
 
     def resolved_usage(self) -> tuple[int, int]:
@@ -459,7 +464,10 @@ class _Handler(BaseHTTPRequestHandler):
                     if time.monotonic() >= deadline:
                         break
             if reply.status is not None:
-                self._send_error(reply.status, f"Scripted error {reply.status}", anthropic)
+                message = f"Scripted error {reply.status}"
+                if reply.echo_key:
+                    message = f"Incorrect API key provided: {_key_of(recorded.headers)}"
+                self._send_error(reply.status, message, anthropic)
             elif anthropic:
                 self._anthropic(recorded, reply)
             else:
@@ -794,6 +802,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
             send({"type": "message_stop"})
         self._end_stream()
+
+
+def _key_of(headers: dict[str, str]) -> str:
+    """The API key a request carried: OpenAI's bearer, else Anthropic's x-api-key."""
+    scheme, _, key = headers.get("authorization", "").partition(" ")
+    return key if scheme.lower() == "bearer" and key else headers.get("x-api-key", "")
 
 
 def _ollama_model(name: str) -> dict[str, Any]:

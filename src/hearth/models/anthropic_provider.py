@@ -30,6 +30,7 @@ from anthropic.types import (
     TextDelta as WireTextDelta,
 )
 
+from hearth.masking import mask
 from hearth.models.body import as_body
 from hearth.models.types import (
     AnswerCutOff,
@@ -243,5 +244,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
 
 
 def _brief(exc: Exception) -> str:
-    text = str(exc).strip() or type(exc).__name__
+    """The SDK's error in a few words, masked before it is cut: a key the cut halved would
+    no longer be recognised whole."""
+    text = mask(str(exc).strip()) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "…"

@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 import openai
 
+from hearth.masking import mask
 from hearth.models.body import as_body
 from hearth.models.types import (
     AnswerCutOff,
@@ -157,5 +158,7 @@ def to_wire(message: Message) -> dict[str, Any]:
 
 
 def _brief(exc: Exception) -> str:
-    text = str(exc).strip() or type(exc).__name__
+    """The SDK's error in a few words, masked before it is cut: a key the cut halved would
+    no longer be recognised whole."""
+    text = mask(str(exc).strip()) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "…"
