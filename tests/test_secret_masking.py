@@ -231,9 +231,9 @@ def test_masking_is_idempotent() -> None:
     "-----BEGIN RSA PRIVATE KEY-----" * 30_000, "api_key=" + "a" * 1_000_000,
 ])
 def test_no_text_makes_masking_slow(text: str) -> None:
-    """The shapes run on RE2: a megabyte built to make a backtracking engine crawl (a
-    private-key header with no end, repeated, took the old chat-search masker quadratic
-    time) is masked in well under a second."""
+    """The shapes run on RE2, which cannot backtrack: a megabyte of near misses (runs
+    with no end, headers with no key, labels with nothing after them) is masked in well
+    under a second."""
     began = time.monotonic()
     mask(text)
     assert time.monotonic() - began < 1.0
@@ -345,3 +345,17 @@ def test_a_logged_provider_error_is_masked_traceback_and_all(
     assert "Incorrect API key provided" in caplog.text and "AuthenticationError" in caplog.text
     assert key not in caplog.text
 
+
+
+def test_a_log_record_is_masked_and_keeps_its_shape() -> None:
+    """A record with nothing secret is left as made; one with a key in an argument keeps its
+    format and argument tuple (uvicorn's access log unpacks `args`), the key masked.
+    Before: records were never masked."""
+    masking.mask_logs()
+    make = logging.getLogRecordFactory()
+    plain = make("hearth.x", logging.INFO, __file__, 1, "ran %s in %d ms", ("run_1", 12), None)
+    assert (plain.msg, plain.args) == ("ran %s in %d ms", ("run_1", 12))
+    access = make("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s"',
+                  ("127.0.0.1", "GET", f"/x?api_key={SHAPES[0]}"), None)
+    assert access.msg == '%s - "%s %s"' and len(access.args) == 3
+    assert SHAPES[0] not in access.getMessage() and "api_key=[redacted]" in access.getMessage()

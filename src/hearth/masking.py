@@ -116,15 +116,19 @@ _FORMATTER = logging.Formatter()
 
 
 class MaskingFilter(logging.Filter):
-    """Masks a record's message, exception and stack text in place; never drops a record."""
+    """Masks a record's message, exception and stack text in place; never drops a record.
+
+    A record with nothing to mask is left exactly as it was; one with a secret in its
+    arguments keeps its format and gets the arguments masked (formatters that read `args`,
+    as uvicorn's access log does, still work); else its message is replaced, formatted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except (TypeError, ValueError):  # a bad format: the handler reports it, unformatted
-            message = None
-        if message is not None:
-            record.msg, record.args = mask(message), None
+        message = _message(record)
+        if message is not None and mask(message) != message:
+            record.args = _masked_args(record.args)
+            message = _message(record)
+            if message is not None and mask(message) != message:
+                record.msg, record.args = mask(message), None
         if record.exc_info and not record.exc_text:
             record.exc_text = _FORMATTER.formatException(record.exc_info)
         if record.exc_text:
@@ -132,6 +136,29 @@ class MaskingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = mask(record.stack_info)
         return True
+
+
+def _message(record: logging.LogRecord) -> str | None:
+    try:
+        return record.getMessage()
+    except (TypeError, ValueError):  # a bad format: the handler reports it, unformatted
+        return None
+
+
+def _masked_args(args: Any) -> Any:
+    """A record's arguments with every string (and exception) that holds a secret masked."""
+    def one(arg: Any) -> Any:
+        if not isinstance(arg, str | BaseException):
+            return arg
+        text = str(arg)
+        masked = mask(text)
+        return arg if masked == text else masked
+
+    if isinstance(args, tuple):
+        return tuple(one(arg) for arg in args)
+    if isinstance(args, dict):
+        return {key: one(arg) for key, arg in args.items()}
+    return args
 
 
 def mask_logs() -> None:
