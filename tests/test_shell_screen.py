@@ -16,8 +16,8 @@ from hearth.engine.runtime import Engine
 from hearth.store import ledger
 from hearth.store.schema import approvals, audit
 from hearth.tools.base import ToolContext, ToolRefused
-from hearth.tools.shell import Shell
 from hearth.tools.sandbox import Placement
+from hearth.tools.shell import Shell
 from hearth.tools.shell_denylist import refusal
 from hearth.tools.shell_screen import reads_only
 from tests.engine_harness import make_config, make_engine, new_chat, turn
