@@ -35,10 +35,11 @@ FIFO order always matches arrival order.
 Faults (see :class:`Reply`): ``status`` (HTTP error with the provider's error body, which
 ``echo_key`` makes repeat the API key the request carried), ``cut_after``
 (stream ends cleanly mid-answer with no finish reason / usage / terminator), ``stall`` (pause after
-the first event), ``delay`` (pause between chunks) and ``hold`` (do not answer at all until an event
-is set).  ``cut_after``, ``delay`` and tool-call fragmenting only concern streamed answers;
-a non-streamed answer honours ``status``, ``hold``, ``started`` and ``stall`` (the stall happens
-between the response headers and the body).
+the first event, or after ``stall_after`` content chunks), ``delay`` (pause between chunks) and
+``hold`` (do not answer at all until an event is set).  ``cut_after``, ``delay``, ``stall_after``
+and tool-call fragmenting only concern streamed answers; a non-streamed answer honours
+``status``, ``hold``, ``started`` and ``stall`` (the stall happens between the response headers
+and the body).
 
 Streamed responses use HTTP/1.1 chunked transfer encoding with a proper terminating chunk and
 ``Connection: close``; every response closes its connection, so :meth:`ScriptedModelServer.stop`
@@ -154,6 +155,8 @@ class Reply:
       request carried (``Authorization: Bearer …`` or ``x-api-key``), whole, as a careless
       provider or proxy does (``Incorrect API key provided: <key>``).
     * ``stall`` — FAULT: send the headers and the first event, then sleep this many seconds.
+    * ``stall_after`` — with ``stall`` on a streamed answer: send this many content chunks first,
+      then sleep (0: right after the first event). Text shown, then a pause.
     """
 
     text: str = ""
@@ -168,6 +171,7 @@ class Reply:
     status: int | None = None
     echo_key: bool = False
     stall: float | None = None
+    stall_after: int = 0
 
     def resolved_usage(self) -> tuple[int, int]:
         if self.usage is not None:
@@ -638,13 +642,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"data: " + json.dumps(data).encode() + b"\n\n")
 
         send(chunk({"role": "assistant", "content": ""}))
-        if reply.stall:
-            owner._sleep(reply.stall)
         for n, data in enumerate(content):
+            if reply.stall and n == reply.stall_after:
+                owner._sleep(reply.stall)
             if reply.cut_after is not None and n >= reply.cut_after:
                 break
             owner._sleep(reply.delay)
             send(data)
+        if reply.stall and reply.stall_after >= len(content):
+            owner._sleep(reply.stall)
         if reply.cut_after is None:
             finish = reply.openai_finish_reason()
             if finish is not None:
@@ -780,7 +786,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             }
         )
-        if reply.stall:
+        if reply.stall and not reply.stall_after:
             owner._sleep(reply.stall)
         send({"type": "ping"})
         sent = 0
@@ -788,6 +794,8 @@ class _Handler(BaseHTTPRequestHandler):
             if counts:
                 if reply.cut_after is not None and sent >= reply.cut_after:
                     break
+                if reply.stall and reply.stall_after and sent == reply.stall_after:
+                    owner._sleep(reply.stall)
                 owner._sleep(reply.delay)
                 sent += 1
             send(data)

@@ -1,20 +1,23 @@
 """The model/tool loop: model call, tool batch, model call… until an answer or a limit.
 
 Each model call streams through the call guard; its text is published as deltas and
-checkpointed on the run at least every second. An answer that asks for tools is recorded (its
-text, then one event per call), the batch runs, and the results go back to the model. The
-endings table's retries live here, each used at most once a turn: an answer cut off before
-anything was shown, an output cap hit with nothing written, tools run and no reply written, an
-empty answer; a connection lost before an answer is resent up to three times unless a step
-that may have changed something was finished. The final answer is appended at most once (its
-idempotency key is the run's).
+checkpointed on the run within a second of arriving, whether or not more follows (one write a
+second at most, however many chunks come: see `StreamKeeper`). An answer that asks for tools
+is recorded (its text, then one event per call), the batch runs, and the results go back to
+the model. The endings table's retries live here, each used at most once a turn: an answer
+cut off before anything was shown, an output cap hit with nothing written, tools run and no
+reply written, an empty answer; a connection lost before an answer is resent up to three
+times unless a step that may have changed something was finished. The final answer is
+appended at most once (its idempotency key is the run's).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import logging
 from dataclasses import dataclass
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine import endings, record
 from hearth.engine.endings import Ending
@@ -46,6 +49,7 @@ REPLY_OWED_NOTE = (
     "from what the tools returned."
 )
 CHECKPOINT_SECONDS = 1.0
+log = logging.getLogger(__name__)
 RESEND_LIMIT = 3
 RESEND_BACKOFF = (0.5, 1.0, 2.0)
 
@@ -109,26 +113,62 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
     request = ModelRequest(messages=messages, tools=specs)
     turn.streamed = ""
     done: Completed | None = None
-    saved_at = time.monotonic()
-    async for event in guard.stream(turn.provider, request):
-        turn.touch()
-        if isinstance(event, TextDelta):
-            first = not turn.streamed
-            turn.streamed += event.text
-            turn.bus.delta(turn.session_key, turn.run_id, event.text)
-            if first:
-                crash_point("mid_stream")
-            if time.monotonic() - saved_at >= CHECKPOINT_SECONDS:
-                checkpoint(turn)
-                saved_at = time.monotonic()
-        else:
-            done = event
+    keeper = StreamKeeper(turn)
+    try:
+        async for event in guard.stream(turn.provider, request):
+            turn.touch()
+            if isinstance(event, TextDelta):
+                first = not turn.streamed
+                turn.streamed += event.text
+                turn.bus.delta(turn.session_key, turn.run_id, event.text)
+                keeper.arrived()
+                if first:
+                    crash_point("mid_stream")
+            else:
+                done = event
+    finally:
+        keeper.close()
     if done is None:  # an adapter must raise AnswerCutOff instead; hold the rule here too
         raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
     pricing.count(turn.db, turn.provider.model_id, turn.model_config, done.usage)
     return Answer(turn.streamed, done)
+
+
+class StreamKeeper:
+    """Keeps what has streamed on the run within `CHECKPOINT_SECONDS` of its arrival.
+
+    Text not yet kept arms a timer; when it fires, everything streamed so far is written in one
+    checkpoint. So a burst of chunks costs one write a second, and text followed by a pause is
+    kept during the pause (before, a checkpoint was written only when a later chunk arrived, so
+    the text before a stall was lost to a kill). The timer runs on the loop, between the
+    turn's own steps, and is cancelled when the stream ends (its text is then recorded or kept
+    partial by the loop itself).
+    """
+
+    def __init__(self, turn: Turn) -> None:
+        self._turn = turn
+        self._timer: asyncio.TimerHandle | None = None
+
+    def arrived(self) -> None:
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(CHECKPOINT_SECONDS, self._keep)
+
+    def _keep(self) -> None:
+        self._timer = None
+        if not self._turn.streamed:
+            return
+        try:
+            checkpoint(self._turn)
+        except SQLAlchemyError as error:  # bookkeeping: the next chunk arms another try
+            log.warning("run %s: the streamed text could not be checkpointed (%s)",
+                        self._turn.run_id, type(error).__name__)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def checkpoint(turn: Turn) -> None:
