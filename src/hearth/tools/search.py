@@ -1,128 +1,51 @@
 """The search tools: glob (files by name pattern) and grep (lines by regex), both confined.
 
-This module owns walking the workspace for them: it skips `.git` folders, follows a symlinked
-folder only when its real path is inside the workspace (each real folder once), lists a
-symlinked file only when its target is inside, and caps what it reports.
+This module owns the two tools, their limits (`SearchLimits`) and what they answer, including
+the sentence that says when a search was cut short. Walking the workspace (confined, bounded,
+stoppable) is search_walk.py's; matching a pattern (RE2, linear time) is search_match.py's.
+Both tools run their walk off the event loop with a time limit, and Stop ends them promptly.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import re
-from collections.abc import Iterator
+import functools
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+import re2
+
 from hearth.tools import fence
-from hearth.tools.base import Effect, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.files import size_words
+from hearth.tools.search_match import LineRegex, compile_pattern, matching_lines, read_text
+from hearth.tools.search_walk import (
+    Cut,
+    NameMatcher,
+    Stopper,
+    Walk,
+    check_pattern,
+    glob_regex,
+    off_loop,
+    walk,
+)
 from hearth.tools.workspace import display, resolve_inside
 
 MAX_GLOB_RESULTS = 500
 MAX_GREP_MATCHES = 200
 MAX_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 5_000_000
-BINARY_SNIFF_BYTES = 8192
-SKIPPED_FOLDERS = frozenset({".git"})
+MAX_PATTERN_CHARS = 2000
 
 
-# ---------------------------------------------------------------- walking and matching
+@dataclass(frozen=True)
+class SearchLimits:
+    """How much one glob or grep may do before it stops and says so."""
 
-
-def _inside(root: str, real: str) -> bool:
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def walk_files(root: Path, top: Path) -> Iterator[Path]:
-    """Every file under the folder `top` (a real path inside `root`), never leaving `root`.
-
-    Real folders are walked first; a symlinked folder is followed afterwards only when its
-    real path is inside `root` and was not walked already, so no folder is listed twice.
-    """
-    real_root = str(root.resolve())
-    seen: set[str] = set()
-    pending: list[Path] = [top]
-    linked: list[Path] = []
-    while pending or linked:
-        folder = pending.pop() if pending else linked.pop(0)
-        real = os.path.realpath(folder)
-        if real in seen or not _inside(real_root, real):
-            continue
-        seen.add(real)
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name in SKIPPED_FOLDERS:
-                continue
-            kind = _kind(entry, real_root)
-            if kind == "dir":
-                (linked if entry.is_symlink() else pending).append(Path(entry.path))
-            elif kind == "file":
-                yield Path(entry.path)
-
-
-def _kind(entry: os.DirEntry[str], real_root: str) -> str:
-    """'dir', 'file' or '' (skip) for one folder entry; a link counts only if it stays inside."""
-    try:
-        if entry.is_symlink() and not _inside(real_root, os.path.realpath(entry.path)):
-            return ""
-        if entry.is_dir():
-            return "dir"
-        return "file" if entry.is_file() else ""
-    except OSError:
-        return ""
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A regex for a '/'-separated glob: `**` spans folders, `*` and `?` stay in one name."""
-    parts = [part for part in pattern.split("/") if part not in ("", ".")]
-    regex = ""
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        if part == "**":
-            regex += ".*" if last else "(?:[^/]+/)*"
-        else:
-            regex += _segment_regex(part) + ("" if last else "/")
-    return re.compile(regex + r"\Z", re.DOTALL)
-
-
-def _segment_regex(segment: str) -> str:
-    out, i = [], 0
-    while i < len(segment):
-        char = segment[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and (end := segment.find("]", i + 2)) != -1:
-            body = segment[i + 1:end]
-            negate = body.startswith("!")
-            body = re.sub(r"([\\^\[\]&~|])", r"\\\1", body[1:] if negate else body)
-            out.append(f"[{'^' if negate else ''}{body}]")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def check_pattern(pattern: Any, what: str) -> str:
-    """The glob `pattern` when it stays relative and has no `..`, else ToolRefused."""
-    if not isinstance(pattern, str) or not pattern.strip():
-        raise ToolRefused(f"Refused: the {what} is empty; give one such as '**/*.py'.")
-    if "\x00" in pattern:
-        raise ToolRefused(f"Refused: the {what} contains a NUL character.")
-    if PurePosixPath(pattern).is_absolute() or pattern.startswith("~"):
-        raise ToolRefused(
-            f"Refused {pattern!r}: the {what} must be relative to the folder searched, "
-            "not absolute."
-        )
-    if ".." in re.split(r"[/\\]", pattern):
-        raise ToolRefused(f"Refused {pattern!r}: the {what} may not contain '..'.")
-    return pattern
+    max_files: int = 50_000  # files one walk looks at
+    max_file_bytes: int = MAX_GREP_FILE_BYTES  # grep skips a larger file
+    max_total_bytes: int = 200_000_000  # grep reads at most about this much in all
+    seconds: float = 30.0
 
 
 def _folder_words(name: str) -> str:
@@ -131,6 +54,17 @@ def _folder_words(name: str) -> str:
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _files(count: int) -> str:
+    return "1 file" if count == 1 else f"{count} files"
+
+
+def _checked_length(pattern: Any) -> Any:
+    if isinstance(pattern, str) and len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolRefused(f"Refused: the pattern is {len(pattern)} characters long; give one "
+                          f"of at most {MAX_PATTERN_CHARS}.")
+    return pattern
 
 
 # ---------------------------------------------------------------- glob
@@ -151,22 +85,34 @@ class Glob:
         "required": ["pattern"],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        pattern = check_pattern(args.get("pattern"), "pattern")
-        top = resolve_inside(ctx.workspace, args.get("path") or ".")
-        return await asyncio.to_thread(self._glob, pattern, top, ctx)
+    def __init__(self, limits: SearchLimits | None = None) -> None:
+        self.limits = limits or SearchLimits()
 
-    def _glob(self, pattern: str, top: Path, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        pattern = check_pattern(_checked_length(args.get("pattern")), "pattern")
+        regex = glob_regex(pattern)
+        top = resolve_inside(ctx.workspace, args.get("path") or ".")
+        try:
+            work = functools.partial(self._glob, pattern, regex, top, ctx)
+            return await off_loop(work, self.limits.seconds, "glob")
+        finally:
+            re2.purge()  # compiled patterns hold memory; none is kept between calls
+
+    def _glob(self, pattern: str, regex: NameMatcher, top: Path, ctx: ToolContext,
+              stopper: Stopper) -> ToolOutcome:
         where = display(ctx.workspace, top)
         if not top.is_dir():
             raise ToolRefused(f"There is no folder {where!r} in the workspace.")
-        regex = glob_regex(pattern)
-        found = sorted(
-            display(ctx.workspace, path) for path in walk_files(ctx.workspace, top)
-            if regex.match(path.relative_to(top).as_posix()) and not fence.hides(path, ctx)
-        )
+
+        def keep(path: Path) -> bool:
+            matched = regex.match(path.relative_to(top).as_posix()) is not None
+            return matched and not fence.hides(path, ctx)
+
+        walked = walk(ctx.workspace, top, self.limits.max_files, stopper, keep)
+        found = sorted(display(ctx.workspace, path) for path in walked.files)
         shown = found[:MAX_GLOB_RESULTS]
         lines = list(shown) or ["(no files match)"]
         noun = "file" if len(found) == 1 else "files"
@@ -174,7 +120,19 @@ class Glob:
         if len(found) > len(shown):
             lines.append(f"[showing the first {len(shown)} of {len(found)} files]")
             receipt += f"; showing the first {len(shown)}"
+        if walked.cut is not None:
+            lines.append(_glob_cut(walked, stopper))
+            receipt += f"; looked at only the first {_files(walked.looked_at)}"
         return ToolOutcome(output="\n".join(lines)[: ctx.output_chars], receipt=receipt + ".")
+
+
+def _glob_cut(walked: Walk, stopper: Stopper) -> str:
+    done = f"the first {_files(walked.looked_at)}"
+    if walked.cut == "files":
+        return (f"[Looked at {done} only; the rest were not looked at. "
+                "Give a narrower path to list them.]")
+    return (f"[Stopped after {stopper.seconds:g} seconds, having looked at {done}; the rest "
+            "were not looked at. Give a narrower path to list them.]")
 
 
 # ---------------------------------------------------------------- grep
@@ -186,19 +144,24 @@ class GrepResult:
     files: set[str] = field(default_factory=set)
     skipped: int = 0
     capped: bool = False
-    cut: bool = False
+    cut: bool = False  # a long line was cut
+    searched: int = 0  # files read and matched to their end
+    bytes_read: int = 0
+    stopped: Cut | None = None  # why files were left unsearched
+    unsearched: int = 0  # files found but not searched (when the walk itself ended early: 0)
 
 
 class Grep:
     name = "grep"
     description = (
-        "Search text files in the workspace for lines matching a Python regular expression. "
-        "Answers 'path:line: text' lines; skips binary files, very large files and .git."
+        "Search text files in the workspace for lines matching a regular expression (RE2 "
+        "syntax: Python's, less backreferences and lookaround). Answers 'path:line: text' "
+        "lines; skips binary files, very large files and .git."
     )
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "Python regular expression"},
+            "pattern": {"type": "string", "description": "Regular expression (RE2 syntax)"},
             "path": {"type": "string", "description": "File or folder to search; default '.'"},
             "glob": {"type": "string", "description": "Only files matching this, e.g. '*.py'"},
             "ignore_case": {"type": "boolean", "description": "Match case-insensitively"},
@@ -206,82 +169,95 @@ class Grep:
         "required": ["pattern"],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        regex = _compile(args.get("pattern"), bool(args.get("ignore_case", False)))
-        only = args.get("glob")
-        only = check_pattern(only, "glob filter") if only else None
-        top = resolve_inside(ctx.workspace, args.get("path") or ".")
-        return await asyncio.to_thread(self._grep, regex, top, only, ctx)
+    def __init__(self, limits: SearchLimits | None = None) -> None:
+        self.limits = limits or SearchLimits()
 
-    def _grep(self, regex: re.Pattern[str], top: Path, only: str | None,
-              ctx: ToolContext) -> ToolOutcome:
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        pattern = _checked_length(args.get("pattern"))
+        try:
+            regex = compile_pattern(pattern, bool(args.get("ignore_case", False)))
+            only = args.get("glob")
+            only = check_pattern(_checked_length(only), "glob filter") if only else None
+            name_filter = glob_regex(only) if only else None
+            top = resolve_inside(ctx.workspace, args.get("path") or ".")
+            work = functools.partial(self._grep, regex, top, (only, name_filter), ctx)
+            result = await off_loop(work, self.limits.seconds, "grep")
+        finally:
+            re2.purge()  # compiled patterns hold memory; none is kept between calls
+        return _grep_outcome(pattern, result, self.limits, ctx)
+
+    def _grep(self, regex: LineRegex, top: Path, only: tuple[str | None, NameMatcher | None],
+              ctx: ToolContext, stopper: Stopper) -> GrepResult:
         where = display(ctx.workspace, top)
+        raw, name_filter = only
+
+        def wanted(path: Path) -> bool:
+            return name_filter is None or _passes(name_filter, raw or "", path, top)
+
         if top.is_file():
-            files = [top]
+            walked = Walk(files=[top] if wanted(top) else [], looked_at=1)
         elif top.is_dir():
-            files = sorted((p for p in walk_files(ctx.workspace, top) if not fence.hides(p, ctx)),
-                           key=lambda p: p.as_posix())
+            walked = walk(ctx.workspace, top, self.limits.max_files, stopper,
+                          lambda path: wanted(path) and not fence.hides(path, ctx))
         else:
             raise ToolRefused(f"There is no file or folder {where!r} in the workspace.")
-        name_filter = glob_regex(only) if only else None
-        result = GrepResult()
-        for path in files:
-            if name_filter is None or _passes(name_filter, only or "", path, top):
-                _search_file(path, display(ctx.workspace, path), regex, result)
+        result = GrepResult(stopped=walked.cut)
+        files = sorted(walked.files, key=lambda p: p.as_posix())
+        for index, path in enumerate(files):
+            stop = _must_stop(result, self.limits, stopper)
+            if stop is None:
+                _search_file(path, display(ctx.workspace, path), regex, result,
+                             self.limits.max_file_bytes, stopper)
+                stop = stopper.why()  # this file was cut short
             if result.capped:
                 break
-        return _grep_outcome(regex.pattern, result, ctx)
+            if stop is not None:
+                result.stopped, result.unsearched = stop, len(files) - index
+                break
+        return result
 
 
-def _compile(pattern: Any, ignore_case: bool) -> re.Pattern[str]:
-    if not isinstance(pattern, str) or not pattern:
-        raise ToolRefused("Refused: the pattern is empty; give a regular expression to find.")
-    try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise ToolRefused(
-            f"Refused: {_short(pattern)!r} is not a valid regular expression ({exc})."
-        ) from exc
+def _must_stop(result: GrepResult, limits: SearchLimits, stopper: Stopper) -> Cut | None:
+    if result.bytes_read >= limits.max_total_bytes:
+        return "bytes"
+    return stopper.why()
 
 
-def _passes(name_filter: re.Pattern[str], raw: str, path: Path, top: Path) -> bool:
+def _passes(name_filter: NameMatcher, raw: str, path: Path, top: Path) -> bool:
     """A filter with no '/' matches the file name; one with '/' the path below `top`."""
     if "/" not in raw:
-        return bool(name_filter.match(path.name))
+        return name_filter.match(path.name) is not None
     relative = path.name if path == top else path.relative_to(top).as_posix()
-    return bool(name_filter.match(relative))
+    return name_filter.match(relative) is not None
 
 
-def _search_file(path: Path, name: str, regex: re.Pattern[str], result: GrepResult) -> None:
+def _search_file(path: Path, name: str, regex: LineRegex, result: GrepResult,
+                 max_bytes: int, stopper: Stopper) -> None:
     """Add `path`'s matching lines to `result`, stopping once the match cap is passed."""
-    try:
-        if path.stat().st_size > MAX_GREP_FILE_BYTES:
+    data = read_text(path, max_bytes, stopper)
+    if data is None:
+        if stopper.why() is None:
             result.skipped += 1
-            return
-        data = path.read_bytes()
-    except OSError:
-        result.skipped += 1
         return
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        result.skipped += 1
-        return
-    text = data.decode("utf-8", errors="replace")
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.removesuffix("\r")
-        if not regex.search(line):
-            continue
+    result.bytes_read += len(data)
+    for number, raw in matching_lines(data, regex, stopper):
         if len(result.matches) >= MAX_GREP_MATCHES:
             result.capped = True
             return
+        line = raw[: (MAX_LINE_CHARS + 1) * 4].decode("utf-8", errors="replace")
         if len(line) > MAX_LINE_CHARS:
             line, result.cut = line[:MAX_LINE_CHARS] + "…", True
         result.matches.append(f"{name}:{number}: {line}")
         result.files.add(name)
+    if stopper.why() is None:
+        result.searched += 1  # to its end
 
 
-def _grep_outcome(pattern: str, result: GrepResult, ctx: ToolContext) -> ToolOutcome:
+def _grep_outcome(pattern: str, result: GrepResult, limits: SearchLimits,
+                  ctx: ToolContext) -> ToolOutcome:
     count, files = len(result.matches), len(result.files)
     lines = result.matches or ["(no matches)"]
     if result.cut:
@@ -290,10 +266,35 @@ def _grep_outcome(pattern: str, result: GrepResult, ctx: ToolContext) -> ToolOut
         lines.append(f"[stopped at {MAX_GREP_MATCHES} matches; narrow the pattern or path]")
     if result.skipped:
         lines.append(f"[skipped {result.skipped} binary, unreadable or oversized file(s)]")
+    if result.stopped is not None:
+        lines.append(_grep_cut(result, limits))
     match_noun = "match" if count == 1 else "matches"
     file_noun = "file" if files == 1 else "files"
     shown = f"over {MAX_GREP_MATCHES}" if result.capped else str(count)
     receipt = f"Found {shown} {match_noun} for {_short(pattern)!r} in {files} {file_noun}"
     if result.capped:
         receipt += f"; showing the first {MAX_GREP_MATCHES}"
-    return ToolOutcome(output="\n".join(lines)[: ctx.output_chars], receipt=receipt + ".")
+    if result.stopped is not None:
+        receipt += f"; searched only {_files(result.searched)}"
+    # The notes go last, so the cap on the output can cut matches but never the notes.
+    notes = len(lines) - max(count, 1)
+    body, tail = "\n".join(lines[: len(lines) - notes]), "\n".join(lines[len(lines) - notes:])
+    room = max(ctx.output_chars - len(tail) - 1, 0)
+    output = f"{body[:room]}\n{tail}" if tail else body[: ctx.output_chars]
+    return ToolOutcome(output=output, receipt=receipt + ".")
+
+
+def _grep_cut(result: GrepResult, limits: SearchLimits) -> str:
+    """The sentence saying which files were left unsearched, and what to do about it."""
+    left = result.unsearched
+    rest = (f"the other {_files(left)} found {'was' if left == 1 else 'were'}" if left
+            else "the rest of the folder was")
+    advice = "Give a narrower path or a glob filter to search them."
+    if result.stopped == "files":
+        return (f"[Went through the first {_files(limits.max_files)} only; the rest of the "
+                f"folder was not searched. {advice}]")
+    if result.stopped == "bytes":
+        return (f"[Stopped after reading {size_words(result.bytes_read)} from "
+                f"{_files(result.searched)}; {rest} not searched. {advice}]")
+    return (f"[Stopped after {limits.seconds:g} seconds, having searched "
+            f"{_files(result.searched)}; {rest} not searched. {advice}]")
