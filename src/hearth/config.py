@@ -35,6 +35,10 @@ class GatewayConfig(_Section):
     port: int = Field(8765, ge=1, le=65535)
     max_concurrent_turns: int = Field(4, ge=1, le=256)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
+    # a request's headers must all arrive this soon after its first byte (or the connection's
+    # opening); each wait for more of its body may last this long (see web.server, web.limits)
+    header_timeout_seconds: float = Field(15.0, gt=0)
+    body_timeout_seconds: float = Field(30.0, gt=0)
 
 
 class ModelConfig(_Section):

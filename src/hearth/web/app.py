@@ -37,7 +37,7 @@ from hearth.web import (
 )
 from hearth.web.auth import require_token
 from hearth.web.headers import SecurityHeaders
-from hearth.web.limits import BodyLimit
+from hearth.web.limits import BodyLimit, BodyTimeout
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.state.home = home  # where the Settings page keeps settings.json
     errors.install(app)
     app.add_middleware(BodyLimit)
+    # outside BodyLimit, so its reading of the body is timed too
+    app.add_middleware(BodyTimeout, seconds=engine.config.gateway.body_timeout_seconds)
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
     app.include_router(dashboard.public)

@@ -1,20 +1,33 @@
-"""Serving the app with uvicorn, ending live streams the moment a stop is asked for.
+"""Serving the app with uvicorn: ending live streams the moment a stop is asked for, and a time
+limit on each request's headers.
 
 uvicorn waits for open connections before it shuts the app down; an SSE stream never ends on
 its own, so without this every stop would wait out the whole grace period.
+
+uvicorn times only the idle wait between two requests (`timeout_keep_alive`): a connection
+that opens and sends nothing, or sends part of its headers and then stops (or trickles them a
+byte at a time), was held for ever, and a few hundred of them exhaust the process's files.
+`TimedHttpProtocol` gives the headers `gateway.header_timeout_seconds` from the connection's
+opening or the request's first byte; the body's waits are timed by `web.limits.BodyTimeout`.
+A response sent before its request's body had all come ends the connection, so a body nobody
+reads cannot be trickled in for ever either. A request that is served (an event stream
+included) is never cut by these limits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hearth.engine.runtime import Engine
 
 GRACE_SECONDS = 10
+HEADER_TIMEOUT_SECONDS = 15.0
 
 
 class GatewayServer(uvicorn.Server):
@@ -30,7 +43,75 @@ class GatewayServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+def _timed_out_answer(seconds: float) -> bytes:
+    payload = json.dumps({"error": {
+        "code": "request_timeout",
+        "message": f"The request's headers did not all arrive within {seconds:g} seconds, so "
+                   "the connection was closed; send the request again.",
+    }}).encode()
+    head = ("HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n")
+    return head.encode() + payload
+
+
+class TimedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol with a time limit on each request's headers: armed when the
+    connection opens and at a request's first byte, disarmed when its headers are complete;
+    when it runs out the connection is answered 408 (if no response is under way) and closed.
+    `timed(seconds)` makes the class uvicorn is handed."""
+
+    header_seconds: float = HEADER_TIMEOUT_SECONDS
+    _headers_timer: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def timed(cls, seconds: float) -> type[TimedHttpProtocol]:
+        return type("TimedHttpProtocol", (cls,), {"header_seconds": seconds})
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_headers_timer()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm_headers_timer()
+
+    def on_headers_complete(self) -> None:
+        self._disarm_headers_timer()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        answered = self.cycle  # the request just answered, unless a pipelined one is under way
+        if (answered is not None and answered.response_complete and answered.more_body
+                and not self.transport.is_closing()):
+            self.transport.close()  # its body never all came: nothing more can be read here
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_headers_timer()
+        super().connection_lost(exc)
+
+    def _arm_headers_timer(self) -> None:
+        if self._headers_timer is None:  # a deadline, not an idle timer: data never moves it
+            self._headers_timer = self.loop.call_later(self.header_seconds, self._headers_late)
+
+    def _disarm_headers_timer(self) -> None:
+        if self._headers_timer is not None:
+            self._headers_timer.cancel()
+            self._headers_timer = None
+
+    def _headers_late(self) -> None:
+        self._headers_timer = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.write(_timed_out_answer(self.header_seconds))
+        self.transport.close()
+
+
 def serve(app: FastAPI, *, host: str, port: int) -> None:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            timeout_graceful_shutdown=GRACE_SECONDS)
-    GatewayServer(config, app.state.engine).run()
+    engine: Engine = app.state.engine
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS,
+        http=TimedHttpProtocol.timed(engine.config.gateway.header_timeout_seconds),
+    )
+    GatewayServer(config, engine).run()
