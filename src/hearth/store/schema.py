@@ -219,3 +219,14 @@ usage_daily = Table(
     Column("cost_usd", Float),
     Column("unpriced_calls", Integer, nullable=False, server_default="0"),
 )
+
+# Dashboard sign-ins: one row per signed-in cookie, keyed by a hash of the random id the cookie
+# carries (never the id itself). Signing out deletes the row, so that cookie is refused from
+# then on; a row past `expires_at` counts for nothing and is pruned at the next sign-in.
+signins = Table(
+    "signins",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("issued_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
