@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from hearth.config import Config
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
-from hearth.home import Home
+from hearth.home import Home, owner_umask, private_umask
 from hearth.privacy.scope import as_work_of
 from hearth.store import approvals as approval_store
 from hearth.tools import fence
@@ -342,3 +342,12 @@ def test_the_gateway_start_line_says_the_shell_is_not_sandboxed(
     gateway = gateway_factory('[tools]\nsandbox = "off"\n')
     assert ('Shell: NOT sandboxed: [tools] sandbox = "off" in config.toml; every shell command '
             "is asked") in gateway.output()
+
+
+def test_a_command_makes_the_owners_files_with_the_owners_umask(tmp_path: Path) -> None:
+    """The gateway makes its own files under umask 077; the agent's commands make the owner's
+    files as the owner's shell would (before: 0600, inherited from the gateway)."""
+    private_umask()
+    ctx = context(tmp_path, Placement("off"))
+    run("touch made", ctx)
+    assert (tmp_path / "made").stat().st_mode & 0o777 == 0o666 & ~owner_umask()

@@ -95,7 +95,12 @@ def test_a_temporary_chat_works_in_its_own_folder_and_delete_removes_it(
 def test_a_folder_the_owner_gave_is_never_removed(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
     api = gateway.client()
-    given = gateway.home / "sessions" / "my-project" / "src"  # even inside the chat's folder
+    inside = gateway.home / "workspace" / "my-project"
+    inside.mkdir(parents=True)
+    refused = api.http.post("/api/sessions", json={"name": "my-project", "memory_mode":
+                                                   "temporary", "workspace_dir": str(inside)})
+    assert refused.status_code == 422  # the home is never a workspace (it would be removed)
+    given = gateway.home.parent / "projects" / "my-project"
     given.mkdir(parents=True)
     (given / "precious.txt").write_text("mine")
     key = api.new_chat(name="my-project", memory_mode="temporary", workspace_dir=str(given))

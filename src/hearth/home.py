@@ -27,9 +27,24 @@ OWN_FILES = ("hearth.db", "hearth.db-wal", "hearth.db-shm", "hearth.db-journal",
              "settings.json")  # Hearth's own files at the top of the home
 
 
+_owner_umask: list[int] = []  # the umask this process started with, before `private_umask`
+
+
 def private_umask() -> None:
     """From now on this process makes files 0600 and folders 0700 (its children inherit it)."""
-    os.umask(PRIVATE_UMASK)
+    before = os.umask(PRIVATE_UMASK)
+    if not _owner_umask:
+        _owner_umask.append(before)
+
+
+def owner_umask() -> int:
+    """The umask the owner started Hearth with: what the agent's commands make in the owner's
+    own folders is made with it (not with the home's private one)."""
+    if _owner_umask:
+        return _owner_umask[0]
+    current = os.umask(PRIVATE_UMASK)
+    os.umask(current)
+    return current
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
+from hearth.home import owner_umask
 from hearth.tools import fence
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.sandbox import wrap
@@ -168,6 +169,7 @@ async def _spawn(argv: list[str], ctx: ToolContext) -> asyncio.subprocess.Proces
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        umask=owner_umask(),  # the owner's files, made as the owner would make them
     ))
     try:
         return await asyncio.shield(starting)
