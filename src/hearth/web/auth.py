@@ -1,14 +1,17 @@
 """Auth for every route but /healthz and the sign-in page: the bearer token, or the
-dashboard's session cookie (see `web.signin`), which must come with its CSRF token on any
-request that changes something and never from another site's page."""
+dashboard's session cookie (see `web.signin`) whose sign-in is still on (not signed out), which
+must come with its CSRF token on any request that changes something and never from another
+site's page."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
+from hearth.engine import signins
 from hearth.errors import Refusal
 from hearth.web import signin
 
@@ -30,10 +33,21 @@ async def require_token(request: Request) -> None:
         raise Refusal("unauthorized", 401, "The token is not this gateway's token.")
 
 
+async def signed_in(request: Request, cookie: str | None) -> bool:
+    """Is this cookie one this gateway signed, and its sign-in still on (not signed out, not
+    expired)? The store is asked only about a cookie whose signature holds."""
+    if cookie is None or not signin.valid(request.app.state.token, cookie):
+        return False
+    db = request.app.state.engine.db
+    on: bool = await asyncio.to_thread(signins.is_on, db, signin.key_of(cookie))
+    return on
+
+
 async def _require_cookie(request: Request, expected: str, cookie: str) -> None:
-    if not signin.valid(expected, cookie):
+    if not await signed_in(request, cookie):
         raise Refusal("unauthorized", 401,
-                       "This page's sign-in has expired or is not this gateway's; sign in again.")
+                       "This page's sign-in has ended (signed out, expired, or not this "
+                       "gateway's); sign in again.")
     origin = request.headers.get("origin")
     if origin and urlsplit(origin).netloc != request.headers.get("host", ""):
         raise Refusal("forbidden_origin", 403,

@@ -14,10 +14,11 @@ from urllib.parse import parse_qs, quote, urlencode
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
+from hearth.engine import signins
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web import signin
-from hearth.web.auth import require_token
+from hearth.web.auth import require_token, signed_in
 from hearth.web.ui import STATIC, EngineDep, csrf_of, form_of, render
 
 __all__ = ["STATIC", "pages", "public"]
@@ -30,26 +31,33 @@ PINNED = {"1": True, "0": False}
 
 @public.get("/login")
 async def login_page(request: Request) -> Response:
-    if signin.valid(request.app.state.token, request.cookies.get(signin.COOKIE)):
+    if await signed_in(request, request.cookies.get(signin.COOKIE)):
         return RedirectResponse("/", status_code=303)
     return render("login.html")
 
 
 @public.post("/login")
-async def login(request: Request) -> Response:
+async def login(request: Request, engine: EngineDep) -> Response:
     given = (await form_of(request)).get("token", "").strip()
     expected: str = request.app.state.token
     if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
         return render("login.html", status=401,
                       error="That is not this gateway's token. `hearth token` prints it.")
+    cookie = signin.issue(expected)
+    await asyncio.to_thread(signins.begin, engine.db, signin.key_of(cookie), signin.MAX_AGE)
     answer = RedirectResponse("/", status_code=303)
-    answer.set_cookie(signin.COOKIE, signin.issue(expected), max_age=signin.MAX_AGE,
+    answer.set_cookie(signin.COOKIE, cookie, max_age=signin.MAX_AGE,
                       httponly=True, samesite="strict", path="/")
     return answer
 
 
 @pages.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request, engine: EngineDep) -> Response:
+    """Sign this page out: its sign-in ends in the store, so the cookie (or any copy of it) is
+    refused from now on, and the browser is told to drop it."""
+    cookie = request.cookies.get(signin.COOKIE)
+    if cookie is not None and signin.valid(request.app.state.token, cookie):
+        await asyncio.to_thread(signins.end, engine.db, signin.key_of(cookie))
     answer = RedirectResponse("/login", status_code=303)
     answer.delete_cookie(signin.COOKIE, path="/", httponly=True, samesite="strict")
     return answer

@@ -1,16 +1,20 @@
 """Dashboard sign-in: the session cookie a page gets for the token, and its CSRF token.
 
 The owner signs in once with the gateway's token; the answer is a cookie (HttpOnly,
-SameSite=Strict) holding the time it was issued and an HMAC of it keyed by the token, so a new
-token signs every page out. A state-changing request authenticated by the cookie must also
-carry the CSRF token (`X-CSRF-Token`, or a `csrf` form field), an HMAC of the cookie, which
-only a page the gateway rendered knows; a request whose Origin is another site is refused.
+SameSite=Strict) holding a random id, the time it was issued and an HMAC of both keyed by the
+token, so a new token signs every page out. The id's hash (`key_of`) is kept in the store while
+the sign-in is on (`engine.signins`); signing out deletes it, so that cookie is refused from
+then on, even if a copy of it was taken. A state-changing request authenticated by the
+cookie must also carry the CSRF token (`X-CSRF-Token`, or a `csrf` form field), an HMAC of the
+cookie, which only a page the gateway rendered knows; a request whose Origin is another site
+is refused.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import time
 
 COOKIE = "hearth_session"
@@ -24,19 +28,27 @@ def _mac(token: str, purpose: str, value: str) -> str:
 
 
 def issue(token: str, now: float | None = None) -> str:
-    """A new cookie value for a signed-in page."""
-    issued = str(int(now if now is not None else time.time()))
-    return f"{issued}.{_mac(token, 'session', issued)}"
+    """A new cookie value for a signed-in page: `<id>.<issued>.<mac>`, the id random."""
+    signed = f"{secrets.token_urlsafe(24)}.{int(now if now is not None else time.time())}"
+    return f"{signed}.{_mac(token, 'session', signed)}"
 
 
 def valid(token: str, cookie: str | None, now: float | None = None) -> bool:
-    if not token or not cookie or "." not in cookie:
+    """Is this a cookie this token signed, not yet 30 days old? (Whether it was signed out
+    since is the store's to say: see `key_of`.)"""
+    if not token or not cookie or cookie.count(".") != 2:
         return False
-    issued, _, mac = cookie.partition(".")
-    if not issued.isdigit() or not hmac.compare_digest(mac, _mac(token, "session", issued)):
+    signed, _, mac = cookie.rpartition(".")
+    issued = signed.partition(".")[2]
+    if not issued.isdigit() or not hmac.compare_digest(mac, _mac(token, "session", signed)):
         return False
     age = (now if now is not None else time.time()) - int(issued)
     return 0 <= age <= MAX_AGE
+
+
+def key_of(cookie: str) -> str:
+    """What the store keeps of a sign-in: a hash of its cookie's id (never the id itself)."""
+    return hashlib.sha256(cookie.partition(".")[0].encode()).hexdigest()
 
 
 def csrf_for(token: str, cookie: str) -> str:
