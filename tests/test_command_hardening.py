@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 from fastapi.testclient import TestClient
 
 from hearth.config import Config
@@ -349,5 +350,10 @@ def test_a_command_makes_the_owners_files_with_the_owners_umask(tmp_path: Path) 
     files as the owner's shell would (before: 0600, inherited from the gateway)."""
     private_umask()
     ctx = context(tmp_path, Placement("off"))
-    run("touch made", ctx)
+    loop = uvloop.new_event_loop()  # the gateway's loop: its subprocesses take no `umask=`
+    try:
+        outcome = loop.run_until_complete(Shell().run({"command": "touch made"}, ctx))
+    finally:
+        loop.close()
+    assert outcome.ok, outcome.output
     assert (tmp_path / "made").stat().st_mode & 0o777 == 0o666 & ~owner_umask()

@@ -161,15 +161,17 @@ def _stopped(command: str, timeout: float, kept: Capped, chars: int) -> ToolOutc
 async def _spawn(argv: list[str], ctx: ToolContext) -> asyncio.subprocess.Process:
     """Start the command in a process group of its own. A Stop that lands while it is being
     started waits for the start, then kills the group: no command is left running unowned."""
+    # the owner's files, made as the owner would make them: the gateway's umask is private
+    # (077), and uvloop's subprocesses take no `umask=`, so a tiny sh sets it and execs
+    owned = ["/bin/sh", "-c", f'umask {owner_umask():03o} && exec "$@"', "sh", *argv]
     starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        *argv,
+        *owned,
         cwd=ctx.workspace,
         env=clean_environment(str(ctx.workspace)),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
-        umask=owner_umask(),  # the owner's files, made as the owner would make them
     ))
     try:
         return await asyncio.shield(starting)
