@@ -12,7 +12,7 @@ from typing import Any
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
-from hearth.tools.base import Effect, ToolContext, ToolOutcome
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import events, make_config, make_engine, new_chat, one_turn, run
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
@@ -22,6 +22,7 @@ class Hook:
 
     description = "Do the thing."
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+    placed: Placed = "gateway"
     parallel_safe = False
 
     def __init__(self, effect: Effect, action: Any = None, seconds: float = 0.0) -> None:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hearth.tools.base import Effect, ToolContext, ToolOutcome
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import (
     events,
     make_config,
@@ -30,6 +30,7 @@ class Sleeper:
         "required": ["seconds", "tag"],
     }
     effect: Effect = "reads"
+    placed: Placed = "gateway"
 
     def __init__(self, name: str = "sleeper", parallel_safe: bool = True) -> None:
         self.name = name

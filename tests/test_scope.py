@@ -12,7 +12,7 @@ from typing import Any
 from hearth.privacy import scope
 from hearth.privacy.modes import Mode, keeps_memory, mode_of, reads_memory, restricted
 from hearth.privacy.scope import ScopeCarryingExecutor, as_work_of, install_default_executor
-from hearth.tools.base import Effect, ToolContext, ToolOutcome
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import make_config, make_engine, run, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
@@ -100,6 +100,7 @@ class ScopeProbe:
     description = "Report the work scope."
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
     effect: Effect = "reads"
+    placed: Placed = "gateway"
     parallel_safe = True
 
     def __init__(self) -> None:
