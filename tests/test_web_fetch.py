@@ -288,7 +288,8 @@ def test_the_byte_cap_cuts_a_large_body(tmp_path: Path, site: Site) -> None:
     site.routes["/big"] = page("y" * 1_000_000, "text/plain")
     outcome = fetch(context(tmp_path, max_bytes=10_000), site.url("/big"))
     assert outcome.ok and outcome.output.startswith("y" * 10_000)
-    assert outcome.output.count("y") == 10_000 and "(cut at 9.8 KB)" in outcome.output
+    assert outcome.output.count("y") == 10_000
+    assert "(cut at 9.8 KB; the rest of the page was not read)" in outcome.output
     assert outcome.receipt == (f"Fetched 9.8 KB of text from {site.url('/big')} "
                                "(HTTP 200, cut at 9.8 KB).")
 

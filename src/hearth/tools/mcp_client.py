@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from hearth.config import McpServerConfig
 from hearth.tools.base import ToolOutcome, ToolRefused
+from hearth.tools.mcp_bounds import is_too_large
 from hearth.tools.mcp_errors import ServerGone, first_line, secs
 from hearth.tools.mcp_session import McpSession
 from hearth.tools.mcp_tools import MAX_TOOL_NAME, McpTool, render_result, tool_name
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_START_TIMEOUT = 30.0
+_PARSE_FAILED = "Failed to parse JSON response: "  # how the SDK's HTTP transport words it
 
 
 class McpServers:
@@ -89,9 +91,11 @@ class McpServers:
         return self._names[key]
 
     async def call(
-        self, server: str, tool: str, args: dict[str, Any], timeout: float | None = None
+        self, server: str, tool: str, args: dict[str, Any], timeout: float | None = None,
+        max_chars: int | None = None,
     ) -> ToolOutcome:
-        """Call `tool` (its MCP name) on `server`. A server that cannot run → ToolRefused."""
+        """Call `tool` (its MCP name) on `server`; of its answer no more than `max_chars`
+        characters are kept (see `render_result`). A server that cannot run → ToolRefused."""
         conn = self._connections.get(server)
         if conn is None:
             raise ToolRefused(f"There is no MCP server named '{server}'.")
@@ -114,6 +118,10 @@ class McpServers:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 text = conn.gone_sentence(tool)
                 return ToolOutcome(text, f"{called}; the server stopped.", ok=False)
+            if is_too_large(exc.message):
+                return ToolOutcome(f"The {server} server's answer to {name} was not used: "
+                                   f"{exc.message.removeprefix(_PARSE_FAILED)}.",
+                                   f"{called}; its answer was too large.", ok=False)
             return ToolOutcome(
                 f"The {server} server refused {name}: {exc.message}",
                 f"{called}; it refused the call.",
@@ -132,10 +140,11 @@ class McpServers:
                 f"{called}; the connection failed.",
                 ok=False,
             )
+        text = render_result(result, max_chars)
         if result.is_error:
-            text = render_result(result) or f"{name} reported an error without a message."
+            text = text or f"{name} reported an error without a message."
             return ToolOutcome(text, f"{called}; it reported an error.", ok=False)
-        return ToolOutcome(render_result(result) or "(no output)", f"{called}.", ok=True)
+        return ToolOutcome(text or "(no output)", f"{called}.", ok=True)
 
     async def close(self) -> None:
         """Stop every server (stdio children are gone when this returns)."""

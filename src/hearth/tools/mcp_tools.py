@@ -2,7 +2,9 @@
 
 Owns `McpTool` (one MCP tool offered as a Hearth `Tool`: `<server>__<tool>`, its input schema,
 its effect from the tool's read-only hint, its output cut to the turn's limit), `tool_name`
-(the sanitised, length-bounded Hearth name) and `render_result` (an MCP call result as text).
+(the sanitised, length-bounded Hearth name) and `render_result` (an MCP call result as text,
+no more of it kept than the limit). What a server may send at all is bounded by its transport
+(mcp_bounds, mcp_stdio).
 The adapter runs a call through whatever routes it to its server (`McpServers` in mcp_client).
 """
 
@@ -17,6 +19,7 @@ from mcp import types as mcp_types
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 
 MAX_TOOL_NAME = 64
+CUT_NOTE_ROOM = 100  # render_result's note may follow the `limit` characters it kept
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -30,35 +33,54 @@ def _size(base64_data: str) -> str:
     return f"{size} bytes" if size < 10_000 else f"{size // 1024} KB"
 
 
-def render_result(result: mcp_types.CallToolResult) -> str:
-    """The text blocks joined; images, audio and resources summarised in one line each."""
-    lines: list[str] = []
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            lines.append(block.text)
-        elif isinstance(block, mcp_types.ImageContent):
-            lines.append(f"[image: {block.mime_type}, {_size(block.data)}]")
-        elif isinstance(block, mcp_types.AudioContent):
-            lines.append(f"[audio: {block.mime_type}, {_size(block.data)}]")
-        elif isinstance(block, mcp_types.ResourceLink):
-            lines.append(f"[resource link: {block.name} <{block.uri}>]")
-        elif isinstance(block, mcp_types.EmbeddedResource):
-            res = block.resource
-            if isinstance(res, mcp_types.TextResourceContents):
-                what = f"{len(res.text)} characters of {res.mime_type or 'text'}"
-            else:
-                what = f"{_size(res.blob)} of {res.mime_type or 'binary data'}"
-            lines.append(f"[resource {res.uri}: {what}]")
+def _block_line(block: mcp_types.ContentBlock) -> str | None:
+    """A text block's text; an image, audio or resource summarised in one line."""
+    if isinstance(block, mcp_types.TextContent):
+        return block.text
+    if isinstance(block, mcp_types.ImageContent):
+        return f"[image: {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, mcp_types.AudioContent):
+        return f"[audio: {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, mcp_types.ResourceLink):
+        return f"[resource link: {block.name} <{block.uri}>]"
+    if isinstance(block, mcp_types.EmbeddedResource):
+        res = block.resource
+        if isinstance(res, mcp_types.TextResourceContents):
+            what = f"{len(res.text)} characters of {res.mime_type or 'text'}"
+        else:
+            what = f"{_size(res.blob)} of {res.mime_type or 'binary data'}"
+        return f"[resource {res.uri}: {what}]"
+    return None
+
+
+def render_result(result: mcp_types.CallToolResult, limit: int | None = None) -> str:
+    """The text blocks joined; images, audio and resources summarised in one line each.
+
+    With a `limit`, no more than `limit` characters are kept: each block is taken only up to
+    the room left, the rest counted and dropped, and a note says so."""
+    lines = [line for block in result.content if (line := _block_line(block)) is not None]
     if not lines and result.structured_content is not None:
-        lines.append(json.dumps(result.structured_content, ensure_ascii=False))
-    return "\n".join(lines)
+        lines = [json.dumps(result.structured_content, ensure_ascii=False)]
+    total = max(sum(len(line) + 1 for line in lines) - 1, 0)  # the length of them all joined
+    if limit is None or total <= limit:
+        return "\n".join(lines)
+    kept: list[str] = []
+    room = limit
+    for line in lines:
+        if room <= 0:
+            break
+        kept.append(line[:room])
+        room -= len(kept[-1]) + 1
+    text = "\n".join(kept)[:limit]
+    return f"{text}\n[output cut at {limit} characters of {total:,}; the rest was dropped]"
 
 
 class McpCaller(Protocol):
     """What routes an MCP tool call to its server (`McpServers`)."""
 
     async def call(
-        self, server: str, tool: str, args: dict[str, Any], timeout: float | None = None
+        self, server: str, tool: str, args: dict[str, Any], timeout: float | None = None,
+        max_chars: int | None = None,
     ) -> ToolOutcome: ...
 
 
@@ -82,8 +104,9 @@ class McpTool:
         self.parallel_safe = read_only
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        outcome = await self._servers.call(self.server, self.tool, args)
-        if len(outcome.output) <= ctx.output_chars:
+        outcome = await self._servers.call(self.server, self.tool, args,
+                                           max_chars=ctx.output_chars)
+        if len(outcome.output) <= ctx.output_chars + CUT_NOTE_ROOM:
             return outcome
         cut = outcome.output[: ctx.output_chars] + (
             f"\n[output cut at {ctx.output_chars} characters]"

@@ -1,9 +1,11 @@
 """How Hearth reaches one MCP server: its transport and a `ClientSession` on it.
 
-Owns the choice of transport (stdio: a child process started with a minimal environment;
-streamable HTTP: a session with `url`), where a bare command is looked for, the temporary file
-that collects a stdio server's stderr and its last line, and an EOF watch that tells the session
-owner when the server's output ends (a stdio server that exits closes its stdout).
+Owns the choice of transport (stdio: a child process started with a minimal environment, through
+mcp_stdio's bounded transport; streamable HTTP: a session with `url`, through mcp_bounds' bounded
+client; either way no message is kept past MAX_MESSAGE_BYTES), where a bare command is looked
+for, the temporary file that collects a stdio server's stderr and its last line, and an EOF watch
+that tells the session owner when the server's output ends (a stdio server that exits closes its
+stdout).
 """
 
 from __future__ import annotations
@@ -12,21 +14,23 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self, TextIO, cast
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, StdioServerParameters
 from mcp import types as mcp_types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from hearth import __version__
 from hearth.config import McpServerConfig
+from hearth.tools.mcp_bounds import MAX_MESSAGE_BYTES, bounded_http_client
 from hearth.tools.mcp_errors import NotConfigured
+from hearth.tools.mcp_stdio import bounded_stdio_client
 
 _ENV_PASSED = ("PATH", "HOME", "LANG")  # what a stdio server inherits from us (see _child_env)
 _CLIENT_INFO = mcp_types.Implementation(name="hearth", version=__version__)
@@ -130,16 +134,27 @@ def open_transport(
     (or both) a command and a url."""
     cfg = config
     if cfg.url and not cfg.command:
-        return streamable_http_client(cfg.url)
+        return _http_transport(cfg.url)
     if cfg.command and not cfg.url:
         env = _child_env(cfg.env)
         params = StdioServerParameters(
             command=_resolve_command(cfg.command, env), args=list(cfg.args), env=env
         )
-        return stdio_client(params, errlog=errlog if errlog is not None else sys.stderr)
+        return bounded_stdio_client(params, errlog if errlog is not None else sys.stderr)
     if cfg.command and cfg.url:
         raise NotConfigured("its configuration has both a command and a url; give one")
     raise NotConfigured("its configuration has neither a command nor a url")
+
+
+@asynccontextmanager
+async def _http_transport(url: str) -> AsyncIterator[Any]:
+    """Streamable HTTP through Hearth's bounded client (mcp_bounds), which outlives it."""
+    async with (
+        bounded_http_client() as client,
+        streamable_http_client(url, http_client=client,
+                               max_sse_event_size=MAX_MESSAGE_BYTES) as streams,
+    ):
+        yield streams
 
 
 async def open_session(

@@ -7,8 +7,9 @@ NAT or otherwise not public (unless the host is in `[tools] web_fetch_allow_host
 connection then goes to an address that was checked and to no other: the request is sent to
 the IP itself with the original Host header, and for https the certificate is still verified
 against the host name (httpx's `sni_hostname` extension), so DNS rebinding cannot slip past
-the check. Redirects are followed by hand, each hop checked the same way. It also owns the
-turning of HTML into text.
+the check. Redirects are followed by hand, each hop checked the same way. The body is read
+within `[tools] web_fetch_max_bytes` (web_body.py: decoded by hand, a compression bomb
+included, the rest left unread). It also owns the turning of HTML into text.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import ipaddress
 import re
 import socket
 import ssl
+import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
@@ -28,6 +30,7 @@ import httpx
 
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.files import size_words
+from hearth.tools.web_body import ACCEPTED_ENCODINGS, UnreadableEncoding, read_capped
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -35,6 +38,8 @@ USER_AGENT = "Hearth/0.1 (web_fetch)"
 MAX_REDIRECTS = 5
 ERROR_EXCERPT_CHARS = 500
 ALLOW_SETTING = "[tools] web_fetch_allow_hosts"
+HTML_SECONDS = 5.0  # reading one page's HTML as text, in a worker thread
+HTML_FEED_CHARS = 65536
 _REDIRECTS = {301, 302, 303, 307, 308}
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -229,7 +234,8 @@ async def pinned_get(target: Target, ip: IPAddress, web_max_bytes: int, timeout:
     for https, SNI and certificate checks against the host name. Never cookies or credentials,
     never a proxy from the environment. A declared non-text type is refused unread."""
     headers = {"Host": target.host_header, "User-Agent": USER_AGENT,
-               "Accept": "text/html, text/plain;q=0.9, application/json;q=0.9, */*;q=0.5"}
+               "Accept": "text/html, text/plain;q=0.9, application/json;q=0.9, */*;q=0.5",
+               "Accept-Encoding": ACCEPTED_ENCODINGS}
     extensions: dict[str, Any] = {}
     if target.scheme == "https":
         extensions["sni_hostname"] = target.host
@@ -250,20 +256,13 @@ async def pinned_get(target: Target, ip: IPAddress, web_max_bytes: int, timeout:
                            "text and JSON")
         if kind == "other":
             return Reply(status, kind=kind, content_type=media)
-        body, cut = await _read_capped(response, web_max_bytes)
+        try:  # raw bytes, decoded here within the cap (httpx would inflate a bomb whole)
+            body, cut = await read_capped(response.aiter_raw(),
+                                          response.headers.get("content-encoding", ""),
+                                          web_max_bytes)
+        except UnreadableEncoding as exc:
+            raise _Blocked(str(exc)) from None
         return Reply(status, None, kind, media, response.charset_encoding, body, cut)
-
-
-async def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
-    """At most `limit` bytes of the (decoded) body, and whether there was more."""
-    chunks: list[bytes] = []
-    total = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            return b"".join(chunks)[:limit], True
-    return b"".join(chunks), False
 
 
 # ---------------------------------------------------------------- HTML to text
@@ -324,14 +323,29 @@ class _TextMaker(HTMLParser):
             self.out.append(data)
 
 
-def html_to_text(html: str) -> str:
-    """The page's title first, then its text with block breaks kept and whitespace collapsed."""
+def html_to_text(html: str, seconds: float = HTML_SECONDS) -> str:
+    """The page's title first, then its text with block breaks kept and whitespace collapsed.
+
+    The stdlib's parser is quadratic on some malformed input ('<!' a million times: over a
+    minute), so the page is fed a piece at a time and reading stops, with a note, once it has
+    taken `seconds`; a large unparsable remainder is left out rather than forced through."""
     maker = _TextMaker()
-    maker.feed(html)
-    maker.close()
+    deadline = time.monotonic() + seconds
+    note = ""
+    for at in range(0, len(html), HTML_FEED_CHARS):
+        if time.monotonic() > deadline:
+            note = (f"[the rest of the page was left out: it could not be read as HTML "
+                    f"within {seconds:g} seconds]")
+            break
+        maker.feed(html[at:at + HTML_FEED_CHARS])
+    if not note and len(maker.rawdata) > HTML_FEED_CHARS:
+        note = "[the rest of the page was left out: it is not well-formed HTML]"
+    if not note:
+        maker.close()
     title = " ".join("".join(maker.title).split())
     body = tidy_lines("".join(maker.out))
-    return f"{title}\n\n{body}".strip() if title else body
+    text = f"{title}\n\n{body}".strip() if title else body
+    return f"{text}\n{note}" if note else text
 
 
 def tidy_lines(text: str) -> str:
@@ -416,9 +430,10 @@ class WebFetch:
             return _failed(url, f"the connection failed ({type(exc).__name__}: {exc})")
         except httpx.InvalidURL as exc:
             raise ToolRefused(f"Refused {url}: it is not a valid URL ({exc}).") from None
+        # Turning HTML into text is CPU work (bounded by HTML_SECONDS): off the event loop.
         if reply.status >= 300:
-            return _http_error(target, reply)
-        return self._page(target, reply, hops, limit)
+            return await asyncio.to_thread(_http_error, target, reply)
+        return await asyncio.to_thread(self._page, target, reply, hops, limit)
 
     def _char_limit(self, args: dict[str, Any], ctx: ToolContext) -> int:
         asked = args.get("max_chars")
@@ -466,7 +481,8 @@ class WebFetch:
             raise ToolRefused(f"Refused {target.url}: {exc}.") from None
         notes = []
         if reply.cut:
-            notes.append(f"(cut at {size_words(len(reply.body))})")
+            notes.append(f"(cut at {size_words(len(reply.body))}; the rest of the page was "
+                         "not read)")
         if len(text) > limit:
             text = text[:limit]
             notes.append(f"[cut at {limit} characters]")
