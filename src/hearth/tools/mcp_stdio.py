@@ -239,6 +239,8 @@ async def _stop(process: Process) -> None:
         await terminate_posix_process_tree(process, EXIT_WAIT)
         if not await _exited(process, EXIT_WAIT):
             log.warning("MCP server process %d is still alive after SIGKILL", process.pid)
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdout.aclose()  # the drain must not wait on it
             return  # abandoned: reaping it would wait for ever
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.aclose()  # it has exited: this closes the pipes and reaps at once
