@@ -12,6 +12,11 @@ def token_of(client: TestClient) -> str:
     return str(client.app.state.token)  # type: ignore[attr-defined]
 
 
+def bearer(client: TestClient) -> dict[str, str]:
+    """The API's auth header for the in-process gateway's token."""
+    return {"Authorization": f"Bearer {token_of(client)}"}
+
+
 def sign_in(client: TestClient) -> str:
     """Sign in with the gateway's token; returns the page's CSRF token."""
     answer = client.post("/login", data={"token": token_of(client)})

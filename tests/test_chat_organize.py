@@ -24,7 +24,7 @@ from hearth.store import sessions as session_store
 from hearth.store.db import Database
 from hearth.store.schema import sessions as sessions_table
 from hearth.web.app import create_app
-from tests.pages import sign_in, token_of
+from tests.pages import bearer, sign_in
 
 HOSTILE = '<script>alert(1)</script>'
 SENTENCE = re.compile(r"^[A-Za-z].{10,}\.$")  # a sentence a person can read and act on
@@ -229,23 +229,19 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 
 
-def _bearer(client: TestClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token_of(client)}"}
-
-
 
 def _make(client: TestClient, **body: Any) -> str:
-    answer = client.post("/api/sessions", json=body, headers=_bearer(client))
+    answer = client.post("/api/sessions", json=body, headers=bearer(client))
     assert answer.status_code == 201
     return str(answer.json()["key"])
 
 
 def _patch(client: TestClient, key: str, body: Any) -> Any:
-    return client.patch(f"/api/sessions/{key}", json=body, headers=_bearer(client))
+    return client.patch(f"/api/sessions/{key}", json=body, headers=bearer(client))
 
 
 def _listed(client: TestClient, **params: str) -> list[str]:
-    answer = client.get("/api/sessions", params=params, headers=_bearer(client))
+    answer = client.get("/api/sessions", params=params, headers=bearer(client))
     assert answer.status_code == 200
     return [s["key"] for s in answer.json()["sessions"]]
 
@@ -267,7 +263,7 @@ def test_patch_files_a_chat_and_the_api_filters_by_folder_and_tag(client: TestCl
     cleared = _patch(client, first, {"folder": None, "tags": [], "pinned": False}).json()
     assert (cleared["folder"], cleared["tags"], cleared["pinned"]) == (None, [], False)
     assert _listed(client, folder="Work") == []
-    session = client.get(f"/api/sessions/{second}", headers=_bearer(client)).json()["session"]
+    session = client.get(f"/api/sessions/{second}", headers=bearer(client)).json()["session"]
     assert (session["folder"], session["tags"], session["pinned"]) == (None, [], False)
 
 
@@ -292,7 +288,7 @@ def test_patch_refuses_a_bad_filing_with_422_and_a_sentence(client: TestClient,
     assert answer.status_code == 422
     error = answer.json()["error"]
     assert error["code"].startswith("invalid_") and len(error["message"]) > 10
-    session = client.get(f"/api/sessions/{key}", headers=_bearer(client)).json()["session"]
+    session = client.get(f"/api/sessions/{key}", headers=bearer(client)).json()["session"]
     assert session["title"] is None and session["folder"] is None  # nothing changed
 
 
@@ -317,7 +313,7 @@ def test_patch_refuses_to_file_a_restricted_chat(client: TestClient, mode: str) 
     assert answer.status_code == 403
     error = answer.json()["error"]
     assert error["code"] == "restricted_session" and "keeps nothing" in error["message"]
-    session = client.get(f"/api/sessions/{key}", headers=_bearer(client)).json()["session"]
+    session = client.get(f"/api/sessions/{key}", headers=bearer(client)).json()["session"]
     assert session["folder"] is None and session["title"] != "Also renamed?"
     assert _patch(client, key, {"title": "Renamed"}).status_code == 200  # renaming still is
 
@@ -325,7 +321,7 @@ def test_patch_refuses_to_file_a_restricted_chat(client: TestClient, mode: str) 
 def test_deleting_a_filed_chat_leaves_no_folder_or_tag_behind(client: TestClient) -> None:
     key = _make(client)
     _patch(client, key, {"folder": "Gone", "tags": ["gone"], "pinned": True})
-    assert client.delete(f"/api/sessions/{key}", headers=_bearer(client)).status_code == 200
+    assert client.delete(f"/api/sessions/{key}", headers=bearer(client)).status_code == 200
     engine = client.app.state.engine  # type: ignore[attr-defined]
     index = chats.filing_index(engine.db)
     assert index.folders == [] and index.tags == []

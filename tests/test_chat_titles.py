@@ -17,7 +17,7 @@ from hearth.home import Home
 from hearth.sessions import chats
 from hearth.store.db import Database
 from hearth.web.app import create_app
-from tests.pages import token_of
+from tests.pages import bearer
 
 HOSTILE_TITLES = [
     pytest.param("a\x00b", id="nul"),
@@ -42,16 +42,12 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield test_client
 
 
-def _bearer(client: TestClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token_of(client)}"}
-
-
 def _make(client: TestClient, **body: Any) -> Any:
-    return client.post("/api/sessions", json=body, headers=_bearer(client))
+    return client.post("/api/sessions", json=body, headers=bearer(client))
 
 
 def _title(client: TestClient, key: str) -> Any:
-    return client.get(f"/api/sessions/{key}", headers=_bearer(client)).json()["session"]["title"]
+    return client.get(f"/api/sessions/{key}", headers=bearer(client)).json()["session"]["title"]
 
 
 @pytest.mark.parametrize("title", HOSTILE_TITLES)
@@ -62,8 +58,8 @@ def test_patch_refuses_a_title_with_a_control_or_direction_character(
     same text with 422 invalid_folder / invalid_tags."""
     key = _make(client).json()["key"]
     assert client.patch(f"/api/sessions/{key}", json={"title": "Kept"},
-                        headers=_bearer(client)).status_code == 200
-    answer = client.patch(f"/api/sessions/{key}", json={"title": title}, headers=_bearer(client))
+                        headers=bearer(client)).status_code == 200
+    answer = client.patch(f"/api/sessions/{key}", json={"title": title}, headers=bearer(client))
     assert answer.status_code == 422, answer.text
     error = answer.json()["error"]
     assert error["code"] == "invalid_title"
@@ -98,7 +94,7 @@ def test_a_chat_name_with_one_is_refused_when_made(client: TestClient, name: str
 def test_ordinary_unicode_titles_are_kept_as_written(client: TestClient, title: str) -> None:
     key = _make(client).json()["key"]
     answer = client.patch(f"/api/sessions/{key}", json={"title": f"  {title} "},
-                          headers=_bearer(client))
+                          headers=bearer(client))
     assert answer.status_code == 200, answer.text
     assert answer.json()["title"] == title == _title(client, key)
 

@@ -21,7 +21,7 @@ import pytest
 import uvloop
 from fastapi.testclient import TestClient
 
-from hearth.config import Config
+from hearth.config import Config, load_config
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
 from hearth.home import Home, owner_umask, private_umask
@@ -39,7 +39,7 @@ from hearth.web.app import create_app
 from tests.engine_harness import make_config, make_engine, new_chat
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
-from tests.pages import token_of
+from tests.pages import bearer, sign_in
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bwrap cannot run here")
 
@@ -194,7 +194,7 @@ def test_a_workspace_dir_at_inside_or_around_the_home_is_refused(tmp_path: Path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with TestClient(app) as client:
-        auth = {"Authorization": f"Bearer {token_of(client)}"}
+        auth = bearer(client)
         for folder in ("/", str(home.parent), str(home), str(home / "workspace" / "proj")):
             answer = client.post("/api/sessions", json={"workspace_dir": folder}, headers=auth)
             assert answer.status_code == 422, (folder, answer.text)
@@ -278,13 +278,11 @@ def test_healthz_and_settings_say_when_the_shell_is_not_sandboxed(tmp_path: Path
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text('[tools]\nsandbox = "off"\n')
-    from hearth.config import load_config
     app = create_app(Home(home), load_config(home / "config.toml"))
     with TestClient(app, follow_redirects=False) as client:
         health = client.get("/healthz").json()
         assert health["sandbox"]["mode"] == "off" and health["sandbox"]["sandboxed"] is False
         assert health["sandbox"]["says"].startswith("NOT sandboxed")
-        from tests.pages import sign_in
         sign_in(client)
         page = client.get("/settings").text
         assert "NOT sandboxed" in page and 'sandbox = &#34;off&#34;' in page
