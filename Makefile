@@ -42,6 +42,7 @@ bench: install-dev
 	$(BIN)/python bench/recovery.py
 	$(BIN)/python bench/first_run.py
 	$(BIN)/python bench/shell_placement.py
+	$(BIN)/python bench/turns.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
