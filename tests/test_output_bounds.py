@@ -22,7 +22,8 @@ import pytest
 from hearth.config import McpServerConfig
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.mcp_client import McpServers
-from hearth.tools.web import WebFetch, html_to_text
+from hearth.tools.web import WebFetch
+from hearth.tools.web_text import html_to_text
 from tests.test_mcp_client import free_port
 from tests.test_web_fetch import Site, context, fetch, serve
 

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused, WebSettings
-from hearth.tools.web import WebFetch, address_class, html_to_text, literal_address
+from hearth.tools.web import WebFetch
+from hearth.tools.web_reach import address_class, literal_address
+from hearth.tools.web_text import html_to_text
 
 Route = tuple[int, dict[str, str], bytes]
 
