@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from hearth.envelope import BODY_SHOWN, error_sentence
+from hearth.client.envelope import BODY_SHOWN, error_sentence
 
 
 def test_the_envelopes_message_is_said() -> None:

@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp import types as mcp_types
 
-from hearth.mcp_serve import CallAnswer, to_call_result, to_mcp_tool
+from hearth.client.mcp import CallAnswer, to_call_result, to_mcp_tool
 from tests.gateway import TOKEN, Gateway
 
 GatewayFactory = Callable[..., Gateway]

@@ -81,7 +81,7 @@ def chat(
     url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
 ) -> None:
     """Talk to the agent: a REPL that streams answers, or one message with -m."""
-    from hearth.chat_client import ChatClient, GatewayUnavailable
+    from hearth.client.chat import ChatClient, GatewayUnavailable
 
     home, config = _load()
     base = url or f"http://{config.gateway.host}:{config.gateway.port}"
@@ -143,7 +143,7 @@ def mcp(
     url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
 ) -> None:
     """Serve Hearth's tools over MCP stdio to an agent CLI, each call run as the chat."""
-    from hearth.mcp_serve import run
+    from hearth.client.mcp import run
 
     home, config = _load()
     base = url or f"http://{config.gateway.host}:{config.gateway.port}"

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import httpx
 
-from hearth.envelope import error_sentence
+from hearth.client.envelope import error_sentence
 
 
 class GatewayUnavailable(Exception):

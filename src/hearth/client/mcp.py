@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from hearth import __version__
-from hearth.envelope import error_sentence
+from hearth.client.envelope import error_sentence
 
 log = logging.getLogger(__name__)
 
