@@ -10,7 +10,6 @@ AnswerCutOff, and nothing of a cut answer's tool calls is emitted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -30,15 +29,18 @@ from anthropic.types import (
     TextDelta as WireTextDelta,
 )
 
-from hearth.masking import mask
 from hearth.models.body import as_body
+from hearth.models.provider_common import (
+    SdkErrors,
+    request_error,
+    stream_broke,
+    stream_unfinished,
+    tool_arguments,
+)
 from hearth.models.types import (
-    AnswerCutOff,
     Completed,
     Message,
     ModelRequest,
-    ProviderUnavailable,
-    ProviderUnreachable,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -55,6 +57,8 @@ try:
     )
 except ImportError:  # pragma: no cover - depends on the installed SDK
     _STREAM_ERRORS = (anthropic.APIError, httpx.HTTPError)
+
+_SDK_ERRORS = SdkErrors(status=anthropic.APIStatusError, connection=anthropic.APIConnectionError)
 
 DEFAULT_MAX_TOKENS = 8192
 
@@ -109,18 +113,8 @@ class AnthropicProvider:
             ]
         try:
             stream = await self._client.messages.create(**as_body(kwargs))
-        except anthropic.APIStatusError as exc:
-            raise ProviderUnavailable(
-                f"{self.model_id} answered HTTP {exc.status_code}: {_brief(exc)}"
-            ) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ProviderUnreachable(
-                f"{self.model_id} could not be reached: {_brief(exc)}"
-            ) from exc
         except anthropic.APIError as exc:
-            raise ProviderUnavailable(
-                f"{self.model_id} could not be reached: {_brief(exc)}"
-            ) from exc
+            raise request_error(self.model_id, exc, _SDK_ERRORS) from exc
         async for event in self._read(stream):
             yield event
 
@@ -164,17 +158,11 @@ class AnthropicProvider:
                     stopped = True
                     break
         except _STREAM_ERRORS as exc:
-            raise AnswerCutOff(
-                f"The model's answer was cut off: its stream from {self.model_id} broke "
-                f"before the model said it was finished ({_brief(exc)})."
-            ) from exc
+            raise stream_broke(self.model_id, exc) from exc
         finally:
             await stream.close()
         if not stopped or finish is None:
-            raise AnswerCutOff(
-                "The model's answer was cut off: its stream ended before the model said it "
-                "was finished."
-            )
+            raise stream_unfinished()
         tool_calls = tuple(_tool_call(index, slot) for index, slot in sorted(calls.items()))
         yield Completed(
             finish_reason=_FINISH_REASONS.get(finish, finish),
@@ -191,12 +179,7 @@ def _tool_call(index: int, slot: dict[str, Any]) -> ToolCall:
         start = slot.get("input")
         arguments: Any = start if isinstance(start, dict) else {}
     else:
-        try:
-            arguments = json.loads(raw)
-        except json.JSONDecodeError:
-            arguments = {"_invalid_json": raw}
-        if not isinstance(arguments, dict):
-            arguments = {"_invalid_json": raw}
+        arguments = tool_arguments(raw)
     return ToolCall(
         call_id=slot["id"] or f"call_{index}", name=slot["name"], arguments=arguments
     )
@@ -241,10 +224,3 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
             for call in message.tool_calls
         )
     return blocks
-
-
-def _brief(exc: Exception) -> str:
-    """The SDK's error in a few words, masked before it is cut: a key the cut halved would
-    no longer be recognised whole."""
-    text = mask(str(exc).strip()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "…"

@@ -14,20 +14,25 @@ from typing import Any
 import httpx2
 import openai
 
-from hearth.masking import mask
 from hearth.models.body import as_body
+from hearth.models.provider_common import (
+    SdkErrors,
+    request_error,
+    stream_broke,
+    stream_unfinished,
+    tool_arguments,
+)
 from hearth.models.types import (
-    AnswerCutOff,
     Completed,
     Message,
     ModelRequest,
-    ProviderUnavailable,
-    ProviderUnreachable,
     StreamEvent,
     TextDelta,
     ToolCall,
     Usage,
 )
+
+_SDK_ERRORS = SdkErrors(status=openai.APIStatusError, connection=openai.APIConnectionError)
 
 
 class OpenAICompatProvider:
@@ -74,18 +79,8 @@ class OpenAICompatProvider:
             kwargs["max_tokens"] = cap
         try:
             stream = await self._client.chat.completions.create(**as_body(kwargs))
-        except openai.APIStatusError as exc:
-            raise ProviderUnavailable(
-                f"{self.model_id} answered HTTP {exc.status_code}: {_brief(exc)}"
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise ProviderUnreachable(
-                f"{self.model_id} could not be reached: {_brief(exc)}"
-            ) from exc
         except openai.APIError as exc:
-            raise ProviderUnavailable(
-                f"{self.model_id} could not be reached: {_brief(exc)}"
-            ) from exc
+            raise request_error(self.model_id, exc, _SDK_ERRORS) from exc
         async for event in self._read(stream):
             yield event
 
@@ -113,29 +108,17 @@ class OpenAICompatProvider:
                     if choice.finish_reason:
                         finish = choice.finish_reason
         except (openai.APIError, httpx2.HTTPError) as exc:  # the SDK's transport is httpx2
-            raise AnswerCutOff(
-                f"The model's answer was cut off: its stream from {self.model_id} broke "
-                f"before the model said it was finished ({_brief(exc)})."
-            ) from exc
+            raise stream_broke(self.model_id, exc) from exc
         finally:
             await stream.close()
         if finish is None:
-            raise AnswerCutOff(
-                "The model's answer was cut off: its stream ended before the model said it "
-                "was finished."
-            )
+            raise stream_unfinished()
         tool_calls = tuple(_tool_call(index, slot) for index, slot in sorted(calls.items()))
         yield Completed(finish_reason=finish, tool_calls=tool_calls, usage=usage, model=model)
 
 
 def _tool_call(index: int, slot: dict[str, str]) -> ToolCall:
-    raw = slot["args"].strip() or "{}"
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        arguments = {"_invalid_json": raw}
-    if not isinstance(arguments, dict):
-        arguments = {"_invalid_json": raw}
+    arguments = tool_arguments(slot["args"].strip() or "{}")
     return ToolCall(call_id=slot["id"] or f"call_{index}", name=slot["name"], arguments=arguments)
 
 
@@ -155,10 +138,3 @@ def to_wire(message: Message) -> dict[str, Any]:
         if not message.text:
             wire["content"] = None
     return wire
-
-
-def _brief(exc: Exception) -> str:
-    """The SDK's error in a few words, masked before it is cut: a key the cut halved would
-    no longer be recognised whole."""
-    text = mask(str(exc).strip()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "…"

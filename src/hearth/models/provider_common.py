@@ -1,0 +1,76 @@
+"""What the provider adapters share: their failures' sentences and their tool arguments.
+
+Owns, for openai_compat.py and anthropic_provider.py alike:
+- `request_error`: an SDK's failure to start an answer mapped to the project's model errors
+  (an HTTP error status, a connection that failed, any other SDK error) and their sentences;
+- `stream_broke` and `stream_unfinished`: the AnswerCutOff sentences for a stream that broke,
+  or ended before the provider's terminal event;
+- `brief`: an SDK error in a few words, secrets masked (`hearth.masking`) before it is cut;
+- `tool_arguments`: a tool call's JSON arguments as a dict, anything else kept as
+  `{"_invalid_json": raw}` so the loop can tell the model what it sent.
+It imports no SDK: each adapter names its own SDK's exception classes (`SdkErrors`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hearth.masking import mask
+from hearth.models.types import AnswerCutOff, ProviderUnavailable, ProviderUnreachable
+
+BRIEF_CHARS = 300
+
+
+@dataclass(frozen=True)
+class SdkErrors:
+    """An SDK's exception classes, as `request_error` tells its failures apart."""
+
+    status: type[Exception]  # the provider answered with an HTTP error (has `status_code`)
+    connection: type[Exception]  # the provider was never reached (timeouts included)
+
+
+def request_error(model_id: str, exc: Exception, sdk: SdkErrors) -> ProviderUnavailable:
+    """The model error for an SDK error raised before any answer began."""
+    if isinstance(exc, sdk.status):
+        status_code = getattr(exc, "status_code", None)
+        return ProviderUnavailable(f"{model_id} answered HTTP {status_code}: {brief(exc)}")
+    if isinstance(exc, sdk.connection):
+        return ProviderUnreachable(f"{model_id} could not be reached: {brief(exc)}")
+    return ProviderUnavailable(f"{model_id} could not be reached: {brief(exc)}")
+
+
+def stream_broke(model_id: str, exc: Exception) -> AnswerCutOff:
+    """The answer's stream failed while it was read."""
+    return AnswerCutOff(
+        f"The model's answer was cut off: its stream from {model_id} broke "
+        f"before the model said it was finished ({brief(exc)})."
+    )
+
+
+def stream_unfinished() -> AnswerCutOff:
+    """The answer's stream ended without the provider's terminal event."""
+    return AnswerCutOff(
+        "The model's answer was cut off: its stream ended before the model said it "
+        "was finished."
+    )
+
+
+def tool_arguments(raw: str) -> dict[str, Any]:
+    """`raw` (a call's arguments, stripped, not empty) parsed as a JSON object; anything that
+    is not one comes back as `{"_invalid_json": raw}`."""
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError:
+        return {"_invalid_json": raw}
+    if not isinstance(arguments, dict):
+        return {"_invalid_json": raw}
+    return arguments
+
+
+def brief(exc: Exception) -> str:
+    """The SDK's error in a few words, masked before it is cut: a key the cut halved would
+    no longer be recognised whole."""
+    text = mask(str(exc).strip()) or type(exc).__name__
+    return text if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS - 3] + "…"
