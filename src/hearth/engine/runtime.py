@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from hearth.models.registry import ModelRegistry
 from hearth.privacy.scope import install_default_executor
 from hearth.privacy.stores import protect
 from hearth.sessions.lanes import Lanes
+from hearth.settings import Settings, overlay
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import transcript
@@ -56,9 +58,11 @@ class Engine:
         hidden_from_tools: tuple[Path, ...] = (),
         memory: Memory | None = None,
         chats_dir: Path | None = None,
+        base_config: Config | None = None,
     ) -> None:
         protect(db)  # the memory tables refuse changes from work that keeps nothing
         self.db = db
+        self.base_config = base_config or config  # config.toml's, before the dashboard's
         self.memory = memory or Memory(db, workspace / "memory")
         self.config = config
         self.chats_dir = chats_dir or workspace.parent / "sessions"  # each chat's own folder
@@ -83,6 +87,15 @@ class Engine:
         self._warming: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
+
+    def adopt(self, kept: Settings) -> list[str]:
+        """Make the dashboard's kept settings the snapshot the next turn runs from: laid over
+        config.toml's, swapped in whole. A turn already running keeps the snapshot it started
+        with (its deps); nothing is changed in place. The sentences say what was left out."""
+        snapshot, notes = overlay(self.base_config, kept)
+        self.config = snapshot
+        self.deps = replace(self.deps, config=snapshot)
+        return notes
 
     async def start(self) -> None:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""

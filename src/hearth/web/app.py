@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 def build_engine(home: Home, config: Config) -> Engine:
     """Open the store (migrated), find the models, and compose the engine."""
     home.ensure()
+    base = config
     config = settings.apply(config, home.root)  # what the dashboard's Settings page kept
     masking.know(*(value for server in config.mcp_servers for name, value in server.env.items()
                    if masking.looks_secret(name)))
@@ -57,7 +58,7 @@ def build_engine(home: Home, config: Config) -> Engine:
     tools = ToolRegistry([*builtin_tools(), *memory_tools(memory, db), *job_tools(db)])
     return Engine(db=db, config=config, models=models, tools=tools, memory=memory,
                   workspace=home.workspace, hidden_from_tools=(home.root,),
-                  chats_dir=home.sessions_dir)
+                  chats_dir=home.sessions_dir, base_config=base)
 
 
 def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:

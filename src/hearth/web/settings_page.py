@@ -127,8 +127,14 @@ async def settings_page(request: Request, engine: EngineDep,
 async def _keep(request: Request, engine: Engine, change: Callable[[Settings], Settings],
                 what: dict[str, str], **shown: Any) -> Response | None:
     """Write the change to settings.json; None when kept, else the page saying why not."""
+    def fitting(kept: Settings) -> Settings:
+        changed = change(kept)
+        settings.overlay(engine.base_config, changed)  # refuses what config.toml cannot take
+        return changed
+
     try:
-        await asyncio.to_thread(settings.update, _path(request), change)
+        kept = await asyncio.to_thread(settings.update, _path(request), fitting)
+        engine.adopt(kept)  # the next turn's snapshot; a running turn keeps its own
     except Invalid as refused:
         return _page(request, engine, status=422, error=refused.sentence, **shown)
     except SettingsError as error:
@@ -173,7 +179,6 @@ async def add_model(request: Request, engine: EngineDep) -> Response:
     if refused is not None:
         return refused
     engine.deps.models.put(model)
-    engine.config.models.append(model)
     return _saved("model", "models")
 
 
@@ -203,8 +208,6 @@ async def remove_model(request: Request, model_id: str, engine: EngineDep) -> Re
     if refused is not None:
         return refused
     engine.deps.models.remove(model_id)
-    engine.config.models[:] = [m for m in engine.config.models if m.id != model_id]
-    engine.config.chains.chat[:] = [m for m in engine.config.chains.chat if m != model_id]
     return _saved("removed", "models")
 
 
@@ -221,7 +224,6 @@ async def pick_chain(request: Request, engine: EngineDep) -> Response:
     if refused is not None:
         return refused
     engine.deps.models.set_chat_chain(chain)
-    engine.config.chains.chat = chain
     return _saved("chain", "chain")
 
 
@@ -239,7 +241,6 @@ async def save_agent(request: Request, engine: EngineDep) -> Response:
                           {"what": "agent", "agent": name}, agent_form=refill)
     if refused is not None:
         return refused
-    engine.config.agents[name] = agent
     return _saved("agent", "agents")
 
 
@@ -254,5 +255,4 @@ async def save_name(request: Request, engine: EngineDep) -> Response:
                           {"what": "user_name"})
     if refused is not None:
         return refused
-    engine.config.agent.user_name = name
     return _saved("name", "you")
