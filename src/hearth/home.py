@@ -19,6 +19,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from hearth.atomic import write_atomically
+
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "HEARTH_TOKEN"
@@ -119,22 +121,11 @@ class Home:
             return kept
         private_umask()
         self.root.mkdir(parents=True, exist_ok=True)
-        # written whole under a temporary name, then linked into place: a reader never sees
-        # a half-written token, and of two processes making one at once the first one wins
-        token = secrets.token_urlsafe(32)
-        tmp = self.root / f".token.{os.getpid()}.{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(token + "\n")
-        try:
-            if self.token_file.exists() and not self._read_token():
-                os.replace(tmp, self.token_file)  # an empty file left by a crash: replace it
-            else:
-                os.link(tmp, self.token_file)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink(missing_ok=True)
+        # written whole, then linked into place: a reader never sees a half-written token,
+        # and of two processes making one at once the first one wins
+        data = (secrets.token_urlsafe(32) + "\n").encode("utf-8")
+        empty = self.token_file.exists() and not self._read_token()  # a crash's leftover
+        write_atomically(self.token_file, data, mode=0o600, first_wins=not empty)
         return self._read_token()
 
     def _read_token(self) -> str | None:

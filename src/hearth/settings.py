@@ -12,14 +12,13 @@ API keys given in the dashboard live only in this file, and are told to the mask
 from __future__ import annotations
 
 import logging
-import os
-import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from hearth.atomic import write_atomically
 from hearth.config import Config, ModelConfig, NamedAgentConfig
 from hearth.masking import know
 
@@ -86,16 +85,7 @@ def load(path: Path) -> Settings:
 def save(path: Path, settings: Settings) -> None:
     """Write the file whole, readable by its owner only: a reader never sees half of it."""
     text = settings.model_dump_json(indent=2, exclude_none=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomically(path, (text + "\n").encode("utf-8"), mode=0o600)
 
 
 def update(path: Path, change: Callable[[Settings], Settings]) -> Settings:

@@ -9,15 +9,14 @@ nothing; a temporary chat's work reads none of it.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hearth.atomic import write_atomically
 from hearth.privacy import reach
 
 STANDING = {
@@ -127,13 +126,4 @@ def _refuse_unless_keeping() -> None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text.encode("utf-8"), mode=0o600)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from hearth import atomic
+from hearth.home import owner_umask
 from hearth.tools import fence
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.workspace import display, resolve_inside
@@ -138,20 +136,6 @@ class WriteFile:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace (or make) `path` through a fresh temp file beside it and an atomic rename,
-    keeping an existing file's mode bits. The temp file is opened O_EXCL (mkstemp), so it
-    never writes through a link someone left at its name."""
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".hearth-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Replace (or make) a workspace file whole (`hearth.atomic`): an existing file keeps its
+    mode bits, a new one gets the owner's (their umask, not the gateway's private one)."""
+    atomic.write_atomically(path, data, mode=0o666 & ~owner_umask(), keep_mode=True)
