@@ -13,17 +13,12 @@ from typing import Any
 
 from hearth.config import Config
 from hearth.engine import queries
+from hearth.engine.compose import private_engine
 from hearth.engine.runtime import Engine
-from hearth.memory.service import Memory
-from hearth.memory.tools import memory_tools
-from hearth.models.registry import ModelRegistry
 from hearth.sessions import chats
 from hearth.store import transcript
-from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 from hearth.tools.base import Tool
-from hearth.tools.jobs import job_tools
-from hearth.tools.registry import ToolRegistry, builtin_tools
 
 
 def make_config(model_url: str | None, **sections: dict[str, Any]) -> Config:
@@ -36,15 +31,7 @@ def make_config(model_url: str | None, **sections: dict[str, Any]) -> Config:
 
 
 def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) -> Engine:
-    db = Database(f"sqlite:///{tmp / 'hearth.db'}")
-    db.upgrade()
-    workspace = tmp / "workspace"
-    workspace.mkdir(exist_ok=True)
-    memory = Memory(db, workspace / "memory")
-    registry = ToolRegistry([*builtin_tools(), *memory_tools(memory, db), *job_tools(db)]
-                            if tools is None else tools)
-    return Engine(db=db, config=config, models=ModelRegistry(config.models, config.chains.chat),
-                  tools=registry, workspace=workspace, memory=memory)
+    return private_engine(tmp, config, tools)
 
 
 async def turn(engine: Engine, key: str, text: str, timeout: float = 15) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import select, update
 
 from hearth.engine import queries
+from hearth.engine.job_tool import ScheduleJob
 from hearth.engine.runtime import Engine
 from hearth.engine.scheduler import Fired
 from hearth.privacy import reach
@@ -30,7 +31,6 @@ from hearth.store.jobs import JobRow
 from hearth.store.schema import approvals, audit, jobs, runs, sessions
 from hearth.tools import fence
 from hearth.tools.base import ToolContext, ToolRefused
-from hearth.tools.jobs import ScheduleJob
 from tests.engine_harness import events, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway

@@ -64,14 +64,11 @@ def token() -> None:
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply the database migrations (the gateway also does this at start)."""
-    from hearth.store.db import Database
+    from hearth.engine.compose import upgrade_store
 
     home, config = _load()
-    home.ensure()
-    database = Database(home.database_url(), synchronous=config.store.synchronous)
-    database.upgrade()
-    database.close()
-    typer.echo(f"Database is up to date: {home.database_url()}")
+    url = upgrade_store(home, config)
+    typer.echo(f"Database is up to date: {url}")
 
 
 @app.command()
@@ -114,9 +111,9 @@ def tools_explain(
     agent: Annotated[str, typer.Option(help="The agent whose tools to explain")] = "default",
 ) -> None:
     """Print the tools an agent has, and why each is in or out (built-in and MCP)."""
+    from hearth.engine.job_tool import JOB_TOOL_NAMES
     from hearth.memory.tools import MEMORY_TOOL_NAMES
     from hearth.tools import policy
-    from hearth.tools.jobs import JOB_TOOL_NAMES
     from hearth.tools.registry import builtin_tools
 
     home, config = _load()

@@ -10,16 +10,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from hearth import __version__, masking, settings
+from hearth import __version__, masking
 from hearth.config import Config
+from hearth.engine.compose import build_engine
 from hearth.engine.runtime import Engine
 from hearth.home import Home
-from hearth.memory.service import Memory
-from hearth.memory.tools import memory_tools
-from hearth.models.registry import ModelRegistry
-from hearth.store.db import Database
-from hearth.tools.jobs import job_tools
-from hearth.tools.registry import ToolRegistry, builtin_tools
 from hearth.web import (
     approvals_api,
     chat_page,
@@ -40,25 +35,6 @@ from hearth.web.headers import SecurityHeaders
 from hearth.web.limits import BodyLimit, BodyTimeout
 
 log = logging.getLogger(__name__)
-
-
-def build_engine(home: Home, config: Config) -> Engine:
-    """Open the store (migrated), find the models, and compose the engine."""
-    home.ensure()
-    base = config
-    config = settings.apply(config, home.root)  # what the dashboard's Settings page kept
-    masking.know(*(value for server in config.mcp_servers for name, value in server.env.items()
-                   if masking.looks_secret(name)))
-    db = Database(home.database_url(), synchronous=config.store.synchronous)
-    db.upgrade()
-    models = ModelRegistry.from_config(config)
-    if not models.ids():
-        log.warning("no model is set up; every turn will end saying how to add one")
-    memory = Memory(db, home.memory_dir)
-    tools = ToolRegistry([*builtin_tools(), *memory_tools(memory, db), *job_tools(db)])
-    return Engine(db=db, config=config, models=models, tools=tools, memory=memory,
-                  workspace=home.workspace, hidden_from_tools=(home.root,),
-                  chats_dir=home.sessions_dir, base_config=base)
 
 
 def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine.runtime import Engine
-from hearth.web.deps import engine_of
+from hearth.web.deps import EngineDep
 
 router = APIRouter()
-EngineDep = Annotated[Engine, Depends(engine_of)]
 
 
 class Answer(BaseModel):

@@ -20,9 +20,10 @@ from hearth.sessions import chats
 from hearth.store import approvals as approval_store
 from hearth.store import runs as run_store
 from hearth.web.auth import require_token
+from hearth.web.deps import EngineDep
 from hearth.web.events_api import MAX_SEQ, sse, stream_response
 from hearth.web.turn_view import chat_state, frame_html, is_queued, page_items
-from hearth.web.ui import EngineDep, csrf_of, form_of, render
+from hearth.web.ui import csrf_of, form_of, render
 
 WINDOW = 200  # events a page shows; older ones are a link away
 DECISIONS = ("allow_once", "allow_always", "deny")

@@ -19,7 +19,8 @@ from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web import signin
 from hearth.web.auth import require_token, signed_in
-from hearth.web.ui import STATIC, EngineDep, csrf_of, form_of, render
+from hearth.web.deps import EngineDep
+from hearth.web.ui import STATIC, csrf_of, form_of, render
 
 __all__ = ["STATIC", "pages", "public"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Header, Request
+from fastapi import Depends, Header, Request
 
 from hearth.engine.runtime import Engine
 
@@ -14,6 +14,8 @@ async def engine_of(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine
 
+
+EngineDep = Annotated[Engine, Depends(engine_of)]  # the one way a route is handed the engine
 
 SessionHeader = Annotated[
     str | None,

@@ -12,25 +12,16 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hearth.engine.runtime import Engine
+from hearth.engine import jobs
+from hearth.engine.jobs import MAX_MINUTES, MAX_PROMPT, JobRow, describe
 from hearth.engine.views import iso
-from hearth.errors import Refusal
-from hearth.privacy import reach
-from hearth.privacy.modes import mode_of
-from hearth.sessions import chats
-from hearth.store import audit
-from hearth.store import jobs as job_store
-from hearth.store.db import Database, now
-from hearth.store.jobs import JobRow
-from hearth.tools.jobs import MAX_MINUTES, MAX_PROMPT, WHAT, BadSchedule, describe, schedule
-from hearth.web.deps import SessionHeader, engine_of
+from hearth.web.deps import EngineDep, SessionHeader
 
 router = APIRouter()
-EngineDep = Annotated[Engine, Depends(engine_of)]
 MAX_ID = 2**62  # ids are SQLite integers; larger is no job
 JobId = Annotated[int, Path(ge=1, le=MAX_ID)]
 Minutes = Annotated[int | None, Field(strict=True, ge=1, le=MAX_MINUTES)]
@@ -70,91 +61,30 @@ def job_view(job: JobRow) -> dict[str, Any]:
     }
 
 
-def _not_found(job_id: int) -> Refusal:
-    return Refusal("job_not_found", 404, f"There is no job #{job_id}.")
-
-
-def _may_change(db: Database, session: str | None, what: str, route: str) -> str:
-    """Who the change is made for ("owner" or the chat's key), refusing a chat whose mode
-    keeps nothing (audited, the request's words left out)."""
-    if session is None:
-        return "owner"
-    chat = chats.get_chat(db, session)
-    mode = mode_of(chat.memory_mode)
-    refused = reach.lasting_refusal(what, mode)
-    if refused is None:
-        return chat.key
-    with db.write(durable=False) as conn:
-        audit.write(conn, "job.refused", actor="privacy", session_key=chat.key,
-                    detail={"route": route, "mode": mode.value,
-                            "reason": "the chat keeps nothing"})
-    raise reach.RestrictedSession(refused)
-
-
-def _list(db: Database, session: str | None) -> list[JobRow]:
-    if session is not None:
-        chats.get_chat(db, session)  # 404 for a chat that is not there
-    with db.read() as conn:
-        return job_store.list_all(conn)
-
-
-def _make(db: Database, body: NewJob, session: str | None) -> JobRow:
-    made_by = _may_change(db, session, WHAT, "POST /api/jobs")
-    try:
-        return schedule(db, prompt=body.prompt, in_minutes=body.in_minutes,
-                        every_minutes=body.every_minutes, made_by=made_by, actor="owner")
-    except BadSchedule as bad:
-        raise Refusal("invalid_request", 422, bad.sentence) from bad
-
-
-def _delete(db: Database, job_id: int, session: str | None) -> None:
-    by = _may_change(db, session, f"the deletion of job #{job_id}", "DELETE /api/jobs")
-    with db.write() as conn:
-        if not job_store.delete(conn, job_id):
-            raise _not_found(job_id)
-        audit.write(conn, "job.deleted", actor="owner",
-                    session_key=None if by == "owner" else by, detail={"job": job_id})
-
-
-def _change(db: Database, job_id: int, body: JobChange, session: str | None) -> JobRow:
-    by = _may_change(db, session, f"the change to job #{job_id}", "PATCH /api/jobs")
-    with db.write() as conn:
-        job = job_store.get(conn, job_id)
-        if job is None:
-            raise _not_found(job_id)
-        if body.enabled and job.once and job.last_fired_at is not None:
-            raise Refusal("job_finished", 409,
-                          f"Job #{job_id} ran once and is done; schedule a new one to run it "
-                          "again.")
-        changed = job_store.set_enabled(conn, job_id, body.enabled, now())
-        assert changed is not None
-        audit.write(conn, "job.changed", actor="owner",
-                    session_key=None if by == "owner" else by,
-                    detail={"job": job_id, "enabled": body.enabled})
-    return changed
-
-
 @router.get("/api/jobs")
 async def list_jobs(engine: EngineDep, session: SessionHeader = None) -> dict[str, Any]:
-    found = await asyncio.to_thread(_list, engine.db, session)
+    found = await asyncio.to_thread(jobs.listing, engine.db, session)
     return {"jobs": [job_view(job) for job in found]}
 
 
 @router.post("/api/jobs")
 async def make_job(body: NewJob, engine: EngineDep,
                    session: SessionHeader = None) -> JSONResponse:
-    job = await asyncio.to_thread(_make, engine.db, body, session)
+    job = await asyncio.to_thread(jobs.make, engine.db, prompt=body.prompt,
+                                  in_minutes=body.in_minutes, every_minutes=body.every_minutes,
+                                  session=session, route="POST /api/jobs")
     return JSONResponse(job_view(job), status_code=201)
 
 
 @router.patch("/api/jobs/{job_id}")
 async def change_job(job_id: JobId, body: JobChange, engine: EngineDep,
                      session: SessionHeader = None) -> dict[str, Any]:
-    return job_view(await asyncio.to_thread(_change, engine.db, job_id, body, session))
+    return job_view(await asyncio.to_thread(jobs.change, engine.db, job_id, body.enabled,
+                                            session, "PATCH /api/jobs"))
 
 
 @router.delete("/api/jobs/{job_id}")
 async def delete_job(job_id: JobId, engine: EngineDep,
                      session: SessionHeader = None) -> dict[str, Any]:
-    await asyncio.to_thread(_delete, engine.db, job_id, session)
+    await asyncio.to_thread(jobs.delete, engine.db, job_id, session, "DELETE /api/jobs")
     return {"deleted": job_id}

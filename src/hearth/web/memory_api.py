@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,13 +26,12 @@ from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
 from hearth.store.memory import MemoryItem
 from hearth.store.sessions import SessionRow
-from hearth.web.deps import SessionHeader, engine_of
+from hearth.web.deps import EngineDep, SessionHeader
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 router = APIRouter()
-EngineDep = Annotated[Engine, Depends(engine_of)]
 Kind = Literal["fact", "preference", "lesson", "commitment"]  # store.memory.KINDS
 MAX_ID = 2**62  # ids are SQLite integers; larger is no item
 MAX_TEXT = 2000

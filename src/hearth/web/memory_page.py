@@ -16,7 +16,8 @@ from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.store.memory import DOCUMENT, MemoryItem
 from hearth.web.auth import require_token
-from hearth.web.ui import EngineDep, csrf_of, form_of, render
+from hearth.web.deps import EngineDep
+from hearth.web.ui import csrf_of, form_of, render
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 

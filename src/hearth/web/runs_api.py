@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
-from hearth.web.deps import engine_of
+from hearth.web.deps import EngineDep
 
 router = APIRouter()
-EngineDep = Annotated[Engine, Depends(engine_of)]
 
 
 def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
@@ -14,11 +14,10 @@ from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
-from hearth.web.deps import engine_of
+from hearth.web.deps import EngineDep
 
 router = APIRouter()
 MAX_SEQ = 2**62  # sequence numbers are SQLite integers; larger is not a place in any chat
-EngineDep = Annotated[Engine, Depends(engine_of)]
 
 
 class CreateSession(BaseModel):

@@ -27,8 +27,9 @@ from hearth.settings import Settings, SettingsError
 from hearth.store import audit
 from hearth.web import settings_forms as forms
 from hearth.web.auth import require_token
+from hearth.web.deps import EngineDep
 from hearth.web.settings_forms import Invalid
-from hearth.web.ui import EngineDep, csrf_of, form_of, render
+from hearth.web.ui import csrf_of, form_of, render
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 

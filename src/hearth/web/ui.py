@@ -5,22 +5,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import Depends, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader
 
-from hearth.engine.runtime import Engine
 from hearth.web import markdown, signin
-from hearth.web.deps import engine_of
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
 templates.globals["markdown"] = markdown.render
-EngineDep = Annotated[Engine, Depends(engine_of)]
 NAV = (("/", "Chats"), ("/memory", "Memory"), ("/usage", "Usage"), ("/settings", "Settings"))
 templates.globals["nav"] = NAV
 

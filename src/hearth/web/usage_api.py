@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query
 
 from hearth.store import usage as usage_store
 from hearth.store.db import now
-from hearth.web.ui import EngineDep
+from hearth.web.deps import EngineDep
 from hearth.web.usage_page import read_totals, span_of
 
 router = APIRouter()

@@ -17,7 +17,8 @@ from hearth.store import usage as usage_store
 from hearth.store.db import Database, now
 from hearth.store.usage import Total
 from hearth.web.auth import require_token
-from hearth.web.ui import EngineDep, csrf_of, render
+from hearth.web.deps import EngineDep
+from hearth.web.ui import csrf_of, render
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 

@@ -1,0 +1,71 @@
+"""The one composition root: builds the engine (the store opened and migrated, the model
+registry, memory, the tools) for the gateway, the CLI and the tests."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from hearth import masking, settings
+from hearth.config import Config
+from hearth.engine.job_tool import job_tools
+from hearth.engine.runtime import Engine
+from hearth.home import Home
+from hearth.memory.service import Memory
+from hearth.memory.tools import memory_tools
+from hearth.models.registry import ModelRegistry
+from hearth.store.db import Database
+from hearth.tools.base import Tool
+from hearth.tools.registry import ToolRegistry, builtin_tools
+
+log = logging.getLogger(__name__)
+
+
+def open_store(url: str, synchronous: str = "FULL") -> Database:
+    """The store at `url`, migrated to the current schema."""
+    db = Database(url, synchronous=synchronous)
+    db.upgrade()
+    return db
+
+
+def upgrade_store(home: Home, config: Config) -> str:
+    """Apply the migrations to the home's store and close it (`hearth db upgrade`); its URL."""
+    home.ensure()
+    open_store(home.database_url(), config.store.synchronous).close()
+    return home.database_url()
+
+
+def standard_tools(db: Database, memory: Memory) -> list[Tool]:
+    """The built-in tools, memory's and the jobs tool."""
+    return [*builtin_tools(), *memory_tools(memory, db), *job_tools(db)]
+
+
+def build_engine(home: Home, config: Config) -> Engine:
+    """Open the store (migrated), find the models, and compose the gateway's engine."""
+    home.ensure()
+    base = config
+    config = settings.apply(config, home.root)  # what the dashboard's Settings page kept
+    masking.know(*(value for server in config.mcp_servers for name, value in server.env.items()
+                   if masking.looks_secret(name)))
+    db = open_store(home.database_url(), config.store.synchronous)
+    models = ModelRegistry.from_config(config)
+    if not models.ids():
+        log.warning("no model is set up; every turn will end saying how to add one")
+    memory = Memory(db, home.memory_dir)
+    tools = ToolRegistry(standard_tools(db, memory))
+    return Engine(db=db, config=config, models=models, tools=tools, memory=memory,
+                  workspace=home.workspace, hidden_from_tools=(home.root,),
+                  chats_dir=home.sessions_dir, base_config=base)
+
+
+def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = None) -> Engine:
+    """An engine on a private store in `folder` (hearth.db, workspace/), for the tests: the
+    standard tools unless `tools` is given."""
+    db = open_store(f"sqlite:///{folder / 'hearth.db'}")
+    workspace = folder / "workspace"
+    workspace.mkdir(exist_ok=True)
+    memory = Memory(db, workspace / "memory")
+    registry = ToolRegistry(standard_tools(db, memory) if tools is None else tools)
+    return Engine(db=db, config=config, models=ModelRegistry(config.models, config.chains.chat),
+                  tools=registry, workspace=workspace, memory=memory)

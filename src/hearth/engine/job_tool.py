@@ -1,0 +1,65 @@
+"""The `schedule_job` tool: a thin adapter over the jobs rules (engine/jobs.py).
+
+A job outlasts the chat that made it, so it is lasting work: the tool declares
+`keeps = "a scheduled job"` and the privacy fence refuses it to a chat that keeps nothing
+(Incognito, Temporary, unreadable) before anyone is asked; it refuses again as it runs. Making
+a job changes something, so a chat that asks first asks its owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hearth.engine.jobs import MAX_MINUTES, WHAT, BadSchedule, describe, schedule
+from hearth.privacy import reach
+from hearth.store.db import Database
+from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, ToolRefused
+
+
+class ScheduleJob:
+    name = "schedule_job"
+    description = (
+        "Schedule a prompt to run later as its own chat (job-<id>): once, in_minutes from now, "
+        "or repeatedly, every every_minutes. Give exactly one of the two. The job's turns run "
+        "unattended: what needs the owner's approval is refused there."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "What the job asks, each time it runs"},
+            "in_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_MINUTES,
+                           "description": "Run once, this many minutes from now"},
+            "every_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_MINUTES,
+                              "description": "Run every this many minutes"},
+        },
+        "required": ["prompt"],
+    }
+    effect: Effect = "changes"
+    placed: Placed = "gateway"
+    parallel_safe = False
+    keeps = WHAT
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        refused = reach.lasting_refusal(WHAT)
+        if refused is not None:
+            raise ToolRefused(refused)
+        try:
+            job = await asyncio.to_thread(
+                schedule, self.db, prompt=args.get("prompt"), in_minutes=args.get("in_minutes"),
+                every_minutes=args.get("every_minutes"), made_by=ctx.session_key,
+                actor="tool", run_id=ctx.run_id)
+        except BadSchedule as bad:
+            raise ToolRefused(bad.sentence) from bad
+        said = f"Scheduled job #{job.id}: {describe(job)}."
+        return ToolOutcome(f"{said} Its turns run in chat {job.session_key}.", said)
+
+
+JOB_TOOL_NAMES = ("schedule_job",)
+
+
+def job_tools(db: Database) -> list[Tool]:
+    return [ScheduleJob(db)]

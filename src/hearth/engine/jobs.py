@@ -1,0 +1,157 @@
+"""The jobs rules: what a job request may be (one of in_minutes / every_minutes, 1 minute to a
+year; a prompt of 1 to 8000 characters), making one (a promise, audited), listing them, and
+pausing, resuming or deleting one, for a chat only when the chat keeps things. The jobs tool
+(engine/job_tool.py) and the jobs routes (web/jobs_api.py) are thin adapters over these.
+
+A job outlasts the chat that asks for it, so a chat that keeps nothing (Incognito, Temporary,
+or one whose mode cannot be read) may not make, change or delete one: refused with the one
+sentence saying so and an audit row `job.refused`. Audit rows name jobs, never their prompts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from hearth.errors import Refusal
+from hearth.privacy import reach
+from hearth.privacy.modes import mode_of
+from hearth.sessions import chats
+from hearth.store import audit
+from hearth.store import jobs as job_store
+from hearth.store.db import Database, now
+from hearth.store.jobs import JobRow
+
+__all__ = ["MAX_MINUTES", "MAX_PROMPT", "WHAT", "BadSchedule", "JobRow", "change", "delete",
+           "describe", "listing", "make", "may_change", "schedule"]
+
+WHAT = "a scheduled job"  # what lasting_refusal says was not made
+MAX_MINUTES = 525_600  # a year
+MAX_PROMPT = 8000
+
+
+class BadSchedule(ValueError):
+    """A job request that cannot be scheduled; `sentence` says why."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+def plan(in_minutes: object, every_minutes: object, at: float) -> tuple[float, int | None]:
+    """(next_at, every_seconds) for a request: once in `in_minutes`, or every
+    `every_minutes` starting one interval from `at`."""
+    if (in_minutes is None) == (every_minutes is None):
+        raise BadSchedule("Give exactly one of in_minutes (run once) or every_minutes "
+                          "(repeat); no job was made.")
+    minutes = in_minutes if in_minutes is not None else every_minutes
+    if isinstance(minutes, bool) or not isinstance(minutes, int) \
+            or not 1 <= minutes <= MAX_MINUTES:
+        raise BadSchedule(f"Minutes must be a whole number from 1 to {MAX_MINUTES:,} (a year); "
+                          "no job was made.")
+    seconds = minutes * 60
+    return at + seconds, (seconds if every_minutes is not None else None)
+
+
+def checked_prompt(prompt: object) -> str:
+    if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_PROMPT:
+        raise BadSchedule(f"The prompt must be 1 to {MAX_PROMPT:,} characters of text; no job "
+                          "was made.")
+    return prompt.strip()
+
+
+def schedule(db: Database, *, prompt: object, in_minutes: object, every_minutes: object,
+             made_by: str, actor: str, run_id: str | None = None) -> JobRow:
+    """Make the job (a promise: synced before it is reported) and audit it."""
+    text = checked_prompt(prompt)
+    next_at, every_seconds = plan(in_minutes, every_minutes, now())
+    with db.write() as conn:
+        job = job_store.add(conn, prompt=text, next_at=next_at, every_seconds=every_seconds,
+                            made_by=made_by)
+        audit.write(conn, "job.created", actor=actor,
+                    session_key=None if made_by == "owner" else made_by, run_id=run_id,
+                    detail={"job": job.id, "every_seconds": every_seconds,
+                            "next_at": next_at})
+    return job
+
+
+def clock(stamp: float, today: float | None = None) -> str:
+    """A local time as a person reads it: 14:05 today, 2026-12-02 14:05 on another day."""
+    when = datetime.fromtimestamp(stamp)
+    if when.date() == datetime.fromtimestamp(now() if today is None else today).date():
+        return when.strftime("%H:%M")
+    return when.strftime("%Y-%m-%d %H:%M")
+
+
+def describe(job: JobRow) -> str:
+    """The schedule in words: "every 60 min, next at 14:05" or "once, at 14:05"."""
+    if job.every_seconds is None:
+        return f"once, at {clock(job.next_at)}"
+    return f"every {job.every_seconds // 60} min, next at {clock(job.next_at)}"
+
+
+def _not_found(job_id: int) -> Refusal:
+    return Refusal("job_not_found", 404, f"There is no job #{job_id}.")
+
+
+def may_change(db: Database, session: str | None, what: str, route: str) -> str:
+    """Who the change is made for ("owner" or the chat's key), refusing a chat whose mode
+    keeps nothing (audited, the request's words left out)."""
+    if session is None:
+        return "owner"
+    chat = chats.get_chat(db, session)
+    mode = mode_of(chat.memory_mode)
+    refused = reach.lasting_refusal(what, mode)
+    if refused is None:
+        return chat.key
+    with db.write(durable=False) as conn:
+        audit.write(conn, "job.refused", actor="privacy", session_key=chat.key,
+                    detail={"route": route, "mode": mode.value,
+                            "reason": "the chat keeps nothing"})
+    raise reach.RestrictedSession(refused)
+
+
+def listing(db: Database, session: str | None) -> list[JobRow]:
+    """Every job (a chat that is not there is refused, not answered)."""
+    if session is not None:
+        chats.get_chat(db, session)  # 404 for a chat that is not there
+    with db.read() as conn:
+        return job_store.list_all(conn)
+
+
+def make(db: Database, *, prompt: str, in_minutes: int | None, every_minutes: int | None,
+         session: str | None, route: str) -> JobRow:
+    """A job the owner (or a chat that keeps things) asks for; a bad schedule is refused."""
+    made_by = may_change(db, session, WHAT, route)
+    try:
+        return schedule(db, prompt=prompt, in_minutes=in_minutes,
+                        every_minutes=every_minutes, made_by=made_by, actor="owner")
+    except BadSchedule as bad:
+        raise Refusal("invalid_request", 422, bad.sentence) from bad
+
+
+def delete(db: Database, job_id: int, session: str | None, route: str) -> None:
+    by = may_change(db, session, f"the deletion of job #{job_id}", route)
+    with db.write() as conn:
+        if not job_store.delete(conn, job_id):
+            raise _not_found(job_id)
+        audit.write(conn, "job.deleted", actor="owner",
+                    session_key=None if by == "owner" else by, detail={"job": job_id})
+
+
+def change(db: Database, job_id: int, enabled: bool, session: str | None, route: str) -> JobRow:
+    """Pause or resume a job; a run-once job that has run cannot be resumed."""
+    by = may_change(db, session, f"the change to job #{job_id}", route)
+    with db.write() as conn:
+        job = job_store.get(conn, job_id)
+        if job is None:
+            raise _not_found(job_id)
+        if enabled and job.once and job.last_fired_at is not None:
+            raise Refusal("job_finished", 409,
+                          f"Job #{job_id} ran once and is done; schedule a new one to run it "
+                          "again.")
+        changed = job_store.set_enabled(conn, job_id, enabled, now())
+        assert changed is not None
+        audit.write(conn, "job.changed", actor="owner",
+                    session_key=None if by == "owner" else by,
+                    detail={"job": job_id, "enabled": enabled})
+    return changed
