@@ -13,16 +13,15 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
+from hearth.engine import activity
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
-from hearth.store import approvals as approval_store
-from hearth.store import runs as run_store
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.events_api import MAX_SEQ, sse, stream_response
-from hearth.web.turn_view import chat_state, frame_html, is_queued, page_items
+from hearth.web.turn_view import chat_state, frame_html, page_items
 from hearth.web.ui import csrf_of, form_of, render
 
 WINDOW = 200  # events a page shows; older ones are a link away
@@ -44,7 +43,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
     window = await asyncio.to_thread(chats.read_chat, engine.db, key, limit=WINDOW,
                                      before=before)
     messages = [message_view(e) for e in window.events]
-    state = await asyncio.to_thread(chat_state, engine.db, key,
+    state = await asyncio.to_thread(chat_state, engine, key,
                                     {m["run_id"] for m in messages if m["run_id"]})
     name, line = MODE_LINES.get(window.session.memory_mode, (None, None))
     first = window.events[0].seq if window.events else None
@@ -77,7 +76,7 @@ async def _drawn(engine: Engine, key: str, csrf: str,
     async for frame in source:
         queued = False
         if frame["type"] == "message" and frame["message"]["kind"] == "user":
-            queued = await asyncio.to_thread(is_queued, engine.db, key, frame["run_id"])
+            queued = await asyncio.to_thread(activity.is_queued, engine.db, key, frame["run_id"])
         yield sse(frame_html(frame, key=key, csrf=csrf, queued=queued))
 
 
@@ -107,9 +106,7 @@ async def answer(request: Request, key: str, approval_id: str, engine: EngineDep
     if decision not in DECISIONS:
         raise Refusal("invalid_decision", 422,
                       f"decision must be one of {', '.join(DECISIONS)}.")
-    with engine.db.read() as conn:
-        row = approval_store.get(conn, approval_id)
-    if row is None or row.session_key != key:
+    if activity.approval_chat(engine.db, approval_id) != key:
         raise Refusal("approval_not_found", 404, "This chat has no such approval.")
     prefix = _prefix(form) if decision == "allow_always" else None
     decided = engine.desk.decide(approval_id, decision, prefix)
@@ -121,9 +118,7 @@ async def retry(request: Request, key: str, run_id: str, engine: EngineDep) -> R
     """Retry from an ending's notice row. When the attempt began a step that may have changed
     something, the answer is 409 with the steps and a confirm value (see engine.repeat_guard)."""
     confirm = (await form_of(request)).get("confirm") or None
-    with engine.db.read() as conn:
-        run = run_store.get(conn, run_id)
-    if run is None or run.session_key != key:
+    if activity.run_chat(engine.db, run_id) != key:
         raise Refusal("run_not_found", 404, "This chat has no such turn.")
     admitted = engine.retry(run_id, confirm)
     if not admitted.duplicate:

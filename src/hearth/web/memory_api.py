@@ -18,14 +18,13 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from hearth.engine.rows import MemoryItem, SessionRow
 from hearth.engine.runtime import Engine
 from hearth.engine.views import iso
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
-from hearth.store.memory import MemoryItem
-from hearth.store.sessions import SessionRow
 from hearth.web.deps import EngineDep, SessionHeader
 
 P = ParamSpec("P")

@@ -12,9 +12,9 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
+from hearth.engine.rows import DOCUMENT, MemoryItem
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
-from hearth.store.memory import DOCUMENT, MemoryItem
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.ui import csrf_of, form_of, render

@@ -21,10 +21,10 @@ from fastapi.responses import RedirectResponse, Response
 
 from hearth import settings
 from hearth.config import ModelConfig
+from hearth.engine import settings_log
 from hearth.engine.runtime import Engine
 from hearth.models.probe import probe
 from hearth.settings import Settings, SettingsError
-from hearth.store import audit
 from hearth.web import settings_forms as forms
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
@@ -144,14 +144,8 @@ async def _keep(request: Request, engine: Engine, change: Callable[[Settings], S
         return _page(request, engine, status=503, **shown,
                      error=f"settings.json could not be written ({error.strerror}); nothing "
                            "was changed.")
-    await asyncio.to_thread(_audit, engine, what)
+    await asyncio.to_thread(settings_log.record_change, engine.db, what)
     return None
-
-
-def _audit(engine: Engine, what: dict[str, str]) -> None:
-    """One row per change: what changed, by name (never a key, URL or prompt)."""
-    with engine.db.write() as conn:
-        audit.write(conn, "settings.changed", actor="owner", detail=what)
 
 
 def _saved(what: str, anchor: str) -> Response:

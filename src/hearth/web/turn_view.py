@@ -12,13 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection
-
-from hearth.engine.approvals import approval_view
-from hearth.store import approvals
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
-from hearth.store.db import Database
+from hearth.engine import activity
+from hearth.engine.runtime import Engine
 from hearth.web.ui import templates
 
 Item = dict[str, Any]
@@ -68,23 +63,10 @@ class ChatState:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # card id -> approval
 
 
-def chat_state(db: Database, key: str, run_ids: set[str]) -> ChatState:
-    with db.read() as conn:
-        running, queued = _queued(conn, key, run_ids)
-        pending = {item["card"]: item for item in
-                   (approval_item(approval_view(a)) for a in approvals.pending(conn)
-                    if a.session_key == key)}
+def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
+    running, queued, views = activity.of_chat(engine.db, key, run_ids)
+    pending = {item["card"]: item for item in (approval_item(view) for view in views)}
     return ChatState(running=running, queued=queued, pending=pending)
-
-
-def _queued(conn: Connection, key: str, run_ids: set[str]) -> tuple[str | None, set[str]]:
-    """The run holding the chat, and which of these runs wait behind it (admitted)."""
-    session = session_store.get(conn, key)
-    running = session.writer_run_id if session is not None else None
-    if running is None:
-        return None, set()
-    runs = (run_store.get(conn, r) for r in run_ids)
-    return running, {run.run_id for run in runs if run is not None and run.status == "admitted"}
 
 
 def approval_item(view: dict[str, Any]) -> dict[str, Any]:
@@ -108,14 +90,6 @@ def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
             continue
         items.append(item)
     return items
-
-
-def is_queued(db: Database, key: str, run_id: str | None) -> bool:
-    """A message waits behind another turn: its run is admitted and another holds the chat."""
-    if run_id is None:
-        return False
-    with db.read() as conn:
-        return run_id in _queued(conn, key, {run_id})[1]
 
 
 def _macro(name: str, *args: Any) -> str:

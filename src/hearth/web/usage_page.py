@@ -13,9 +13,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
-from hearth.store import usage as usage_store
-from hearth.store.db import Database, now
-from hearth.store.usage import Total
+from hearth.engine import usage
+from hearth.engine.usage import Total
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.ui import csrf_of, render
@@ -155,16 +154,11 @@ def model_chart_of(models: list[Total]) -> ModelChart:
     return ModelChart(CHART_WIDTH, max(len(bars), 1) * MODEL_ROW, bars, label)
 
 
-def read_totals(db: Database, since_day: str) -> tuple[list[Total], list[Total]]:
-    with db.read() as conn:
-        return usage_store.by_day(conn, since_day), usage_store.by_model(conn, since_day)
-
-
 @pages.get("/usage")
 async def usage_page(request: Request, engine: EngineDep,
                      days: Annotated[int, Query(ge=1, le=366)] = 30) -> Response:
-    span = span_of(days, date.fromisoformat(usage_store.day_of(now())))
-    by_day, by_model = await asyncio.to_thread(read_totals, engine.db, span[0])
+    span = span_of(days, date.fromisoformat(usage.today()))
+    by_day, by_model = await asyncio.to_thread(usage.totals, engine.db, span[0])
     return render("usage.html", csrf=csrf_of(request), page="/usage", days=days,
                   chart=chart_of(span, by_day) if by_day else None,
                   model_chart=model_chart_of(by_model) if by_model else None,
