@@ -355,6 +355,21 @@ def test_a_huge_after_on_events_is_answered_not_a_crash(api: Api, talked: str) -
     raise AssertionError("the stream ended without a status frame")
 
 
+def test_events_after_a_seq_replay_the_done_of_the_runs_ended_since(
+        api: Api, talked: str) -> None:
+    """Over HTTP: after=3 (the second user message) replays the second and third answers,
+    each followed by its run's done, and after=6 (the last answer) no done. Before: done
+    frames were live-only, so neither stream had one."""
+    def replayed(after: int) -> list[tuple[Any, ...]]:
+        got = api.frames(talked, after, lambda frame: frame["type"] == "status", timeout=10)
+        return [(f["type"], f.get("seq") or f.get("outcome")) for f in got
+                if f["type"] in ("message", "done")]
+
+    assert replayed(3) == [("message", 4), ("done", "complete"), ("message", 5),
+                           ("message", 6), ("done", "complete")]
+    assert replayed(6) == []
+
+
 # ---------------------------------------------------------------- renaming
 
 

@@ -1,7 +1,8 @@
 """How a turn ended: one code, one outcome and one sentence per way, written once.
 
-`settle` records the ending on the run, shows it on the turn (a notice row for every ending
-but `complete`), gives the session back (the writer claim) and publishes `done`, in that order.
+`settle` records the ending on the run (with the seq it ended at, so a reconnecting stream can
+replay its `done`), shows it on the turn (a notice row for every ending but `complete`), gives
+the session back (the writer claim) and publishes `done`, in that order.
 The sentence is masked once there (`hearth.masking`), so the run, the notice and the `done`
 frame say the same thing and none of them a key a provider's error repeated.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hearth.engine.events import Bus
+from hearth.engine.events import Bus, done_frame
 from hearth.engine.views import message_view
 from hearth.masking import mask
 from hearth.models.registry import NO_MODEL_SENTENCE
@@ -167,6 +168,7 @@ def settle(
                     meta={"ending": ending.code, "outcome": ending.outcome},
                     run_id=run_id, idempotency_key=f"ending:{run_id}",
                 )
+                run_store.ended_at_seq(conn, run_id, notice.seq)  # its done follows its notice
             except (AlreadyAppended, SessionNotFound):
                 notice = None
         approvals.cancel_for_run(conn, run_id)
@@ -174,11 +176,8 @@ def settle(
     if notice is not None:
         bus.publish(session_key, message_frame(notice))
     bus.end_stream(session_key)
-    bus.publish(
-        session_key,
-        {"type": "done", "run_id": run_id, "outcome": ending.outcome, "ending": ending.code,
-         "sentence": ending.sentence},
-    )
+    bus.publish(session_key,
+                done_frame(run_id, ending.outcome, ending.code, ending.sentence))
     bus.run_ended(run_id)
     return True
 

@@ -3,7 +3,8 @@
 It never writes the transcript. Frames are dicts with a `type`: `message` (a persisted event,
 with its `seq`), `delta` (streamed text of a run, with its `offset`), `status`, `done`. A
 subscriber that falls behind by more than its queue holds is dropped and reconnects with
-`after=` to replay from the store.
+`after=` to replay from the store (the `done` of a run included: `done_frame` is one shape,
+live or replayed).
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from typing import Any
 
 Frame = dict[str, Any]
 QUEUE_SIZE = 10_000
+
+
+def done_frame(run_id: str, outcome: str, ending: str, sentence: str) -> Frame:
+    """A run's end: the same four fields whether published live or replayed from the store."""
+    return {"type": "done", "run_id": run_id, "outcome": outcome, "ending": ending,
+            "sentence": sentence}
 
 
 @dataclass(eq=False)

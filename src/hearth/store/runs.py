@@ -14,7 +14,7 @@ from sqlalchemy import Connection, bindparam, func, select, update
 
 from hearth.masking import mask
 from hearth.store.db import now
-from hearth.store.schema import runs
+from hearth.store.schema import runs, sessions
 
 ACTIVE = ("admitted", "running")
 FINAL = ("complete", "error", "stopped", "abandoned")
@@ -38,6 +38,7 @@ class RunRow:
     started_at: float | None
     ended_at: float | None
     partial_text: str | None
+    ended_seq: int | None
 
     @classmethod
     def of(cls, row: Any) -> RunRow:
@@ -111,12 +112,26 @@ _CHECKPOINT = (
     .where(runs.c.run_id == bindparam("b_run"))
     .values(partial_text=bindparam("b_text"), partial_at=bindparam("b_at"))
 )
+_LAST_SEQ = (
+    select(sessions.c.last_seq).where(sessions.c.key == runs.c.session_key).scalar_subquery()
+)
 _FINISH = (
     update(runs)
     .where(runs.c.run_id == bindparam("b_run"), runs.c.status.in_(ACTIVE))
     .values(status=bindparam("b_status"), ending=bindparam("b_ending"),
             sentence=bindparam("b_sentence"), ended_at=bindparam("b_at"),
-            partial_text=None, partial_at=None)
+            partial_text=None, partial_at=None, ended_seq=_LAST_SEQ)
+)
+_ENDED_AT = (
+    update(runs)
+    .where(runs.c.run_id == bindparam("b_run"))
+    .values(ended_seq=bindparam("b_seq"))
+)
+_ENDED_BETWEEN = (
+    select(runs)
+    .where(runs.c.session_key == bindparam("b_key"), runs.c.tab_id == bindparam("b_tab"),
+           runs.c.ended_seq > bindparam("b_after"), runs.c.ended_seq <= bindparam("b_upto"))
+    .order_by(runs.c.ended_seq, runs.c.id)
 )
 
 
@@ -161,12 +176,28 @@ def set_model(conn: Connection, run_id: str, model: str) -> None:
 
 def finish(conn: Connection, run_id: str, *, status: str, ending: str, sentence: str) -> bool:
     """End an active run. False when it had already ended (an ending is written once).
-    The sentence is kept masked: a model's error in it may repeat a key."""
+    The sentence is kept masked: a model's error in it may repeat a key. The run's
+    `ended_seq` is its chat's last seq now (see `ended_at_seq` for a notice written after)."""
     if status not in FINAL:
         raise ValueError(f"{status!r} is not a final status")
     result = conn.execute(_FINISH, {"b_run": run_id, "b_status": status, "b_ending": ending,
                                     "b_sentence": mask(sentence), "b_at": now()})
     return result.rowcount == 1
+
+
+def ended_at_seq(conn: Connection, run_id: str, seq: int) -> None:
+    """Say the run ended at `seq` (its ending's notice, appended after `finish`)."""
+    conn.execute(_ENDED_AT, {"b_run": run_id, "b_seq": seq})
+
+
+def ended_between(
+    conn: Connection, session_key: str, tab_id: str, after_seq: int, upto_seq: int
+) -> list[RunRow]:
+    """The runs of this incarnation of the chat that ended at a seq in (after, upto], in the
+    order they ended (for replaying their `done` to a reconnecting stream)."""
+    rows = conn.execute(_ENDED_BETWEEN, {"b_key": session_key, "b_tab": tab_id,
+                                         "b_after": after_seq, "b_upto": upto_seq})
+    return [RunRow.of(row) for row in rows]
 
 
 def with_status(conn: Connection, status: str) -> list[RunRow]:

@@ -92,8 +92,10 @@ runs = Table(
     Column("ended_at", Float),
     Column("partial_text", Text),  # the answer streaming at the last checkpoint
     Column("partial_at", Float),
+    Column("ended_seq", Integer),  # the chat's last seq when the run ended (done replay)
     Index("ix_runs_queue", "session_key", "status", "id"),
     Index("ix_runs_status", "status", "id"),
+    Index("ix_runs_ended", "session_key", "ended_seq"),
 )
 
 tool_calls = Table(

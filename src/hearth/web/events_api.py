@@ -1,7 +1,8 @@
 """Server-Sent Events per chat: replay from the store after `after=SEQ`, then live frames.
 
 The stream subscribes to the bus before it reads the store, so nothing falls between the
-replay and the live part; a persisted message is sent once (by seq), whichever way it came.
+replay and the live part; a persisted message is sent once (by seq), whichever way it came,
+and so is the `done` of a run that ended after `after=` (by run id).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
 from hearth.engine import queries
-from hearth.engine.endings import message_frame
 from hearth.engine.events import Subscription
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
@@ -74,14 +74,20 @@ async def _as_sse(source: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
 
 async def frames(engine: Engine, key: str, last: int, sub: Subscription
                  ) -> AsyncIterator[dict[str, Any]]:
-    """The chat's frames after seq `last`: the store's first (once each), then the bus's."""
+    """The chat's frames after seq `last`: the store's first (once each), then the bus's.
+
+    The replay holds the `done` of every run that ended after `last`; a run that ends while
+    it is read may be both in the store and on the bus, so the live part skips the `done` of
+    a run the replay sent."""
+    replayed: set[str] = set()
     try:
         while True:
-            page = queries.events_after(engine.db, key, last, REPLAY_PAGE)
-            for event in page:
-                yield message_frame(event)
-                last = event.seq
-            if len(page) < REPLAY_PAGE:
+            page = queries.replay_page(engine.db, key, last, REPLAY_PAGE)
+            for frame in page.frames:
+                yield frame
+            last = page.last
+            replayed |= page.ended
+            if not page.more:
                 break
         status = queries.current_run(engine.db, key)
         yield {"type": "status", "running": status is not None, "run_id": status}
@@ -97,6 +103,8 @@ async def frames(engine: Engine, key: str, last: int, sub: Subscription
                     continue
                 last = frame["seq"]
             elif frame["type"] == "delta" and frame["offset"] < skip_below.get(frame["run_id"], 0):
+                continue
+            elif frame["type"] == "done" and frame["run_id"] in replayed:
                 continue
             yield frame
     finally:
