@@ -12,8 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.endings import message_frame
-from hearth.engine.events import Bus
+from hearth.engine.events import Bus, message_frame
 from hearth.errors import Refusal
 from hearth.faults import crash_point
 from hearth.store import runs as run_store

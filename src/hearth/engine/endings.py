@@ -1,5 +1,8 @@
 """How a turn ended: one code, one outcome and one sentence per way, written once.
 
+Every ending code the engine can write is in `CODES` (the README's endings table lists each);
+an `Ending` with any other code or outcome cannot be made.
+
 `settle` records the ending on the run (with the seq it ended at, so a reconnecting stream can
 replay its `done`), shows it on the turn (a notice row for every ending but `complete`), gives
 the session back (the writer claim) and publishes `done`, in that order.
@@ -11,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hearth.engine.events import Bus, done_frame
-from hearth.engine.views import message_view
+from hearth.engine.events import Bus, done_frame, message_frame
 from hearth.masking import mask
 from hearth.models.registry import NO_MODEL_SENTENCE
 from hearth.store import approvals, transcript
@@ -21,16 +23,30 @@ from hearth.store import sessions as session_store
 from hearth.store.db import Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound
 
+CODES = frozenset({
+    "complete", "no_model", "cut_off", "model_error", "output_cap", "no_answer",
+    "model_call_limit", "tool_call_limit", "stale", "interrupted", "abandoned", "stopped",
+    "connection_lost", "no_progress", "time_limit", "internal_error",
+})
+OUTCOMES = frozenset(run_store.FINAL)
+
 
 @dataclass(frozen=True)
 class Ending:
-    code: str
+    code: str  # one of CODES
     outcome: str  # the run's final status: complete | error | stopped | abandoned
     sentence: str
 
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"{self.code!r} is not an ending code (endings.CODES)")
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"{self.outcome!r} is not a final outcome")
 
-def complete() -> Ending:
-    return Ending("complete", "complete", "The agent answered.")
+
+def complete(sentence: str = "The agent answered.") -> Ending:
+    """The run did what it was for (`sentence`: what, when it is not a turn's answer)."""
+    return Ending("complete", "complete", sentence)
 
 
 def no_model() -> Ending:
@@ -87,12 +103,10 @@ def stale(reason: str) -> Ending:
     return Ending("stale", "error", f"This message was not run: {reason}")
 
 
-def interrupted() -> Ending:
-    return Ending(
-        "interrupted", "error",
-        "The gateway stopped while this turn was running, so the turn was ended. What it did "
-        "is above; send the message again to retry.",
-    )
+def interrupted(sentence: str) -> Ending:
+    """A run a restart cannot resume (a call an agent CLI asked for: the CLI has gone), ended
+    at boot; `sentence` says what became of its work."""
+    return Ending("interrupted", "error", sentence)
 
 
 def abandoned(attempts: int) -> Ending:
@@ -103,8 +117,8 @@ def abandoned(attempts: int) -> Ending:
     )
 
 
-def stopped() -> Ending:
-    return Ending("stopped", "stopped", "You stopped this turn.")
+def stopped(sentence: str = "You stopped this turn.") -> Ending:
+    return Ending("stopped", "stopped", sentence)
 
 
 def connection_lost(sentence: str, tries: int) -> Ending:
@@ -181,7 +195,3 @@ def settle(
     bus.run_ended(run_id)
     return True
 
-
-def message_frame(event: transcript.EventRow) -> dict[str, object]:
-    return {"type": "message", "seq": event.seq, "run_id": event.run_id,
-            "message": message_view(event)}

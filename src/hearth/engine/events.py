@@ -14,8 +14,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from hearth.engine.views import message_view
+from hearth.store.transcript import EventRow
+
 Frame = dict[str, Any]
 QUEUE_SIZE = 10_000
+
+
+def message_frame(event: EventRow) -> Frame:
+    """A persisted event, with its seq: one shape live and replayed."""
+    return {"type": "message", "seq": event.seq, "run_id": event.run_id,
+            "message": message_view(event)}
 
 
 def done_frame(run_id: str, outcome: str, ending: str, sentence: str) -> Frame:

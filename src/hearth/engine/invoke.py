@@ -13,7 +13,6 @@ import uuid
 from typing import Any
 
 from hearth.engine import endings
-from hearth.engine.endings import Ending
 from hearth.engine.state import CallScope
 from hearth.engine.toolbatch import run_call
 from hearth.engine.turn import TurnDeps, scope_fields
@@ -57,10 +56,10 @@ async def invoke_tool(deps: TurnDeps, session_key: str, name: str,
         with deps.db.write() as conn:
             ledger.mark_unknown(conn, run_id, receipt=f"Unknown: {GONE}")
         endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run_id,
-                       ending=Ending("stopped", "stopped", GONE), show=False)
+                       ending=endings.stopped(GONE), show=False)
         raise
     endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run_id, show=False,
-                   ending=Ending("complete", "complete", outcome.receipt))
+                   ending=endings.complete(outcome.receipt))
     return {"output": outcome.output, "ok": outcome.ok, "receipt": outcome.receipt,
             "run_id": run_id}
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hearth.engine.endings import message_frame
-from hearth.engine.events import Frame, done_frame
+from hearth.engine.events import Frame, done_frame, message_frame
 from hearth.engine.views import run_view
 from hearth.store import ledger, transcript
 from hearth.store import runs as run_store

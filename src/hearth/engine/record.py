@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hearth.engine.endings import message_frame
+from hearth.engine.events import message_frame
 from hearth.engine.state import CallScope
 from hearth.store import transcript
 from hearth.store.transcript import EventRow

@@ -1,13 +1,14 @@
 """Recovery: what a restart makes of the runs a previous process left behind.
 
-At boot, before serving: every run left running counts one more recovery attempt (durably),
-and goes back to the head of its chat's queue; a run past `limits.recovery_attempts` is ended
-as abandoned instead, and no later boot tries it again. When a resumed run's turn starts, it
-settles what the dead process left: a final answer already written ends it as complete (never
-written twice); a call recorded started but never finished is marked `unknown` and NEVER run
-again (the model is told it may or may not have taken effect); a finished call's result
-stands; the answer that was streaming is kept, marked partial; and a notice says the turn was
-interrupted by a restart and resumed.
+At boot, before serving: a run that cannot be resumed (a call an agent CLI asked for) is ended
+`interrupted`; every other run left running counts one more recovery attempt (durably), and
+goes back to the head of its chat's queue; a run past `limits.recovery_attempts` is ended as
+abandoned instead, and no later boot tries it again. Every ending goes through `endings`.
+When a resumed run's turn starts, it settles what the dead process left: a final answer
+already written ends it as complete (never written twice); a call recorded started but never
+finished is marked `unknown` and NEVER run again (the model is told it may or may not have
+taken effect); a finished call's result stands; the answer that was streaming is kept, marked
+partial; and a notice says the turn was interrupted by a restart and resumed.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from hearth.engine import endings
-from hearth.engine.endings import Ending, message_frame
-from hearth.engine.events import Bus
+from hearth.engine.endings import Ending
+from hearth.engine.events import Bus, message_frame
 from hearth.engine.state import Turn
 from hearth.models.types import ToolCall
 from hearth.store import approvals, ledger, transcript
@@ -38,12 +39,15 @@ RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery")
 
 def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
     """Count an attempt on each interrupted run; requeue or abandon it. (requeued, abandoned)"""
+    with db.read() as conn:
+        gone = [run for run in run_store.with_status(conn, "running")
+                if run.kind not in RESUMABLE]  # a call an agent CLI asked for: it has gone
+    for run in gone:
+        with db.write() as conn:
+            ledger.mark_unknown(conn, run.run_id, receipt=f"Unknown: {UNKNOWN_AFTER_RESTART}")
+        endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id, show=False,
+                       ending=endings.interrupted(UNKNOWN_AFTER_RESTART))
     with db.write() as conn:
-        for run in run_store.with_status(conn, "running"):
-            if run.kind not in RESUMABLE:  # a call an agent CLI asked for: it has gone
-                ledger.mark_unknown(conn, run.run_id, receipt=f"Unknown: {UNKNOWN_AFTER_RESTART}")
-                run_store.finish(conn, run.run_id, status="error", ending="interrupted",
-                                 sentence=UNKNOWN_AFTER_RESTART)
         requeued, past_budget = run_store.requeue_interrupted(conn, budget)
     for run in past_budget:
         endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
