@@ -12,17 +12,16 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
 from hearth.engine import queries
 from hearth.engine.events import Subscription
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
-from hearth.web.deps import engine_of
+from hearth.web.deps import EngineDep
 
 router = APIRouter()
-EngineDep = Annotated[Engine, Depends(engine_of)]
 KEEPALIVE_SECONDS = 15.0
 REPLAY_PAGE = 500
 MAX_SEQ = 2**62
