@@ -5,11 +5,16 @@ with its `seq`), `delta` (streamed text of a run, with its `offset`), `status`, 
 subscriber that falls behind by more than its queue holds is dropped and reconnects with
 `after=` to replay from the store (the `done` of a run included: `done_frame` is one shape,
 live or replayed).
+
+The bus is published to only on the event loop: its queues and events are asyncio's, which
+are not thread-safe. A publish from a worker thread raises `PublishedOffLoop`; do the store
+work in the thread and publish after returning to the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +24,21 @@ from hearth.store.transcript import EventRow
 
 Frame = dict[str, Any]
 QUEUE_SIZE = 10_000
+
+
+class PublishedOffLoop(RuntimeError):
+    """The bus was published to from a thread that runs no event loop."""
+
+
+def _on_the_loop(what: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise PublishedOffLoop(
+            f"Bus.{what} was called off the event loop (in thread "
+            f"{threading.current_thread().name!r}); asyncio queues are not thread-safe, so "
+            "do the store work in the thread and publish after returning to the loop."
+        ) from None
 
 
 def message_frame(event: EventRow) -> Frame:
@@ -62,6 +82,7 @@ class Bus:
                 del self._subs[sub.session_key]
 
     def publish(self, session_key: str, frame: Frame) -> None:
+        _on_the_loop("publish")
         for sub in list(self._subs.get(session_key, ())):
             try:
                 sub.queue.put_nowait(frame)
@@ -97,6 +118,7 @@ class Bus:
         self._streaming.pop(session_key, None)
 
     def run_ended(self, run_id: str) -> None:
+        _on_the_loop("run_ended")
         self._run_ended.pop(run_id, asyncio.Event()).set()
 
     async def wait_run(self, run_id: str, timeout: float) -> None:

@@ -7,6 +7,8 @@ the prompt with the idempotency key `job:<id>:<due second>` as a run of kind "jo
 gate refuses what would need the owner's approval), then moves the job on; a crash between the
 two fires nothing twice: the next tick finds the job still due, admission answers the run
 already made, and the job moves on. Logs and audit rows name jobs, never their prompts.
+The scheduler's own store work (what is due, the job's chat, moving it on) runs in threads;
+the admission runs on the loop, because it publishes on the live bus.
 """
 
 from __future__ import annotations
@@ -106,7 +108,8 @@ class Scheduler:
 
     async def _fire(self, job: JobRow) -> Fired | None:
         try:
-            admitted = await asyncio.to_thread(self._admit, job)
+            await asyncio.to_thread(self._open, job)
+            admitted = self._admit(job)
         except ChatError as refused:  # its name is held by a chat of another mode
             return await self._skip(job, refused.code)
         except AdmissionError as refused:
@@ -120,11 +123,16 @@ class Scheduler:
         await asyncio.to_thread(self._advance, job, admitted)
         return Fired(job.id, job.next_at, admitted.run_id, admitted.duplicate)
 
-    def _admit(self, job: JobRow) -> Admitted:
+    def _open(self, job: JobRow) -> None:
+        """Open (or make again) the job's chat: store work only, so it may run in a thread."""
         opened = chats.open_chat(self.host.db, name=job.session_key,
                                  memory_mode="persistent", origin="job")
         if opened.created:
             log.info("made chat %s for job #%d", job.session_key, job.id)
+
+    def _admit(self, job: JobRow) -> Admitted:
+        """Admit the prompt, on the loop like every surface's message: admission publishes
+        the message on the live bus, which is only ever published to from the loop."""
         return self.host.send(job.session_key, job.prompt, kind="job", dispatch=False,
                               meta={"job": job.id}, idempotency_key=idempotency_key(job))
 
