@@ -94,28 +94,34 @@ async def end_chat(owner: ChatOwner, key: str, why: str, *, stop_running: bool,
         return None
     owner.deleting.add(key)  # from here on, no message is admitted to it
     try:
-        # checked in the same step as the mark above: a message sent since is seen here
-        if idle_before is not None and not forget.idle_temporary_keys(owner.db, idle_before, key):
-            return None
-        session = forget.begin(owner.db, key)
-        if session is None:
-            return None
-        if stop_running:
-            owner.stop(key)
-        owner.desk.wake(forget.cancel_pending(owner.db, key))  # calls waiting on them go on
-        if stop_running:
-            await _stop_and_wait(owner, key)
-        await asyncio.sleep(0)  # the woken calls read their cancelled approval before it goes
-        await owner.chores.cancel_for(key)  # a learning chore files nothing more under it
-        done = await asyncio.to_thread(forget.purge_contents, owner.db, session, owner.chats_dir)
-        memory_items = await _forget_memory(owner, done)
-        await asyncio.to_thread(forget.remove_row, owner.db, done)
-        report = _report(done, memory_items, why)
-        _audit(owner.db, report)
-        await asyncio.to_thread(owner.db.truncate_wal)  # no old frame keeps its text
-        return report
+        report = await _forget_chat(owner, key, why, stop_running, idle_before)
     finally:
         owner.deleting.discard(key)
+    if report is not None:  # the chat is gone: a message to it now finds no chat (404)
+        _audit(owner.db, report)
+        await asyncio.to_thread(owner.db.truncate_wal)  # no old frame keeps its text
+    return report
+
+
+async def _forget_chat(owner: ChatOwner, key: str, why: str, stop_running: bool,
+                       idle_before: float | None) -> DeleteReport | None:
+    # checked in the same step as the `deleting` mark: a message sent since is seen here
+    if idle_before is not None and not forget.idle_temporary_keys(owner.db, idle_before, key):
+        return None
+    session = forget.begin(owner.db, key)
+    if session is None:
+        return None
+    if stop_running:
+        owner.stop(key)
+    owner.desk.wake(forget.cancel_pending(owner.db, key))  # calls waiting on them go on
+    if stop_running:
+        await _stop_and_wait(owner, key)
+    await asyncio.sleep(0)  # the woken calls read their cancelled approval before it goes
+    await owner.chores.cancel_for(key)  # a learning chore files nothing more under it
+    done = await asyncio.to_thread(forget.purge_contents, owner.db, session, owner.chats_dir)
+    memory_items = await _forget_memory(owner, done)
+    await asyncio.to_thread(forget.remove_row, owner.db, done)
+    return _report(done, memory_items, why)
 
 
 async def _stop_and_wait(owner: ChatOwner, key: str) -> None:
