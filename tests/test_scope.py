@@ -17,7 +17,7 @@ from tests.engine_harness import make_config, make_engine, run, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "hearth"
-ALLOWED_POOL_HOME = "privacy/scope.py"
+ALLOWED_POOL_HOME = "threads.py"
 
 
 def test_the_mode_reader_fails_closed() -> None:

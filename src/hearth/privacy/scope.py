@@ -4,23 +4,22 @@ A turn sets it (`as_work_of`) for the whole of its work. It lives in a contextva
 follows the work into asyncio tasks (which copy the context when made) and `asyncio.to_thread`
 (which runs in a copy of it). A thread pool does NOT carry it on its own: work handed to a
 plain `ThreadPoolExecutor` runs with no scope, and a restricted chat's data would be handled
-as nobody's. Every pool the gateway uses is a `ScopeCarryingExecutor` — the event loop's
-default executor included — and a census test forbids plain pools anywhere else.
+as nobody's. Every pool the gateway uses carries the context (`hearth.threads`, the one module
+that may make pools and threads) — the event loop's default executor included.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from hearth.privacy.modes import Mode, mode_of
+from hearth.threads import ContextCarryingExecutor
 
-P = ParamSpec("P")
-T = TypeVar("T")
+ScopeCarryingExecutor = ContextCarryingExecutor  # the scope is one of the context's variables
 
 
 @dataclass(frozen=True)
@@ -65,14 +64,6 @@ def answered_by(model_id: str) -> Iterator[WorkScope | None]:
         yield named
     finally:
         _current.reset(token)
-
-
-class ScopeCarryingExecutor(ThreadPoolExecutor):
-    """A thread pool that runs each job in a copy of the submitter's context (its scope)."""
-
-    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-        context = contextvars.copy_context()
-        return super().submit(context.run, fn, *args, **kwargs)  # type: ignore[arg-type]
 
 
 def install_default_executor(loop: Any, workers: int = 8) -> ScopeCarryingExecutor:

@@ -1,14 +1,22 @@
-"""The database handle: engine creation, SQLite pragmas, transactions, migrations.
+"""The database handle: engine creation, SQLite pragmas, the two ways in, migrations.
 
 Every dialect-specific statement Hearth issues lives in `store/` and most of it here: WAL mode,
 `synchronous`, the busy timeout, `secure_delete`, the checkpoint after a forgetting and
 `BEGIN IMMEDIATE` for writers on SQLite. PostgreSQL needs none of it.
 
-Two durability classes of write. A *promise* (`write()`: a message acknowledged, a tool call
-recorded started before it runs, a recovery attempt counted, an ending) is synced to disk
-before it returns (`synchronous=FULL`). *Bookkeeping* (`write(durable=False)`: the turn's
-events, checkpoints, claims) survives any crash of the process but may be lost with power
-(`NORMAL`); in WAL mode the next promise's sync carries every earlier write with it.
+Two ways in, one rule each. Code on the event loop awaits: `await db.reading(fn, ...)` runs
+`fn(conn, ...)` in a read transaction on a small pool of reader threads, and
+`await db.writing(fn, ...)` hands it to the one writer (`store/writer.py`), which commits what
+arrives together in one transaction. Code already on a thread (the CLI, a worker) may use the
+blocking `with db.read()` / `with db.write()`; on a thread that runs an event loop they raise
+`BlockingOnLoop`, so the loop never waits on SQLite or an fsync.
+
+Two durability classes of write. A *promise* (`durable=True`, the default: a message
+acknowledged, a tool call recorded started before it runs, a recovery attempt counted, an
+ending) is synced to disk before the call returns (`synchronous=FULL`). *Bookkeeping*
+(`durable=False`: the turn's events, checkpoints, claims) survives any crash of the process but
+may be lost with power (`NORMAL`); in WAL mode the next promise's sync carries every earlier
+write with it.
 
 What is deleted leaves no bytes behind: every connection runs with `secure_delete` (a deleted
 row's bytes and freed pages are overwritten with zeros), and after a forgetting (a chat
@@ -18,15 +26,19 @@ file and truncates it, so no frame of an earlier transaction keeps the old text 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.pool import NullPool
+
+from hearth.store.writer import Job, Writer
+from hearth.threads import ContextCarryingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +46,18 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30000
 CHECKPOINT_SECONDS = 1.0  # how long a checkpoint waits for readers of older snapshots
 CHECKPOINT_TRY_MS = 100  # the busy timeout of one attempt within that
+READERS = 2  # reader threads behind `reading()`
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class BlockingOnLoop(RuntimeError):
+    """A blocking store call was made on a thread that runs an event loop."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"db.{what}() blocks, and this thread runs the event loop: "
+                         f"await db.{'reading' if what == 'read' else 'writing'}(...) instead")
 
 
 def now() -> float:
@@ -41,34 +65,65 @@ def now() -> float:
 
 
 class Database:
-    """The one authority on disk. `write()` and `read()` hand out transactions."""
+    """The one authority on disk; see the module docstring for its two ways in."""
 
-    def __init__(self, url: str, synchronous: str = "FULL") -> None:
+    def __init__(self, url: str, synchronous: str = "FULL", readers: int = READERS) -> None:
         self.url = url
         self.synchronous = synchronous
         self.engine = _make_engine(url)
+        self.writer = Writer(self.engine, synchronous, self.dialect == "sqlite")
+        self._readers = ContextCarryingExecutor(max_workers=readers,
+                                                thread_name_prefix="hearth-read")
+        self._reader_local = threading.local()
+        self._reader_conns: list[Connection] = []
+        self._reader_lock = threading.Lock()
 
     @property
     def dialect(self) -> str:
         name = self.engine.dialect.name
         return "postgresql" if name.startswith("postgres") else name
 
+    # -- awaited: for code on the event loop ---------------------------------------------------
+
+    async def reading(self, fn: Callable[Concatenate[Connection, P], T],
+                      *args: P.args, **kwargs: P.kwargs) -> T:
+        """`fn(conn, *args)` in one read transaction on a reader thread (one snapshot)."""
+        future = self._readers.submit(self._read_job, lambda conn: fn(conn, *args, **kwargs))
+        return await asyncio.wrap_future(future)
+
+    async def writing(self, fn: Callable[Concatenate[Connection, P], T], *args: Any,
+                      durable: bool = True) -> T:
+        """`fn(conn, *args)` in the one writer's next transaction, committed (and for a durable
+        write synced) before this returns. `fn` raising fails this caller alone."""
+        loop = asyncio.get_running_loop()
+        job = Job(fn, args, durable, loop, loop.create_future())
+        self.writer.submit(job)
+        result: T = await job.future
+        return result
+
+    def _read_job(self, call: Callable[[Connection], T]) -> T:
+        conn = getattr(self._reader_local, "conn", None)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self.engine.connect()
+            self._reader_local.conn = conn
+            with self._reader_lock:
+                self._reader_conns.append(conn)
+        with conn.begin():
+            return call(conn)
+
+    # -- blocking: for code already on a thread ------------------------------------------------
+
     @contextmanager
     def write(self, durable: bool = True) -> Iterator[Connection]:
-        """A transaction that will write: on SQLite it takes the write lock at BEGIN.
-
-        `durable=False` for bookkeeping that a crash of the process must not lose but a loss
-        of power may (see the module docstring).
-        """
-        with self.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                _set_synchronous(conn, self.synchronous if durable else "NORMAL")
-                conn.info["begin_mode"] = "BEGIN IMMEDIATE"
-            with conn.begin():
-                yield conn
+        """A transaction on the writer's connection (on SQLite it takes the write lock at
+        BEGIN). `durable=False` for bookkeeping (see the module docstring)."""
+        _refuse_on_loop("write")
+        with self.writer.borrow(durable) as conn:
+            yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        _refuse_on_loop("read")
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
@@ -91,6 +146,7 @@ class Database:
         could not finish by then. Blocking: call it from a thread."""
         if self.dialect != "sqlite":
             return True
+        _refuse_on_loop("truncate_wal")
         deadline = time.monotonic() + within
         with self.engine.connect() as conn:
             raw = conn.connection.dbapi_connection
@@ -110,26 +166,27 @@ class Database:
                 raw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
     def close(self) -> None:
+        self.writer.close()
+        self._readers.shutdown(wait=True)
+        with self._reader_lock:
+            for conn in self._reader_conns:
+                conn.close()
+            self._reader_conns.clear()
         self.engine.dispose()
 
 
-def _set_synchronous(conn: Connection, level: str) -> None:
-    """Set PRAGMA synchronous on this pooled connection, outside any transaction."""
-    if conn.info.get("synchronous") != level:
-        raw = conn.connection.dbapi_connection
-        assert raw is not None
-        raw.execute(f"PRAGMA synchronous={level}")
-        conn.info["synchronous"] = level
+def _refuse_on_loop(what: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise BlockingOnLoop(what)
 
 
 def _make_engine(url: str) -> Engine:
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
-    engine = create_engine(
-        url,
-        connect_args={"check_same_thread": False, "timeout": 30},
-        poolclass=NullPool if ":memory:" in url else None,
-    )
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:

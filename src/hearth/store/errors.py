@@ -26,3 +26,10 @@ class AlreadyAppended(StoreError):
     def __init__(self, key: str, idempotency_key: str) -> None:
         super().__init__(f"Chat {key!r} already holds the event {idempotency_key!r}.")
         self.idempotency_key = idempotency_key
+
+
+class WriterDied(StoreError):
+    """The one writer stopped (a commit failed): no write can be trusted to land any more."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence or "The database writer has stopped.")
