@@ -25,33 +25,35 @@ def _queued(conn: Connection, key: str, run_ids: set[str]) -> tuple[str | None, 
     return running, {run.run_id for run in runs if run is not None and run.status == "admitted"}
 
 
-def of_chat(db: Database, key: str, run_ids: set[str]
-             ) -> tuple[str | None, set[str], list[dict[str, Any]]]:
+async def of_chat(db: Database, key: str, run_ids: set[str]
+                  ) -> tuple[str | None, set[str], list[dict[str, Any]]]:
     """The run holding the chat, which of `run_ids` wait behind it, and the chat's pending
     approvals (as `engine.approvals.approval_view` shows them)."""
-    with db.read() as conn:
-        running, queued = _queued(conn, key, run_ids)
-        pending = [approval_view(a) for a in approvals.pending(conn) if a.session_key == key]
+    return await db.reading(_of_chat, key, run_ids)
+
+
+def _of_chat(conn: Connection, key: str, run_ids: set[str]
+             ) -> tuple[str | None, set[str], list[dict[str, Any]]]:
+    running, queued = _queued(conn, key, run_ids)
+    pending = [approval_view(a) for a in approvals.pending(conn) if a.session_key == key]
     return running, queued, pending
 
 
-def is_queued(db: Database, key: str, run_id: str | None) -> bool:
+async def is_queued(db: Database, key: str, run_id: str | None) -> bool:
     """A message waits behind another turn: its run is admitted and another holds the chat."""
     if run_id is None:
         return False
-    with db.read() as conn:
-        return run_id in _queued(conn, key, {run_id})[1]
+    _, queued = await db.reading(_queued, key, {run_id})
+    return run_id in queued
 
 
-def approval_chat(db: Database, approval_id: str) -> str | None:
+async def approval_chat(db: Database, approval_id: str) -> str | None:
     """The key of the chat an approval was asked in; None when there is no such approval."""
-    with db.read() as conn:
-        row = approvals.get(conn, approval_id)
+    row = await db.reading(approvals.get, approval_id)
     return None if row is None else row.session_key
 
 
-def run_chat(db: Database, run_id: str) -> str | None:
+async def run_chat(db: Database, run_id: str) -> str | None:
     """The key of the chat a run belongs to; None when there is no such run."""
-    with db.read() as conn:
-        run = run_store.get(conn, run_id)
+    run = await db.reading(run_store.get, run_id)
     return None if run is None else run.session_key

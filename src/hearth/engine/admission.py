@@ -19,6 +19,7 @@ from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import transcript
 from hearth.store.db import Database
+from hearth.store.transcript import EventRow
 
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_CLIENT_ID = 200
@@ -62,7 +63,7 @@ def validate(text: object, client_message_id: object) -> None:
         )
 
 
-def admit(
+async def admit(
     db: Database,
     bus: Bus,
     session_key: str,
@@ -74,32 +75,45 @@ def admit(
     meta: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
 ) -> Admitted:
-    """Persist the message and its run; the caller dispatches the session's lane after."""
+    """Persist the message and its run (a promise: on disk when this returns, committed with
+    whatever else the writer took at the same moment); the caller dispatches the session's
+    lane after."""
     validate(text, client_message_id)
     idem = idempotency_key or (f"client:{client_message_id}" if client_message_id else None)
-    with db.write() as conn:
-        session = session_store.get(conn, session_key)
-        if session is None:
-            raise AdmissionError(
-                "session_not_found", 404, f"There is no chat named {session_key!r}."
-            )
-        if idem is not None:
-            kept = transcript.find(conn, session_key, idem)
-            if kept is not None and kept.run_id is not None:
-                return _again(conn, kept.run_id, session_key, kept.seq)
-        run_id = run_store.new_run_id()
-        queued = run_store.any_active(conn, session_key)
-        # Under the write lock the lookup above and this append are one step; the unique
-        # (session, idempotency_key) constraint holds the rule even if they were not.
-        event = transcript.append(
-            conn, session_key, "user", {"text": text}, run_id=run_id, meta=meta,
-            idempotency_key=idem, source_channel=source_channel,
-        )
-        run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
-                         generation=session.generation, user_event_seq=event.seq, kind=kind)
-    crash_point("queued" if queued else "admitted")
+    admitted, event = await db.writing(_admit, session_key, text, idem, source_channel, kind,
+                                       meta)
+    if event is None:
+        return admitted
+    crash_point("queued" if admitted.status == "queued" else "admitted")
     bus.publish(session_key, message_frame(event))
-    return Admitted(run_id, "queued" if queued else "started", False, session_key, event.seq)
+    return admitted
+
+
+def _admit(conn: Connection, session_key: str, text: str, idem: str | None,
+           source_channel: str | None, kind: str,
+           meta: dict[str, Any] | None) -> tuple[Admitted, EventRow | None]:
+    session = session_store.get(conn, session_key)
+    if session is None:
+        raise AdmissionError(
+            "session_not_found", 404, f"There is no chat named {session_key!r}."
+        )
+    if idem is not None:
+        kept = transcript.find(conn, session_key, idem)
+        if kept is not None and kept.run_id is not None:
+            return _again(conn, kept.run_id, session_key, kept.seq), None
+    run_id = run_store.new_run_id()
+    queued = run_store.any_active(conn, session_key)
+    # The one writer runs this whole job at once, so the lookup above and this append are one
+    # step; the unique (session, idempotency_key) constraint holds the rule even if they were
+    # not.
+    event = transcript.append(
+        conn, session_key, "user", {"text": text}, run_id=run_id, meta=meta,
+        idempotency_key=idem, source_channel=source_channel,
+    )
+    run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
+                     generation=session.generation, user_event_seq=event.seq, kind=kind)
+    status = "queued" if queued else "started"
+    return Admitted(run_id, status, False, session_key, event.seq), event
 
 
 def _again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted:

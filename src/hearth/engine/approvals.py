@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.engine.events import Bus
 from hearth.errors import Refusal
 from hearth.privacy import reach
@@ -46,8 +48,7 @@ class ApprovalDesk:
         try:
             while True:
                 event.clear()
-                with self._db.read() as conn:
-                    row = approvals.get(conn, approval_id)
+                row = await self._db.reading(approvals.get, approval_id)
                 assert row is not None
                 if row.status != "pending":
                     return row
@@ -55,49 +56,33 @@ class ApprovalDesk:
         finally:
             self._waiters.pop(approval_id, None)
 
-    def _refuse_lasting_grant(self, approval_id: str) -> None:
+    async def _refuse_lasting_grant(self, approval_id: str) -> None:
         """A standing grant outlives the chat: a chat that keeps nothing may not make one
         (refused in one sentence, with an audit row, and the approval stays pending)."""
-        with self._db.read() as conn:
-            row = approvals.get(conn, approval_id)
-            session = sessions.get(conn, row.session_key) if row is not None else None
+        row, session = await self._db.reading(_with_chat, approval_id)
         if row is None:
             return
         mode = mode_of(session.memory_mode if session is not None else None)
         refusal = reach.lasting_refusal("a standing grant", mode)
         if refusal is None:
             return
-        with self._db.write(durable=False) as conn:
-            audit.write(conn, "approval.refused", actor="privacy", session_key=row.session_key,
-                        run_id=row.run_id, detail={"approval": row.id, "tool": row.tool,
-                                                   "decision": "allow_always",
-                                                   "reason": "the chat keeps nothing"})
+        await self._db.writing(
+            audit.write, "approval.refused", actor="privacy", session_key=row.session_key,
+            run_id=row.run_id, durable=False,
+            detail={"approval": row.id, "tool": row.tool, "decision": "allow_always",
+                    "reason": "the chat keeps nothing"})
         raise reach.RestrictedSession(refusal)
 
-    def pending(self) -> list[dict[str, Any]]:
-        with self._db.read() as conn:
-            return [approval_view(r) for r in approvals.pending(conn)]
+    async def pending(self) -> list[dict[str, Any]]:
+        rows = await self._db.reading(approvals.pending)
+        return [approval_view(r) for r in rows]
 
-    def decide(self, approval_id: str, decision: str, prefix: str | None) -> dict[str, Any]:
+    async def decide(self, approval_id: str, decision: str,
+                     prefix: str | None) -> dict[str, Any]:
         """Record the owner's answer; the waiting turn (if any) goes on at once."""
         if decision == "allow_always":
-            self._refuse_lasting_grant(approval_id)
-        with self._db.write() as conn:
-            row = approvals.get(conn, approval_id)
-            if row is None:
-                raise Refusal("approval_not_found", 404, f"There is no approval {approval_id!r}.")
-            if not approvals.decide(conn, approval_id, decision, prefix):
-                raise Refusal("already_decided", 409,
-                              f"This approval was already {row.status}; it cannot be answered "
-                              "again.")
-            if decision == "allow_always":
-                approvals.add_grant(conn, agent=row.agent, tool=row.tool, prefix=prefix,
-                                    approval_id=approval_id)
-            audit.write(conn, "approval.decided", actor="owner", session_key=row.session_key,
-                        run_id=row.run_id, detail={"approval": approval_id, "tool": row.tool,
-                                                   "decision": decision, "prefix": prefix})
-            decided = approvals.get(conn, approval_id)
-        assert decided is not None
+            await self._refuse_lasting_grant(approval_id)
+        decided = await self._db.writing(_decide, approval_id, decision, prefix)
         self.announce(decided)
         event = self._waiters.get(approval_id)
         if event is not None:
@@ -111,3 +96,26 @@ class ApprovalDesk:
             if event is not None:
                 event.set()
 
+
+def _with_chat(conn: Connection, approval_id: str) -> tuple[ApprovalRow | None, Any]:
+    row = approvals.get(conn, approval_id)
+    return row, sessions.get(conn, row.session_key) if row is not None else None
+
+
+def _decide(conn: Connection, approval_id: str, decision: str,
+            prefix: str | None) -> ApprovalRow:
+    row = approvals.get(conn, approval_id)
+    if row is None:
+        raise Refusal("approval_not_found", 404, f"There is no approval {approval_id!r}.")
+    if not approvals.decide(conn, approval_id, decision, prefix):
+        raise Refusal("already_decided", 409,
+                      f"This approval was already {row.status}; it cannot be answered again.")
+    if decision == "allow_always":
+        approvals.add_grant(conn, agent=row.agent, tool=row.tool, prefix=prefix,
+                            approval_id=approval_id)
+    audit.write(conn, "approval.decided", actor="owner", session_key=row.session_key,
+                run_id=row.run_id, detail={"approval": approval_id, "tool": row.tool,
+                                           "decision": decision, "prefix": prefix})
+    decided = approvals.get(conn, approval_id)
+    assert decided is not None
+    return decided

@@ -21,7 +21,7 @@ NO_RESULT = (
 )
 
 
-def build(
+async def build(
     db: Database,
     run: RunRow,
     *,
@@ -30,8 +30,7 @@ def build(
     context_window: int,
     max_output_tokens: int,
 ) -> list[Message]:
-    with db.read() as conn:
-        events = transcript.window(conn, run.session_key, history_messages)
+    events = await db.reading(transcript.window, run.session_key, history_messages)
     mine = [e for e in events if not _queued_behind(e, run)]
     messages = fold(by_turn(mine))
     budget = max(1000, (context_window - max_output_tokens) * CHARS_PER_TOKEN)

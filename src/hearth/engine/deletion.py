@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine.approvals import ApprovalDesk
@@ -54,7 +55,7 @@ class ChatOwner(Protocol):
     chats_dir: Path
     deleting: set[str]  # chats being deleted: they take no new message
 
-    def stop(self, session_key: str) -> str | None: ...
+    async def stop(self, session_key: str) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -98,22 +99,21 @@ async def end_chat(owner: ChatOwner, key: str, why: str, *, stop_running: bool,
     finally:
         owner.deleting.discard(key)
     if report is not None:  # the chat is gone: a message to it now finds no chat (404)
-        _audit(owner.db, report)
+        await owner.db.writing(_audit, report)
         await asyncio.to_thread(owner.db.truncate_wal)  # no old frame keeps its text
     return report
 
 
 async def _forget_chat(owner: ChatOwner, key: str, why: str, stop_running: bool,
                        idle_before: float | None) -> DeleteReport | None:
-    # checked in the same step as the `deleting` mark: a message sent since is seen here
-    if idle_before is not None and not forget.idle_temporary_keys(owner.db, idle_before, key):
-        return None
-    session = forget.begin(owner.db, key)
+    # the writer takes this after every message admitted before the `deleting` mark (those
+    # were queued before it), so one sent to an idle chat keeps it; later ones are refused
+    session = await owner.db.writing(forget.begin, key, idle_before)
     if session is None:
         return None
     if stop_running:
-        owner.stop(key)
-    owner.desk.wake(forget.cancel_pending(owner.db, key))  # calls waiting on them go on
+        await owner.stop(key)
+    owner.desk.wake(await owner.db.writing(forget.cancel_pending, key))  # their calls go on
     if stop_running:
         await _stop_and_wait(owner, key)
     await asyncio.sleep(0)  # the woken calls read their cancelled approval before it goes
@@ -129,8 +129,8 @@ async def _stop_and_wait(owner: ChatOwner, key: str) -> None:
     is asked again each tick: a turn between its claim and its start cannot be stopped yet."""
     deadline = time.monotonic() + STOP_WAIT_SECONDS
     while True:
-        owner.stop(key)
-        running = forget.running_run(owner.db, key)
+        await owner.stop(key)
+        running = await owner.db.reading(forget.running_run, key)
         if running is None:
             return
         if time.monotonic() >= deadline:
@@ -156,13 +156,12 @@ def _report(done: Purge, memory_items: int, why: str) -> DeleteReport:
     return DeleteReport(done.key, done.row_removed, removed, why, reason)
 
 
-def _audit(db: Database, report: DeleteReport) -> None:
+def _audit(conn: Connection, report: DeleteReport) -> None:
     detail: dict[str, Any] = {"outcome": "deleted" if report.deleted else "failed",
                               "why": report.why, "removed": report.removed}
     if report.reason is not None:
         detail["reason"] = report.reason
-    with db.write() as conn:
-        audit.write(conn, "chat.deleted", actor="owner" if report.why == "deleted" else "gateway",
+    audit.write(conn, "chat.deleted", actor="owner" if report.why == "deleted" else "gateway",
                     session_key=report.key, detail=detail)
 
 
@@ -170,7 +169,7 @@ async def forget_temporary(owner: ChatOwner, why: str) -> list[DeleteReport]:
     """Forget every chat that ends forgotten, where nothing of this process runs in it (at
     start, before recovery; at close, after the lanes closed)."""
     reports = []
-    for key in forget.temporary_keys(owner.db):
+    for key in await owner.db.reading(forget.temporary_keys):
         try:
             report = await _end_quietly(owner, key, why)
         except SQLAlchemyError as error:  # the store failed under it: the next start tries again
@@ -189,7 +188,7 @@ async def sweep_idle(owner: ChatOwner, idle_seconds: float,
     failed = {} if failed is None else failed
     now = time.time()
     reports = []
-    for key in forget.idle_temporary_keys(owner.db, now - idle_seconds):
+    for key in await owner.db.reading(forget.idle_temporary_keys, now - idle_seconds):
         if failed.get(key, 0.0) > now - idle_seconds:
             continue
         report = await _end_quietly(owner, key, "idle", idle_before=time.time() - idle_seconds)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from sqlalchemy import Connection
+
 from hearth.engine.events import Bus, done_frame, message_frame
 from hearth.masking import mask
 from hearth.models.registry import NO_MODEL_SENTENCE
@@ -22,6 +24,7 @@ from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store.db import Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound
+from hearth.store.transcript import EventRow
 
 CODES = frozenset({
     "complete", "no_model", "cut_off", "model_error", "output_cap", "no_answer",
@@ -164,29 +167,15 @@ def internal(error: BaseException) -> Ending:
     )
 
 
-def settle(
+async def settle(
     db: Database, bus: Bus, *, session_key: str, run_id: str, ending: Ending, show: bool = True
 ) -> bool:
-    """Write the ending once. Returns False when the run had already ended."""
+    """Write the ending once (a promise), then tell the chat's streams. Returns False when the
+    run had already ended."""
     ending = replace(ending, sentence=mask(ending.sentence))
-    with db.write() as conn:
-        if not run_store.finish(
-            conn, run_id, status=ending.outcome, ending=ending.code, sentence=ending.sentence
-        ):
-            return False
-        notice = None
-        if show and ending.code != "complete":
-            try:
-                notice = transcript.append(
-                    conn, session_key, "notice", {"text": ending.sentence},
-                    meta={"ending": ending.code, "outcome": ending.outcome},
-                    run_id=run_id, idempotency_key=f"ending:{run_id}",
-                )
-                run_store.ended_at_seq(conn, run_id, notice.seq)  # its done follows its notice
-            except (AlreadyAppended, SessionNotFound):
-                notice = None
-        approvals.cancel_for_run(conn, run_id)
-        session_store.release_writer(conn, session_key, run_id)
+    ended, notice = await db.writing(_write_ending, session_key, run_id, ending, show)
+    if not ended:
+        return False
     if notice is not None:
         bus.publish(session_key, message_frame(notice))
     bus.end_stream(session_key)
@@ -195,3 +184,24 @@ def settle(
     bus.run_ended(run_id)
     return True
 
+
+def _write_ending(conn: Connection, session_key: str, run_id: str, ending: Ending,
+                  show: bool) -> tuple[bool, EventRow | None]:
+    if not run_store.finish(
+        conn, run_id, status=ending.outcome, ending=ending.code, sentence=ending.sentence
+    ):
+        return False, None
+    notice = None
+    if show and ending.code != "complete":
+        try:
+            notice = transcript.append(
+                conn, session_key, "notice", {"text": ending.sentence},
+                meta={"ending": ending.code, "outcome": ending.outcome},
+                run_id=run_id, idempotency_key=f"ending:{run_id}",
+            )
+            run_store.ended_at_seq(conn, run_id, notice.seq)  # its done follows its notice
+        except (AlreadyAppended, SessionNotFound):
+            notice = None
+    approvals.cancel_for_run(conn, run_id)
+    session_store.release_writer(conn, session_key, run_id)
+    return True, notice

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.engine.state import CallScope
 from hearth.models.types import ToolCall
 from hearth.privacy import reach
 from hearth.store import approvals, audit, ledger
+from hearth.store.approvals import ApprovalRow
 from hearth.tools import fence, policy
 from hearth.tools.base import Tool, effect_of
 from hearth.tools.shell_screen import one_command_beyond
@@ -48,31 +51,30 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     """None when the call may run; otherwise the sentence that refuses it."""
     fenced = fence.refusal(tool, call.arguments, turn.context)
     if fenced is not None:
-        _audit(turn, call, "refused", "privacy", "the chat keeps nothing")
+        await _audit(turn, call, "refused", "privacy", "the chat keeps nothing")
         return fenced
     verdict = policy.judge(tool.name, turn.config, turn.agent)
     if not verdict.allowed:
-        _audit(turn, call, "refused", "policy", verdict.reason)
+        await _audit(turn, call, "refused", "policy", verdict.reason)
         return f"{call.name} is not available to this agent ({verdict.reason}), so it was not run."
     effect = effect_of(tool, call.arguments, turn.context)
     target = target_of(call.arguments)
     if effect == "reads":
-        _audit(turn, call, "allowed", "policy", "it only reads", effect)
+        await _audit(turn, call, "allowed", "policy", "it only reads", effect)
         return None
     if not getattr(tool, "needs_approval", True):
-        _audit(turn, call, "allowed", "policy", "it changes only the owner's memory", effect)
+        await _audit(turn, call, "allowed", "policy", "it changes only the owner's memory", effect)
         return None
     if turn.trust == "trusted":
-        _audit(turn, call, "allowed", "trust", "the chat is trusted", effect)
+        await _audit(turn, call, "allowed", "trust", "the chat is trusted", effect)
         return None
     narrower = one_command_beyond if tool.placed == "command" else None
-    with turn.db.read() as conn:
-        covered = approvals.granted(conn, turn.agent, tool.name, target, narrower)
+    covered = await turn.db.reading(approvals.granted, turn.agent, tool.name, target, narrower)
     if covered:
-        _audit(turn, call, "allowed", "grant", "a standing grant covers it", effect)
+        await _audit(turn, call, "allowed", "grant", "a standing grant covers it", effect)
         return None
     if turn.run.kind in UNATTENDED_KINDS:
-        _audit(turn, call, "refused", "unattended", "nobody can answer for this turn", effect)
+        await _audit(turn, call, "refused", "unattended", "nobody can answer for this turn", effect)
         return (f"{call.name} may change something and needs the owner's approval, but nobody "
                 f"can answer for this {turn.run.kind}'s turn, so it was not run. Ask for it "
                 "from a chat, or add a standing grant.")
@@ -81,13 +83,7 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
 
 async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str,
                      target: str | None) -> str | None:
-    with turn.db.write() as conn:
-        row = approvals.ask(conn, run_id=turn.run_id, session_key=turn.session_key,
-                            call_id=call.call_id, agent=turn.agent, tool=call.name,
-                            arguments=call.arguments, effect=effect, target=target)
-        ledger.record_requested(conn, run_id=turn.run_id, session_key=turn.session_key,
-                                call_id=call.call_id, position=position, tool=call.name,
-                                arguments=call.arguments, effect=effect)
+    row = await turn.db.writing(_asked, turn, position, call, effect, target)
     if row.status == "pending":
         turn.desk.announce(row)
     turn.tools_running += 1  # waiting on the owner stops an unattended turn's idle clock
@@ -97,25 +93,40 @@ async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str
         turn.tools_running -= 1
         turn.touch()
     if answered.status == "allowed":
-        _audit(turn, call, "allowed", "owner", answered.decision or "allowed", effect)
+        await _audit(turn, call, "allowed", "owner", answered.decision or "allowed", effect)
         return None
     sentence = ("The owner denied this call, so it was not run. Carry on without it."
                 if answered.status == "denied" else
                 "This call was not run: its approval was withdrawn before the owner answered.")
-    with turn.db.write() as conn:
-        ledger.record_denied(conn, run_id=turn.run_id, call_id=call.call_id,
-                             receipt=f"Not run: {answered.status} by the owner.")
-    _audit(turn, call, "denied", "owner", answered.status, effect)
+    await turn.db.writing(ledger.record_denied, run_id=turn.run_id, call_id=call.call_id,
+                          receipt=f"Not run: {answered.status} by the owner.")
+    await _audit(turn, call, "denied", "owner", answered.status, effect)
     return sentence
 
 
-def _audit(turn: CallScope, call: ToolCall, decision: str, by: str, reason: str,
-           effect: str | None = None) -> None:
-    with turn.db.write(durable=False) as conn:
-        audit.write(conn, f"tool.{decision}", actor=by, session_key=turn.session_key,
-                    run_id=turn.run_id, detail={"tool": call.name, "call_id": call.call_id,
-                                                "effect": effect, "reason": reason,
-                                                "target": _audited_target(call)})
+def _asked(conn: Connection, turn: CallScope, position: int, call: ToolCall, effect: str,
+           target: str | None) -> ApprovalRow:
+    row = approvals.ask(conn, run_id=turn.run_id, session_key=turn.session_key,
+                        call_id=call.call_id, agent=turn.agent, tool=call.name,
+                        arguments=call.arguments, effect=effect, target=target)
+    ledger.record_requested(conn, run_id=turn.run_id, session_key=turn.session_key,
+                            call_id=call.call_id, position=position, tool=call.name,
+                            arguments=call.arguments, effect=effect)
+    return row
+
+
+async def _audit(turn: CallScope, call: ToolCall, decision: str, by: str, reason: str,
+                 effect: str | None = None) -> None:
+    detail = {"tool": call.name, "call_id": call.call_id, "effect": effect, "reason": reason,
+              "target": _audited_target(call)}  # read here: the scope is this task's
+    await turn.db.writing(_write_audit, f"tool.{decision}", by, turn.session_key,
+                          turn.run_id, detail, durable=False)
+
+
+def _write_audit(conn: Connection, action: str, actor: str, session_key: str, run_id: str,
+                 detail: dict[str, Any]) -> None:
+    audit.write(conn, action, actor=actor, session_key=session_key, run_id=run_id,
+                detail=detail)
 
 
 def _audited_target(call: ToolCall) -> str | None:

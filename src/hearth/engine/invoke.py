@@ -12,6 +12,8 @@ import asyncio
 import uuid
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.engine import endings
 from hearth.engine.state import CallScope
 from hearth.engine.toolbatch import run_call
@@ -22,15 +24,17 @@ from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
 from hearth.store import audit, ledger
 from hearth.store import runs as run_store
+from hearth.store.runs import RunRow
+from hearth.store.sessions import SessionRow
 from hearth.tools import policy
 from hearth.tools.base import Tool
 
 GONE = "The agent CLI went away before the call finished; it may or may not have taken effect."
 
 
-def tools_for(deps: TurnDeps, session_key: str) -> list[dict[str, Any]]:
+async def tools_for(deps: TurnDeps, session_key: str) -> list[dict[str, Any]]:
     """The tools this chat's agent may use, as an MCP server lists them."""
-    session = chats.get_chat(deps.db, session_key)
+    session = await chats.get_chat(deps.db, session_key)
     names = policy.allowed(deps.tools.names(), deps.config, session.agent)
     return [{"name": t.name, "description": t.description, "parameters": t.parameters,
              "effect": t.effect} for t in deps.tools.all() if t.name in names]
@@ -38,41 +42,43 @@ def tools_for(deps: TurnDeps, session_key: str) -> list[dict[str, Any]]:
 
 async def invoke_tool(deps: TurnDeps, session_key: str, name: str,
                       arguments: dict[str, Any]) -> dict[str, Any]:
-    session = chats.get_chat(deps.db, session_key)
-    tool = _allowed_tool(deps, session_key, session.agent, name)
-    run_id = run_store.new_run_id()
-    with deps.db.write() as conn:
-        run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
-                         generation=session.generation, kind="mcp")
-        run_store.mark_running(conn, run_id)
-        run = run_store.get(conn, run_id)
-    assert run is not None
+    session = await chats.get_chat(deps.db, session_key)
+    tool = await _allowed_tool(deps, session_key, session.agent, name)
+    run = await deps.db.writing(_new_run, session, run_store.new_run_id())
     scope = CallScope(**scope_fields(deps, run, session))
     call = ToolCall("mcp_" + uuid.uuid4().hex[:12], name, arguments)
     try:
         with as_work_of(session.key, session.memory_mode):  # the call is the chat's work
             outcome = await run_call(scope, 0, call, tool)
     except asyncio.CancelledError:
-        with deps.db.write() as conn:
-            ledger.mark_unknown(conn, run_id, receipt=f"Unknown: {GONE}")
-        endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run_id,
-                       ending=endings.stopped(GONE), show=False)
+        await deps.db.writing(ledger.mark_unknown, run.run_id, f"Unknown: {GONE}")
+        await endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run.run_id,
+                             ending=endings.stopped(GONE), show=False)
         raise
-    endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run_id, show=False,
-                   ending=endings.complete(outcome.receipt))
+    await endings.settle(deps.db, deps.bus, session_key=session_key, run_id=run.run_id,
+                         show=False, ending=endings.complete(outcome.receipt))
     return {"output": outcome.output, "ok": outcome.ok, "receipt": outcome.receipt,
-            "run_id": run_id}
+            "run_id": run.run_id}
 
 
-def _allowed_tool(deps: TurnDeps, session_key: str, agent: str, name: str) -> Tool:
+def _new_run(conn: Connection, session: SessionRow, run_id: str) -> RunRow:
+    run_store.insert(conn, run_id=run_id, session_key=session.key, tab_id=session.tab_id,
+                     generation=session.generation, kind="mcp")
+    run_store.mark_running(conn, run_id)
+    run = run_store.get(conn, run_id)
+    assert run is not None
+    return run
+
+
+async def _allowed_tool(deps: TurnDeps, session_key: str, agent: str, name: str) -> Tool:
     tool = deps.tools.get(name)
     if tool is None:
         raise Refusal("tool_not_found", 404, f"There is no tool named {name!r}.")
     verdict = policy.judge(name, deps.config, agent)
     if not verdict.allowed:
-        with deps.db.write(durable=False) as conn:
-            audit.write(conn, "tool.refused", actor="policy", session_key=session_key,
-                        detail={"tool": name, "reason": verdict.reason, "via": "mcp"})
+        await deps.db.writing(audit.write, "tool.refused", actor="policy",
+                              session_key=session_key, durable=False,
+                              detail={"tool": name, "reason": verdict.reason, "via": "mcp"})
         raise Refusal("tool_not_allowed", 403,
                       f"{name} is not available to this chat's agent ({verdict.reason}).")
     return tool

@@ -98,7 +98,8 @@ def may_change(db: Database, session: str | None, what: str, route: str) -> str:
     keeps nothing (audited, the request's words left out)."""
     if session is None:
         return "owner"
-    chat = chats.get_chat(db, session)
+    with db.read() as conn:
+        chat = chats.chat_in(conn, session)
     mode = mode_of(chat.memory_mode)
     refused = reach.lasting_refusal(what, mode)
     if refused is None:
@@ -113,7 +114,8 @@ def may_change(db: Database, session: str | None, what: str, route: str) -> str:
 def listing(db: Database, session: str | None) -> list[JobRow]:
     """Every job (a chat that is not there is refused, not answered)."""
     if session is not None:
-        chats.get_chat(db, session)  # 404 for a chat that is not there
+        with db.read() as conn:
+            chats.chat_in(conn, session)  # 404 for a chat that is not there
     with db.read() as conn:
         return job_store.list_all(conn)
 

@@ -73,7 +73,7 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
         except AnswerCutOff as cut:
             if not turn.streamed and turn.once("cut_off"):
                 continue  # nothing of it was shown: asked once more, on its own
-            keep_partial(turn, cut.code)
+            await keep_partial(turn, cut.code)
             return endings.cut_off(cut.sentence)
         except ProviderUnreachable as lost:
             retry = await _after_lost_connection(turn, lost)
@@ -81,7 +81,7 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
                 return retry
             continue
         except ModelError as error:
-            keep_partial(turn, error.code)
+            await keep_partial(turn, error.code)
             return endings.model_error(error.sentence)
         if answer.done.tool_calls:
             step = await _tool_step(turn, answer, answer.done.tool_calls)
@@ -91,7 +91,7 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
                         *step]
             continue
         if answer.text:
-            _append_final(turn, answer)
+            await _append_final(turn, answer)
             return endings.complete()
         if answer.done.finish_reason == "length":
             if turn.once("output_cap"):
@@ -132,7 +132,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
         raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
-    pricing.count(turn.db, turn.provider.model_id, turn.model_config, done.usage)
+    await pricing.count(turn.db, turn.provider.model_id, turn.model_config, done.usage)
     return Answer(turn.streamed, done)
 
 
@@ -142,14 +142,16 @@ class StreamKeeper:
     Text not yet kept arms a timer; when it fires, everything streamed so far is written in one
     checkpoint. So a burst of chunks costs one write a second, and text followed by a pause is
     kept during the pause (before, a checkpoint was written only when a later chunk arrived, so
-    the text before a stall was lost to a kill). The timer runs on the loop, between the
-    turn's own steps, and is cancelled when the stream ends (its text is then recorded or kept
-    partial by the loop itself).
+    the text before a stall was lost to a kill). The timer runs on the loop and starts a task
+    that queues the write; it is cancelled when the stream ends (its text is then recorded or
+    kept partial by the loop itself). The one writer takes jobs in the order they were queued,
+    so a checkpoint queued before the loop clears it cannot land after the clearing.
     """
 
     def __init__(self, turn: Turn) -> None:
         self._turn = turn
         self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def arrived(self) -> None:
         if self._timer is None:
@@ -157,10 +159,12 @@ class StreamKeeper:
 
     def _keep(self) -> None:
         self._timer = None
-        if not self._turn.streamed:
-            return
+        if self._turn.streamed:
+            self._task = asyncio.get_running_loop().create_task(self._write())
+
+    async def _write(self) -> None:
         try:
-            checkpoint(self._turn)
+            await checkpoint(self._turn)
         except SQLAlchemyError as error:  # bookkeeping: the next chunk arms another try
             log.warning("run %s: the streamed text could not be checkpointed (%s)",
                         self._turn.run_id, type(error).__name__)
@@ -169,28 +173,29 @@ class StreamKeeper:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._task is not None and not self._task.done():
+            self._task.cancel()  # not yet queued: never queued; queued: lands before later writes
 
 
-def checkpoint(turn: Turn) -> None:
+async def checkpoint(turn: Turn) -> None:
     """Keep what has streamed so far on the run, so a crash does not lose it."""
-    with turn.db.write(durable=False) as conn:
-        run_store.checkpoint(conn, turn.run_id, turn.streamed or None)
-    turn.checkpointed = bool(turn.streamed)
+    text = turn.streamed or None
+    turn.checkpointed = text is not None
+    await turn.db.writing(run_store.checkpoint, turn.run_id, text, durable=False)
 
 
-def keep_partial(turn: Turn, why: str) -> None:
+async def keep_partial(turn: Turn, why: str) -> None:
     """Append what streamed of an answer that did not finish, marked partial."""
     if not turn.streamed:
         return
     meta = {"finish_reason": "incomplete", "partial": True, "cut_off": why,
             "turn_telemetry": turn.telemetry(), "context_fed": turn.context_fed}
-    record.append(turn, "assistant", {"text": turn.streamed}, meta=meta)
+    await record.append(turn, "assistant", {"text": turn.streamed}, meta=meta)
     turn.streamed = ""
 
 
 async def _after_lost_connection(turn: Turn, lost: ProviderUnreachable) -> Ending | None:
-    with turn.db.read() as conn:
-        changed = ledger.changed_something(conn, turn.run_id)
+    changed = await turn.db.reading(ledger.changed_something, turn.run_id)
     if changed:
         return endings.connection_lost_after_steps(changed)
     if turn.resends >= RESEND_LIMIT:
@@ -206,17 +211,17 @@ async def _tool_step(
 ) -> Ending | list[Message]:
     """Record the request, then run the batch (its results) or refuse it past the limit."""
     if answer.text:
-        record.append(turn, "assistant", {"text": answer.text},
-                      meta={"finish_reason": answer.done.finish_reason})
-    record.append_many(turn, [
+        await record.append(turn, "assistant", {"text": answer.text},
+                            meta={"finish_reason": answer.done.finish_reason})
+    await record.append_many(turn, [
         ("tool_call", {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}, {})
         for c in calls
     ])
-    checkpoint_cleared(turn)
+    await checkpoint_cleared(turn)
     crash_point("tools_requested")
     limit = turn.limits.max_tool_calls_per_turn
     if turn.tool_calls + len(calls) > limit:
-        record.append_many(turn, [
+        await record.append_many(turn, [
             ("tool_result", {"call_id": c.call_id, "name": c.name, "output": NOT_RUN_LIMIT,
                              "is_error": True}, {})
             for c in calls
@@ -226,20 +231,19 @@ async def _tool_step(
     return await run_batch(turn, calls)
 
 
-def checkpoint_cleared(turn: Turn) -> None:
+async def checkpoint_cleared(turn: Turn) -> None:
     """The streamed text is recorded now; the run's checkpoint of it is no longer needed."""
     turn.streamed = ""
     if turn.checkpointed:
-        with turn.db.write(durable=False) as conn:
-            run_store.checkpoint(conn, turn.run_id, None)
         turn.checkpointed = False
+        await turn.db.writing(run_store.checkpoint, turn.run_id, None, durable=False)
 
 
-def _append_final(turn: Turn, answer: Answer) -> None:
+async def _append_final(turn: Turn, answer: Answer) -> None:
     meta = {"finish_reason": answer.done.finish_reason, "turn_telemetry": turn.telemetry(),
             "context_fed": turn.context_fed}
-    record.append(turn, "assistant", {"text": answer.text}, meta=meta,
-                  idempotency_key=f"final:{turn.run_id}")
+    await record.append(turn, "assistant", {"text": answer.text}, meta=meta,
+                        idempotency_key=f"final:{turn.run_id}")
     turn.streamed = ""
     crash_point("answer_persisted")
 

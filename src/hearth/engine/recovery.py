@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.engine import endings
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus, message_frame
@@ -37,89 +39,101 @@ RESUMED = "This turn was interrupted by a restart and resumed."
 RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery")
 
 
-def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
+async def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
     """Count an attempt on each interrupted run; requeue or abandon it. (requeued, abandoned)"""
-    with db.read() as conn:
-        gone = [run for run in run_store.with_status(conn, "running")
-                if run.kind not in RESUMABLE]  # a call an agent CLI asked for: it has gone
+    running = await db.reading(run_store.with_status, "running")
+    gone = [run for run in running if run.kind not in RESUMABLE]  # an agent CLI's call: gone
     for run in gone:
-        with db.write() as conn:
-            ledger.mark_unknown(conn, run.run_id, receipt=f"Unknown: {UNKNOWN_AFTER_RESTART}")
-        endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id, show=False,
-                       ending=endings.interrupted(UNKNOWN_AFTER_RESTART))
-    with db.write() as conn:
-        requeued, past_budget = run_store.requeue_interrupted(conn, budget)
+        await db.writing(ledger.mark_unknown, run.run_id, f"Unknown: {UNKNOWN_AFTER_RESTART}")
+        await endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
+                             show=False, ending=endings.interrupted(UNKNOWN_AFTER_RESTART))
+    requeued, past_budget = await db.writing(run_store.requeue_interrupted, budget)
     for run in past_budget:
-        endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
-                       ending=endings.abandoned(run.recovery_attempts))
+        await endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
+                             ending=endings.abandoned(run.recovery_attempts))
     return requeued, len(past_budget)
 
 
-def resume(turn: Turn) -> Ending | list[ToolCall]:
+async def resume(turn: Turn) -> Ending | list[ToolCall]:
     """Settle what the dead process left of this run: an ending if nothing is left to do,
     else the calls still waiting on the owner's answer (the turn runs those first)."""
-    with turn.db.read() as conn:
-        final = transcript.find(conn, turn.session_key, f"final:{turn.run_id}")
-        run = run_store.get(conn, turn.run_id)
+    final, run = await turn.db.reading(_final_and_run, turn.session_key, turn.run_id)
     if final is not None:
         return endings.complete()
-    waiting = answer_open_calls(turn, unknown=UNKNOWN_AFTER_RESTART,
-                                not_run=NOT_RUN_AFTER_RESTART, keep_requested=True)
-    published: list[EventRow] = []
-    with turn.db.write() as conn:
-        if run is not None and run.partial_text:
-            published.append(transcript.append(
-                conn, turn.session_key, "assistant", {"text": run.partial_text},
-                meta={"finish_reason": "incomplete", "partial": True, "recovered": True},
-                run_id=turn.run_id, writer=turn.run_id,
-            ))
-        run_store.checkpoint(conn, turn.run_id, None)
-        published.append(transcript.append(
-            conn, turn.session_key, "notice", {"text": RESUMED},
-            meta={"recovered": True, "attempt": turn.run.recovery_attempts},
-            run_id=turn.run_id, writer=turn.run_id,
-        ))
+    waiting = await answer_open_calls(turn, unknown=UNKNOWN_AFTER_RESTART,
+                                      not_run=NOT_RUN_AFTER_RESTART, keep_requested=True)
+    partial = run.partial_text if run is not None else None
+    published = await turn.db.writing(_resumed, turn, partial)
     _publish(turn.bus, turn.session_key, published)
     return waiting
 
 
-def answer_open_calls(turn: Turn, *, unknown: str, not_run: str,
-                      keep_requested: bool = False) -> list[ToolCall]:
+def _final_and_run(conn: Connection, session_key: str,
+                   run_id: str) -> tuple[EventRow | None, run_store.RunRow | None]:
+    return transcript.find(conn, session_key, f"final:{run_id}"), run_store.get(conn, run_id)
+
+
+def _resumed(conn: Connection, turn: Turn, partial: str | None) -> list[EventRow]:
+    """Keep the answer that was streaming (partial) and say the turn was resumed."""
+    published = []
+    if partial:
+        published.append(transcript.append(
+            conn, turn.session_key, "assistant", {"text": partial},
+            meta={"finish_reason": "incomplete", "partial": True, "recovered": True},
+            run_id=turn.run_id, writer=turn.run_id,
+        ))
+    run_store.checkpoint(conn, turn.run_id, None)
+    published.append(transcript.append(
+        conn, turn.session_key, "notice", {"text": RESUMED},
+        meta={"recovered": True, "attempt": turn.run.recovery_attempts},
+        run_id=turn.run_id, writer=turn.run_id,
+    ))
+    return published
+
+
+async def answer_open_calls(turn: Turn, *, unknown: str, not_run: str,
+                            keep_requested: bool = False) -> list[ToolCall]:
     """Give every call of this run that has no result one, from the ledger's word on it.
 
     A call recorded started and never ended becomes `unknown` and is answered `unknown`; one
     that finished keeps its recorded result; one the ledger never saw never ran; one waiting
     on the owner is kept waiting (`keep_requested`, returned) or answered as not run.
     """
-    waiting: list[ToolCall] = []
-    with turn.db.write() as conn:
-        ledger.mark_unknown(conn, turn.run_id, receipt=f"Unknown: {unknown}")
-        if not keep_requested:
-            approvals.cancel_for_run(conn, turn.run_id)
-        rows = {c.call_id: c for c in ledger.for_run(conn, turn.run_id)}
-        events = transcript.of_run(conn, turn.session_key, turn.run_id,
-                                   turn.run.user_event_seq or 0)
-        answered = {e.content.get("call_id") for e in events if e.kind == "tool_result"}
-        appended = []
-        for event in events:
-            call_id = str(event.content.get("call_id"))
-            if event.kind != "tool_call" or call_id in answered:
-                continue
-            row = rows.get(call_id)
-            if row is not None and row.status == "requested":
-                if keep_requested:
-                    waiting.append(ToolCall(call_id, str(event.content["name"]),
-                                            dict(event.content.get("arguments") or {})))
-                    continue
-                ledger.record_denied(conn, run_id=turn.run_id, call_id=call_id,
-                                     receipt="Not run: the turn ended before the owner answered.")
-            content, meta = _result_for(event, row, unknown, not_run)
-            appended.append(transcript.append(
-                conn, turn.session_key, "tool_result", content, meta=meta,
-                run_id=turn.run_id, writer=turn.run_id,
-            ))
+    waiting, appended = await turn.db.writing(_answer_open, turn, unknown, not_run,
+                                              keep_requested)
     _publish(turn.bus, turn.session_key, appended)
     return waiting
+
+
+def _answer_open(conn: Connection, turn: Turn, unknown: str, not_run: str,
+                 keep_requested: bool) -> tuple[list[ToolCall], list[EventRow]]:
+    waiting: list[ToolCall] = []
+    ledger.mark_unknown(conn, turn.run_id, receipt=f"Unknown: {unknown}")
+    if not keep_requested:
+        approvals.cancel_for_run(conn, turn.run_id)
+    rows = {c.call_id: c for c in ledger.for_run(conn, turn.run_id)}
+    events = transcript.of_run(conn, turn.session_key, turn.run_id,
+                               turn.run.user_event_seq or 0)
+    answered = {e.content.get("call_id") for e in events if e.kind == "tool_result"}
+    appended = []
+    for event in events:
+        call_id = str(event.content.get("call_id"))
+        if event.kind != "tool_call" or call_id in answered:
+            continue
+        row = rows.get(call_id)
+        if row is not None and row.status == "requested":
+            if keep_requested:
+                waiting.append(ToolCall(call_id, str(event.content["name"]),
+                                        dict(event.content.get("arguments") or {})))
+                continue
+            ledger.record_denied(conn, run_id=turn.run_id, call_id=call_id,
+                                 receipt="Not run: the turn ended before the owner answered.")
+        content, meta = _result_for(event, row, unknown, not_run)
+        appended.append(transcript.append(
+            conn, turn.session_key, "tool_result", content, meta=meta,
+            run_id=turn.run_id, writer=turn.run_id,
+        ))
+    return waiting, appended
 
 
 def _result_for(

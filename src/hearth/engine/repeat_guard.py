@@ -21,10 +21,9 @@ from hearth.store.ledger import CallRow
 BEGAN = ("finished", "failed", "unknown")
 
 
-def steps_that_may_repeat(db: Database, run_id: str) -> list[CallRow]:
-    with db.read() as conn:
-        return [c for c in ledger.for_run(conn, run_id)
-                if c.effect != "reads" and c.status in BEGAN]
+async def steps_that_may_repeat(db: Database, run_id: str) -> list[CallRow]:
+    calls = await db.reading(ledger.for_run, run_id)
+    return [c for c in calls if c.effect != "reads" and c.status in BEGAN]
 
 
 def confirm_value(run_id: str, steps: list[CallRow]) -> str:
@@ -33,9 +32,9 @@ def confirm_value(run_id: str, steps: list[CallRow]) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
-def ask_first(db: Database, run_id: str, confirm: str | None) -> None:
+async def ask_first(db: Database, run_id: str, confirm: str | None) -> None:
     """Raise the 409 question unless nothing may repeat or `confirm` answers it."""
-    steps = steps_that_may_repeat(db, run_id)
+    steps = await steps_that_may_repeat(db, run_id)
     if not steps or confirm == confirm_value(run_id, steps):
         return
     noun = "step" if len(steps) == 1 else "steps"

@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Connection
+
 from hearth.config import Config
 from hearth.engine import admission, deletion, endings, invoke, recovery, repeat_guard
 from hearth.engine.admission import AdmissionError, Admitted
@@ -37,6 +39,8 @@ from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import transcript
 from hearth.store.db import Database
+from hearth.store.runs import RunRow
+from hearth.store.transcript import EventRow
 from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import placement
 
@@ -104,15 +108,13 @@ class Engine:
         await asyncio.to_thread(self.memory.start)
         self._warming = asyncio.create_task(asyncio.to_thread(self.deps.models.warm))
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
-        with self.db.write() as conn:
-            session_store.release_all_writers(conn)
+        await self.db.writing(session_store.release_all_writers)
         # a Temporary chat a previous process left (it crashed, or its last stop failed) ended
         # with that process: forgotten before recovery could resume anything of it
         forgotten = await deletion.forget_temporary(self, "restart")
-        requeued, abandoned = recovery.requeue_at_boot(
+        requeued, abandoned = await recovery.requeue_at_boot(
             self.db, self.bus, self.config.limits.recovery_attempts)
-        with self.db.read() as conn:
-            waiting = run_store.sessions_with_admitted(conn)
+        waiting = await self.db.reading(run_store.sessions_with_admitted)
         for session_key in waiting:
             self.lanes.dispatch(session_key)
         self.accepting = True
@@ -127,7 +129,7 @@ class Engine:
                      "%d chat(s) with waiting messages", (time.monotonic() - begun) * 1000,
                      requeued, abandoned, len(waiting))
 
-    def send(
+    async def send(
         self, session_key: str, text: str, *, client_message_id: str | None = None,
         source_channel: str | None = None, kind: str = "chat", dispatch: bool = True,
         meta: dict[str, Any] | None = None, idempotency_key: str | None = None,
@@ -143,7 +145,7 @@ class Engine:
         if session_key in self.deleting:
             raise AdmissionError("session_deleting", 409,
                                  f"Chat {session_key!r} is being deleted; it takes no message.")
-        admitted = admission.admit(self.db, self.bus, session_key, text,
+        admitted = await admission.admit(self.db, self.bus, session_key, text,
                                    client_message_id=client_message_id,
                                    source_channel=source_channel, kind=kind, meta=meta,
                                    idempotency_key=idempotency_key)
@@ -160,24 +162,22 @@ class Engine:
         if self.lanes is not None:
             self.lanes.dispatch(session_key)
 
-    def stop(self, session_key: str) -> str | None:
+    async def stop(self, session_key: str) -> str | None:
         """End the chat's running turn at once (or its next run, if it waits for a slot)."""
         stopped = self.active.stop(session_key)
         if stopped is not None:
             return stopped
-        with self.db.read() as conn:
-            waiting = run_store.current(conn, session_key)
+        waiting = await self.db.reading(run_store.current, session_key)
         if waiting is None or waiting.status != "admitted" or self.lanes is None:
             return None
         if not self.lanes.busy(session_key):
             return None  # queued behind nothing: it starts at once; nothing to stop yet
-        endings.settle(self.db, self.bus, session_key=session_key, run_id=waiting.run_id,
+        await endings.settle(self.db, self.bus, session_key=session_key, run_id=waiting.run_id,
                        ending=endings.stopped())
         return waiting.run_id
 
     async def _run_next(self, session_key: str) -> bool:
-        with self.db.read() as conn:
-            run = run_store.next_admitted(conn, session_key)
+        run = await self.db.reading(run_store.next_admitted, session_key)
         if run is None:
             return False
         await run_turn(self.deps, run)
@@ -200,13 +200,10 @@ class Engine:
                     if status != "ready":
                         log.warning("MCP server %s: %s", name, status)
 
-    def retry(self, run_id: str, confirm: str | None) -> Admitted:
+    async def retry(self, run_id: str, confirm: str | None) -> Admitted:
         """Run an ended turn's message again, as a new run (Retry). Asks first when the
         attempt began a step that may have changed something (repeat_guard)."""
-        with self.db.read() as conn:
-            run = run_store.get(conn, run_id)
-            asked = (transcript.at(conn, run.session_key, run.user_event_seq)
-                     if run is not None and run.user_event_seq else None)
+        run, asked = await self.db.reading(_run_and_message, run_id)
         if run is None:
             raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
         if not run.ended:
@@ -214,13 +211,13 @@ class Engine:
                           "This turn has not ended; stop it first, then retry it.")
         if asked is None or asked.kind != "user":
             raise Refusal("not_retryable", 422, "This run was not started by a message.")
-        repeat_guard.ask_first(self.db, run_id, confirm)
-        return self.send(run.session_key, str(asked.content.get("text", "")),
+        await repeat_guard.ask_first(self.db, run_id, confirm)
+        return await self.send(run.session_key, str(asked.content.get("text", "")),
                          kind="regenerate", meta={"retry_of": run_id},
                          idempotency_key=f"retry:{run_id}")
 
-    def tools_for(self, session_key: str) -> list[dict[str, Any]]:
-        return invoke.tools_for(self.deps, session_key)
+    async def tools_for(self, session_key: str) -> list[dict[str, Any]]:
+        return await invoke.tools_for(self.deps, session_key)
 
     async def invoke_tool(self, session_key: str, name: str,
                           arguments: dict[str, Any]) -> dict[str, Any]:
@@ -247,3 +244,11 @@ class Engine:
         await self.chores.close()
         if self.mcp is not None:
             await self.mcp.close()
+
+
+def _run_and_message(conn: Connection, run_id: str) -> tuple[RunRow | None, EventRow | None]:
+    """A run and the message it answered (None for either that is not there)."""
+    run = run_store.get(conn, run_id)
+    asked = (transcript.at(conn, run.session_key, run.user_event_seq)
+             if run is not None and run.user_event_seq else None)
+    return run, asked

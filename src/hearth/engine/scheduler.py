@@ -7,8 +7,7 @@ the prompt with the idempotency key `job:<id>:<due second>` as a run of kind "jo
 gate refuses what would need the owner's approval), then moves the job on; a crash between the
 two fires nothing twice: the next tick finds the job still due, admission answers the run
 already made, and the job moves on. Logs and audit rows name jobs, never their prompts.
-The scheduler's own store work (what is due, the job's chat, moving it on) runs in threads;
-the admission runs on the loop, because it publishes on the live bus.
+All of it runs on the loop, awaiting the store's seam.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine.admission import AdmissionError, Admitted
@@ -42,9 +42,9 @@ class JobHost(Protocol):
 
     db: Database
 
-    def send(self, session_key: str, text: str, *, kind: str = ...,
-             dispatch: bool = ..., meta: dict[str, Any] | None = ...,
-             idempotency_key: str | None = ...) -> Admitted: ...
+    async def send(self, session_key: str, text: str, *, kind: str = ...,
+                   dispatch: bool = ..., meta: dict[str, Any] | None = ...,
+                   idempotency_key: str | None = ...) -> Admitted: ...
 
     def dispatch(self, session_key: str) -> None: ...
 
@@ -95,21 +95,17 @@ class Scheduler:
         async with self._lock:
             moment = time.time() if at is None else at
             fired: list[Fired] = []
-            for job in await asyncio.to_thread(self._due, moment):
+            for job in await self.host.db.reading(job_store.due, moment):
                 one = await self._fire(job)
                 if one is None:  # the gateway is stopping: what is left fires next time
                     break
                 fired.append(one)
             return fired
 
-    def _due(self, at: float) -> list[JobRow]:
-        with self.host.db.read() as conn:
-            return job_store.due(conn, at)
-
     async def _fire(self, job: JobRow) -> Fired | None:
         try:
-            await asyncio.to_thread(self._open, job)
-            admitted = self._admit(job)
+            await self._open(job)
+            admitted = await self._admit(job)
         except ChatError as refused:  # its name is held by a chat of another mode
             return await self._skip(job, refused.code)
         except AdmissionError as refused:
@@ -120,40 +116,39 @@ class Scheduler:
             return await self._skip(job, refused.code)
         if not admitted.duplicate:
             self.host.dispatch(job.session_key)
-        await asyncio.to_thread(self._advance, job, admitted)
+        await self.host.db.writing(_advance, job, admitted, durable=False)
         return Fired(job.id, job.next_at, admitted.run_id, admitted.duplicate)
 
-    def _open(self, job: JobRow) -> None:
-        """Open (or make again) the job's chat: store work only, so it may run in a thread."""
-        opened = chats.open_chat(self.host.db, name=job.session_key,
-                                 memory_mode="persistent", origin="job")
+    async def _open(self, job: JobRow) -> None:
+        """Open (or make again) the job's chat."""
+        opened = await chats.open_chat(self.host.db, name=job.session_key,
+                                       memory_mode="persistent", origin="job")
         if opened.created:
             log.info("made chat %s for job #%d", job.session_key, job.id)
 
-    def _admit(self, job: JobRow) -> Admitted:
+    async def _admit(self, job: JobRow) -> Admitted:
         """Admit the prompt, on the loop like every surface's message: admission publishes
         the message on the live bus, which is only ever published to from the loop."""
-        return self.host.send(job.session_key, job.prompt, kind="job", dispatch=False,
-                              meta={"job": job.id}, idempotency_key=idempotency_key(job))
-
-    def _advance(self, job: JobRow, admitted: Admitted) -> None:
-        with self.host.db.write(durable=False) as conn:
-            job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
-            audit.write(conn, "job.fired", actor=ACTOR, session_key=job.session_key,
-                        run_id=admitted.run_id,
-                        detail={"job": job.id, "due_at": job.next_at,
-                                "again": admitted.duplicate})
+        return await self.host.send(job.session_key, job.prompt, kind="job", dispatch=False,
+                                    meta={"job": job.id}, idempotency_key=idempotency_key(job))
 
     async def _skip(self, job: JobRow, code: str) -> Fired:
         """Move past a due time the job cannot fire for, saying why in the log and audit."""
         log.warning("job #%d could not fire into chat %s (%s); skipped this time",
                     job.id, job.session_key, code)
 
-        def skip() -> None:
-            with self.host.db.write(durable=False) as conn:
-                job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
-                audit.write(conn, "job.skipped", actor=ACTOR, session_key=job.session_key,
-                            detail={"job": job.id, "due_at": job.next_at, "reason": code})
-
-        await asyncio.to_thread(skip)
+        await self.host.db.writing(_skipped, job, code, durable=False)
         return Fired(job.id, job.next_at, None)
+
+
+def _advance(conn: Connection, job: JobRow, admitted: Admitted) -> None:
+    job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
+    audit.write(conn, "job.fired", actor=ACTOR, session_key=job.session_key,
+                run_id=admitted.run_id,
+                detail={"job": job.id, "due_at": job.next_at, "again": admitted.duplicate})
+
+
+def _skipped(conn: Connection, job: JobRow, code: str) -> None:
+    job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
+    audit.write(conn, "job.skipped", actor=ACTOR, session_key=job.session_key,
+                detail={"job": job.id, "due_at": job.next_at, "reason": code})

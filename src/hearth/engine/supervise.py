@@ -68,11 +68,11 @@ async def _watch(turn: Turn, task: asyncio.Task[Ending]) -> Ending:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         if turn.streamed:
-            loop.checkpoint(turn)
+            await loop.checkpoint(turn)
         raise
     if not task.cancelled():
         return task.result()
-    return _ended_from_outside(turn)
+    return await _ended_from_outside(turn)
 
 
 def _overdue(turn: Turn) -> str | None:
@@ -86,9 +86,9 @@ def _overdue(turn: Turn) -> str | None:
     return None
 
 
-def _ended_from_outside(turn: Turn) -> Ending:
-    loop.keep_partial(turn, turn.halt or "stopped")
-    recovery.answer_open_calls(turn, unknown=STOPPED_CALL, not_run=NOT_RUN_STOPPED)
+async def _ended_from_outside(turn: Turn) -> Ending:
+    await loop.keep_partial(turn, turn.halt or "stopped")
+    await recovery.answer_open_calls(turn, unknown=STOPPED_CALL, not_run=NOT_RUN_STOPPED)
     if turn.halt == "time":
         return endings.time_limit(turn.limits.turn_timeout_seconds)
     if turn.halt == "idle":

@@ -11,6 +11,8 @@ import asyncio
 import logging
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.engine import gate, record
 from hearth.engine.state import CallScope
 from hearth.faults import crash_point
@@ -43,7 +45,7 @@ async def run_batch(turn: CallScope, calls: tuple[ToolCall, ...]) -> list[Messag
         ))
         messages.append(Message("tool", outcome.output, tool_call_id=call.call_id,
                                 tool_name=call.name, is_error=not outcome.ok))
-    record.append_many(turn, items)
+    await record.append_many(turn, items)
     return messages
 
 
@@ -65,12 +67,8 @@ async def run_call(
     refused = await gate.permit(turn, position, call, tool)
     if refused is not None:
         return ToolOutcome(refused, f"Not run: {refused}", ok=False)
-    with turn.db.write() as conn:
-        ledger.record_started(
-            conn, run_id=turn.run_id, session_key=turn.session_key, call_id=call.call_id,
-            position=position, tool=call.name, arguments=call.arguments,
-            effect=effect_of(tool, call.arguments, turn.context),
-        )
+    effect = effect_of(tool, call.arguments, turn.context)
+    await turn.db.writing(_started, turn, position, call, effect)  # a promise: before it runs
     turn.tools_running += 1
     try:
         outcome, status = await _execute(turn, call, tool)
@@ -78,11 +76,22 @@ async def run_call(
         turn.tools_running -= 1
         turn.touch()
     crash_point("tool_ran")
-    with turn.db.write(durable=False) as conn:
-        ledger.record_ended(conn, run_id=turn.run_id, call_id=call.call_id, status=status,
-                            result=outcome.output, receipt=outcome.receipt)
+    await turn.db.writing(_ended, turn, call, status, outcome, durable=False)
     crash_point("tool_recorded")
     return outcome
+
+
+def _started(conn: Connection, turn: CallScope, position: int, call: ToolCall,
+             effect: str) -> None:
+    ledger.record_started(
+        conn, run_id=turn.run_id, session_key=turn.session_key, call_id=call.call_id,
+        position=position, tool=call.name, arguments=call.arguments, effect=effect)
+
+
+def _ended(conn: Connection, turn: CallScope, call: ToolCall, status: str,
+           outcome: ToolOutcome) -> None:
+    ledger.record_ended(conn, run_id=turn.run_id, call_id=call.call_id, status=status,
+                        result=outcome.output, receipt=outcome.receipt)
 
 
 async def _execute(turn: CallScope, call: ToolCall, tool: Tool) -> tuple[ToolOutcome, str]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.config import Config, ModelConfig
 from hearth.engine import context, endings, loop, recovery
 from hearth.engine.approvals import ApprovalDesk
@@ -60,33 +62,32 @@ class TurnDeps:
 
 
 async def run_turn(deps: TurnDeps, run: RunRow) -> None:
-    claimed = _claim(deps, run)
+    claimed = await deps.db.writing(_claim, run, durable=False)
     if isinstance(claimed, Ending):
-        endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
-                       ending=claimed, show=False)
+        await endings.settle(deps.db, deps.bus, session_key=run.session_key,
+                             run_id=run.run_id, ending=claimed, show=False)
         return
+    crash_point("run_start")
     deps.bus.publish(run.session_key, {"type": "status", "running": True, "run_id": run.run_id})
     with as_work_of(claimed.key, claimed.memory_mode):  # every task and thread of the turn
         ending = await _run_claimed(deps, run, claimed)
-    endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
-                   ending=ending, show=ending.code != "stale")
+    await endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
+                         ending=ending, show=ending.code != "stale")
     if ending.code == "complete":
         deps.after_turn(run, claimed)
 
 
-def _claim(deps: TurnDeps, run: RunRow) -> SessionRow | Ending:
+def _claim(conn: Connection, run: RunRow) -> SessionRow | Ending:
     """Take ownership (running + writer claim), then check the snapshot again under it."""
-    with deps.db.write(durable=False) as conn:
-        session = session_store.get(conn, run.session_key)
-        if session is None:
-            return endings.stale("its chat no longer exists.")
-        if session.generation != run.generation or session.tab_id != run.tab_id:
-            return endings.stale("its chat was reset or replaced after it was sent.")
-        if not run_store.mark_running(conn, run.run_id):
-            return endings.stale("it was no longer waiting to run.")
-        if not session_store.claim_writer(conn, run.session_key, run.run_id):
-            return endings.stale("another turn holds its chat.")
-    crash_point("run_start")
+    session = session_store.get(conn, run.session_key)
+    if session is None:
+        return endings.stale("its chat no longer exists.")
+    if session.generation != run.generation or session.tab_id != run.tab_id:
+        return endings.stale("its chat was reset or replaced after it was sent.")
+    if not run_store.mark_running(conn, run.run_id):
+        return endings.stale("it was no longer waiting to run.")
+    if not session_store.claim_writer(conn, run.session_key, run.run_id):
+        return endings.stale("another turn holds its chat.")
     return session
 
 
@@ -95,8 +96,7 @@ async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Endi
     provider = await asyncio.to_thread(deps.models.for_chat, session.model)
     if provider is None:
         return endings.no_model()
-    with deps.db.write(durable=False) as conn:
-        run_store.set_model(conn, run.run_id, provider.model_id)
+    await deps.db.writing(run_store.set_model, run.run_id, provider.model_id, durable=False)
     with answered_by(provider.model_id):  # in a restricted chat, the one model its work reaches
         return await _run_on(deps, run, session, provider)
 
@@ -112,7 +112,7 @@ async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
             await deps.prepare_tools()
         waiting: list[ToolCall] = []
         if run.started_at is not None:  # it ran before, in a process that died
-            resumed = recovery.resume(turn)
+            resumed = await recovery.resume(turn)
             if isinstance(resumed, Ending):
                 return resumed
             waiting = resumed
@@ -161,12 +161,12 @@ async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,
     """Finish the calls a resumed run left waiting on the owner, then the loop."""
     if waiting:
         await run_batch(turn, tuple(waiting))
-    fed = await asyncio.to_thread(deps.memory.context_for, _message_of(deps, turn.run))
+    fed = await asyncio.to_thread(deps.memory.context_for, await _message_of(deps, turn.run))
     turn.context_fed = fed.sentence
     system_prompt = _system_prompt(deps.config, turn.agent)
     if fed.block:
         system_prompt = f"{system_prompt}\n\n{fed.block}"
-    messages = context.build(
+    messages = await context.build(
         deps.db, turn.run,
         system_prompt=system_prompt,
         history_messages=deps.config.limits.history_messages,
@@ -184,10 +184,9 @@ def _system_prompt(config: Config, agent: str | None) -> str:
     return f"{prompt}\n\nThe owner's name is {name}." if name else prompt
 
 
-def _message_of(deps: TurnDeps, run: RunRow) -> str:
+async def _message_of(deps: TurnDeps, run: RunRow) -> str:
     """The text of the message this run answers ("" for a run without one)."""
     if run.user_event_seq is None:
         return ""
-    with deps.db.read() as conn:
-        event = transcript.at(conn, run.session_key, run.user_event_seq)
+    event = await deps.db.reading(transcript.at, run.session_key, run.user_event_seq)
     return str(event.content.get("text", "")) if event is not None else ""

@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,7 +128,7 @@ def _capped(text: str) -> str:
 
 
 async def _ask(provider: Provider, question: str, answer: str,
-               counted: Callable[[Usage], None]) -> str:
+               counted: Callable[[Usage], Awaitable[None]]) -> str:
     request = ModelRequest(messages=prompt(question, answer), tools=[],
                            max_output_tokens=OUTPUT_TOKENS)
     pieces: list[str] = []
@@ -140,7 +140,7 @@ async def _ask(provider: Provider, question: str, answer: str,
             done = event
     if done is None:  # an adapter must raise AnswerCutOff itself; hold the rule here too
         raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
-    await asyncio.to_thread(counted, done.usage)
+    await counted(done.usage)
     if done.finish_reason == "length":
         raise WrongShape("the answer was cut off at the output cap")
     if done.tool_calls:

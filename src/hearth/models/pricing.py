@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from hearth.config import ModelConfig
@@ -23,15 +24,16 @@ from hearth.store.db import Database, now
 log = logging.getLogger(__name__)
 
 
-def count(db: Database, model_id: str, model: ModelConfig | None, usage: Usage) -> None:
+async def count(db: Database, model_id: str, model: ModelConfig | None, usage: Usage) -> None:
     """Add one completed call of `model_id` to today's usage; never raises a database error."""
+    def write(conn: Connection) -> None:
+        usage_store.record(
+            conn, model_id=model_id, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out,
+            price_in_per_mtok=model.price_in_per_mtok if model else None,
+            price_out_per_mtok=model.price_out_per_mtok if model else None, now=now())
+
     try:
-        with db.write(durable=False) as conn:
-            usage_store.record(
-                conn, model_id=model_id, tokens_in=usage.tokens_in,
-                tokens_out=usage.tokens_out,
-                price_in_per_mtok=model.price_in_per_mtok if model else None,
-                price_out_per_mtok=model.price_out_per_mtok if model else None, now=now())
+        await db.writing(write, durable=False)
     except DBAPIError as error:
         log.warning("a call of model %s was not counted in usage (%s)", model_id,
                     type(error).__name__)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from hearth.errors import Refusal
@@ -58,7 +59,7 @@ class Opened:
     created: bool
 
 
-def open_chat(
+async def open_chat(
     db: Database,
     *,
     name: str | None = None,
@@ -88,8 +89,8 @@ def open_chat(
         workspace_dir = _checked_folder(workspace_dir, keep_out)
     for _attempt in range(20):
         try:
-            return _open_or_insert(db, name, memory_mode, agent, model, workspace_dir, origin,
-                                   trust)
+            return await db.writing(_open_or_insert, name, memory_mode, agent, model,
+                                    workspace_dir, origin, trust)
         except IntegrityError:
             continue  # another request took the name in the same instant; look again
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
@@ -119,7 +120,7 @@ def _checked_folder(raw: str, keep_out: tuple[str, ...]) -> str:
 
 
 def _open_or_insert(
-    db: Database,
+    conn: Connection,
     name: str | None,
     memory_mode: str | None,
     agent: str | None,
@@ -128,49 +129,51 @@ def _open_or_insert(
     origin: str,
     trust: str | None,
 ) -> Opened:
-    with db.write() as conn:
-        if name is not None:
-            kept = session_store.get(conn, name)
-            if kept is not None:
-                if memory_mode is not None and memory_mode != kept.memory_mode:
-                    raise ChatError(
-                        "memory_mode_fixed", 409,
-                        f"Chat {name!r} is {kept.memory_mode}; a chat's memory mode is fixed "
-                        "when it is made. Start a new chat for another mode.",
-                    )
-                return Opened(kept, created=False)
-            key, number = name, chat_number_of(name)
-        else:
-            key, number = next_chat_name(conn)
-        mode = memory_mode or "persistent"
-        row = session_store.insert(
-            conn,
-            key=key,
-            tab_id=uuid.uuid4().hex,
-            memory_mode=mode,
-            chat_number=number,
-            agent=agent or "default",
-            model=model,
-            workspace_dir=workspace_dir,
-            origin=origin,
-            title=MODE_TITLES.get(mode),
-            trust=trust or "ask",
-        )
-        return Opened(row, created=True)
+    if name is not None:
+        kept = session_store.get(conn, name)
+        if kept is not None:
+            if memory_mode is not None and memory_mode != kept.memory_mode:
+                raise ChatError(
+                    "memory_mode_fixed", 409,
+                    f"Chat {name!r} is {kept.memory_mode}; a chat's memory mode is fixed "
+                    "when it is made. Start a new chat for another mode.",
+                )
+            return Opened(kept, created=False)
+        key, number = name, chat_number_of(name)
+    else:
+        key, number = next_chat_name(conn)
+    mode = memory_mode or "persistent"
+    row = session_store.insert(
+        conn,
+        key=key,
+        tab_id=uuid.uuid4().hex,
+        memory_mode=mode,
+        chat_number=number,
+        agent=agent or "default",
+        model=model,
+        workspace_dir=workspace_dir,
+        origin=origin,
+        title=MODE_TITLES.get(mode),
+        trust=trust or "ask",
+    )
+    return Opened(row, created=True)
 
 
-def get_chat(db: Database, key: str) -> SessionRow:
-    with db.read() as conn:
-        row = session_store.get(conn, key)
+async def get_chat(db: Database, key: str) -> SessionRow:
+    return await db.reading(chat_in, key)
+
+
+def chat_in(conn: Connection, key: str) -> SessionRow:
+    """The chat called `key`, read in an open transaction (404 when there is none)."""
+    row = session_store.get(conn, key)
     if row is None:
         raise ChatError("session_not_found", 404, f"There is no chat named {key!r}.")
     return row
 
 
-def openings(db: Database, keys: list[str]) -> dict[str, str]:
+async def openings(db: Database, keys: list[str]) -> dict[str, str]:
     """The first message of each of these chats (what an untitled chat is shown by)."""
-    with db.read() as conn:
-        return transcript.openings(conn, keys)
+    return await db.reading(transcript.openings, keys)
 
 
 @dataclass(frozen=True)
@@ -180,17 +183,18 @@ class ChatWindow:
     current_run: RunRow | None
 
 
-def read_chat(db: Database, key: str, *, limit: int, before: int | None) -> ChatWindow:
-    with db.read() as conn:
-        row = session_store.get(conn, key)
-        if row is None:
-            raise ChatError("session_not_found", 404, f"There is no chat named {key!r}.")
-        events = transcript.window(conn, key, limit, before)
-        current = run_store.current(conn, key)
-    return ChatWindow(row, events, current)
+async def read_chat(db: Database, key: str, *, limit: int,
+                    before: int | None) -> ChatWindow:
+    return await db.reading(_window, key, limit, before)
 
 
-def list_chats(
+def _window(conn: Connection, key: str, limit: int, before: int | None) -> ChatWindow:
+    row = chat_in(conn, key)
+    events = transcript.window(conn, key, limit, before)
+    return ChatWindow(row, events, run_store.current(conn, key))
+
+
+async def list_chats(
     db: Database,
     *,
     limit: int,
@@ -204,18 +208,15 @@ def list_chats(
     after = _decode_cursor(cursor) if cursor else None
     folder = (folder or "").strip() or None
     tag = (tag or "").strip().lower() or None
-    with db.read() as conn:
-        rows = session_store.list_page(
-            conn, modes=LISTED_MODES, limit=limit + 1, query=query, folder=folder, tag=tag,
-            after=after,
-        )
+    rows = await db.reading(session_store.list_page, modes=LISTED_MODES, limit=limit + 1,
+                            query=query, folder=folder, tag=tag, after=after)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = _encode_cursor(rows[-1]) if more and rows else None
     return rows, next_cursor
 
 
-def update(db: Database, key: str, *, title: str | None = None, trust: str | None = None,
+async def update(db: Database, key: str, *, title: str | None = None, trust: str | None = None,
            filing: Mapping[str, object] | None = None) -> SessionRow:
     """Rename a chat, change its trust setting and/or file it: `filing` holds the parts of
     its filing to change (`folder`, None to take it out of its folder; `tags`, the whole
@@ -225,18 +226,18 @@ def update(db: Database, key: str, *, title: str | None = None, trust: str | Non
     values = {name: value for name, value in (("title", title), ("trust", trust))
               if value is not None}
     filed = checked_filing(filing) if filing else {}
-    with db.write() as conn:
-        row = session_store.get(conn, key)
-        if row is None:
-            raise ChatError("session_not_found", 404, f"There is no chat named {key!r}.")
-        if filed:
-            _refuse_restricted(row)
-            session_store.set_filing(conn, key, **filed)
-        if values:
-            session_store.update_fields(conn, key, **values)
-        row = session_store.get(conn, key)
-    assert row is not None
-    return row
+    return await db.writing(_update, key, values, filed)
+
+
+def _update(conn: Connection, key: str, values: dict[str, str],
+            filed: dict[str, object]) -> SessionRow:
+    row = chat_in(conn, key)
+    if filed:
+        _refuse_restricted(row)
+        session_store.set_filing(conn, key, **filed)
+    if values:
+        session_store.update_fields(conn, key, **values)
+    return chat_in(conn, key)
 
 
 def _refuse_restricted(row: SessionRow) -> None:
@@ -257,9 +258,8 @@ class FilingIndex:
     tags: list[tuple[str, int]]
 
 
-def filing_index(db: Database) -> FilingIndex:
-    with db.read() as conn:
-        folders, tags = session_store.filing_counts(conn, modes=LISTED_MODES)
+async def filing_index(db: Database) -> FilingIndex:
+    folders, tags = await db.reading(session_store.filing_counts, modes=LISTED_MODES)
     return FilingIndex(
         folders=sorted(folders.items(), key=lambda item: (item[0].casefold(), item[0])),
         tags=sorted(tags.items()),

@@ -65,13 +65,16 @@ class Purge:
     row_removed: bool = False
 
 
-def begin(db: Database, key: str) -> SessionRow | None:
-    """The chat about to be purged (None if there is none). Bumps its generation, so a run
-    still queued for it is stale when its lane reaches it and never starts."""
-    with db.write() as conn:
-        conn.execute(update(sessions).where(sessions.c.key == key)
-                     .values(generation=sessions.c.generation + 1))
-        return session_store.get(conn, key)
+def begin(conn: Connection, key: str, idle_before: float | None = None) -> SessionRow | None:
+    """The chat about to be purged (None if there is none, or with `idle_before`, if it is not
+    an idle chat that ends forgotten). Bumps its generation, so a run still queued for it is
+    stale when its lane reaches it and never starts. A write: run by the one writer after
+    every message admitted before the chat was marked deleting."""
+    if idle_before is not None and not idle_temporary_keys(conn, idle_before, key):
+        return None
+    conn.execute(update(sessions).where(sessions.c.key == key)
+                 .values(generation=sessions.c.generation + 1))
+    return session_store.get(conn, key)
 
 
 def purge(db: Database, session: SessionRow, chats_dir: Path) -> Purge:
@@ -173,15 +176,15 @@ def _cause(error: SQLAlchemyError | OSError) -> str:
     return type(getattr(error, "orig", None) or error).__name__
 
 
-def temporary_keys(db: Database) -> list[str]:
+def temporary_keys(conn: Connection) -> list[str]:
     """Every chat that is forgotten when it ends (Temporary)."""
-    with db.read() as conn:
-        rows = conn.execute(select(sessions.c.key, sessions.c.memory_mode)
-                            .where(sessions.c.memory_mode != "persistent"))
-        return [key for key, mode in rows if forgotten_when_ended(mode)]
+    rows = conn.execute(select(sessions.c.key, sessions.c.memory_mode)
+                        .where(sessions.c.memory_mode != "persistent"))
+    return [key for key, mode in rows if forgotten_when_ended(mode)]
 
 
-def idle_temporary_keys(db: Database, idle_before: float, key: str | None = None) -> list[str]:
+def idle_temporary_keys(conn: Connection, idle_before: float,
+                        key: str | None = None) -> list[str]:
     """Chats forgotten when they end that nothing ran in since `idle_before` (UNIX seconds)
     and that have no run admitted or running; with `key`, only that chat (if it is one)."""
     busy = exists().where(runs.c.session_key == sessions.c.key, runs.c.status.in_(ACTIVE))
@@ -191,23 +194,21 @@ def idle_temporary_keys(db: Database, idle_before: float, key: str | None = None
             .order_by(sessions.c.updated_at))
     if key is not None:
         stmt = stmt.where(sessions.c.key == key)
-    with db.read() as conn:
-        return [found for found, mode in conn.execute(stmt) if forgotten_when_ended(mode)]
+    return [found for found, mode in conn.execute(stmt) if forgotten_when_ended(mode)]
 
 
-def running_run(db: Database, key: str) -> str | None:
+def running_run(conn: Connection, key: str) -> str | None:
     """The chat's run marked running, if any (a turn, or a tool call for an agent CLI)."""
-    with db.read() as conn:
-        return conn.execute(select(runs.c.run_id).where(
-            runs.c.session_key == key, runs.c.status == "running").limit(1)).scalar()
+    found: str | None = conn.execute(select(runs.c.run_id).where(
+        runs.c.session_key == key, runs.c.status == "running").limit(1)).scalar()
+    return found
 
 
-def cancel_pending(db: Database, key: str) -> list[str]:
+def cancel_pending(conn: Connection, key: str) -> list[str]:
     """Cancel the chat's approvals still waiting on the owner; their ids (to wake waiters)."""
-    with db.write() as conn:
-        ids = list(conn.execute(select(approvals.c.id).where(
-            approvals.c.session_key == key, approvals.c.status == "pending")).scalars())
-        if ids:
-            conn.execute(update(approvals).where(approvals.c.id.in_(ids))
-                         .values(status="cancelled", decided_at=now()))
+    ids = list(conn.execute(select(approvals.c.id).where(
+        approvals.c.session_key == key, approvals.c.status == "pending")).scalars())
+    if ids:
+        conn.execute(update(approvals).where(approvals.c.id.in_(ids))
+                     .values(status="cancelled", decided_at=now()))
     return ids

@@ -27,6 +27,7 @@ file and truncates it, so no frame of an earlier transaction keeps the old text 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -91,12 +92,14 @@ class Database:
         future = self._readers.submit(self._read_job, lambda conn: fn(conn, *args, **kwargs))
         return await asyncio.wrap_future(future)
 
-    async def writing(self, fn: Callable[Concatenate[Connection, P], T], *args: Any,
-                      durable: bool = True) -> T:
-        """`fn(conn, *args)` in the one writer's next transaction, committed (and for a durable
-        write synced) before this returns. `fn` raising fails this caller alone."""
+    async def writing(self, fn: Callable[..., T], *args: Any, durable: bool = True,
+                      **kwargs: Any) -> T:
+        """`fn(conn, *args, **kwargs)` in the one writer's next transaction, committed (and
+        for a durable write synced) before this returns. `fn` raising fails this caller alone.
+        `durable=False` for bookkeeping."""
         loop = asyncio.get_running_loop()
-        job = Job(fn, args, durable, loop, loop.create_future())
+        call = functools.partial(fn, **kwargs) if kwargs else fn
+        job = Job(call, args, durable, loop, loop.create_future())
         self.writer.submit(job)
         result: T = await job.future
         return result

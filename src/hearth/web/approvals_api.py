@@ -21,10 +21,10 @@ class Answer(BaseModel):
 
 @router.get("/api/approvals")
 async def list_approvals(engine: EngineDep) -> dict[str, Any]:
-    return {"approvals": engine.desk.pending()}
+    return {"approvals": await engine.desk.pending()}
 
 
 @router.post("/api/approvals/{approval_id}")
 async def answer_approval(approval_id: str, body: Answer, engine: EngineDep) -> dict[str, Any]:
     prefix = body.prefix if body.decision == "allow_always" else None
-    return engine.desk.decide(approval_id, body.decision, prefix)
+    return await engine.desk.decide(approval_id, body.decision, prefix)

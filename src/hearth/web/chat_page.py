@@ -4,7 +4,6 @@ same templates, so a turn looks the same live and after a reload."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -40,16 +39,14 @@ pages = APIRouter(dependencies=[Depends(require_token)])
 @pages.get("/chats/{key}")
 async def chat_page(request: Request, key: str, engine: EngineDep,
                     before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None) -> Response:
-    window = await asyncio.to_thread(chats.read_chat, engine.db, key, limit=WINDOW,
-                                     before=before)
+    window = await chats.read_chat(engine.db, key, limit=WINDOW, before=before)
     messages = [message_view(e) for e in window.events]
-    state = await asyncio.to_thread(chat_state, engine, key,
-                                    {m["run_id"] for m in messages if m["run_id"]})
+    state = await chat_state(engine, key, {m["run_id"] for m in messages if m["run_id"]})
     name, line = MODE_LINES.get(window.session.memory_mode, (None, None))
     first = window.events[0].seq if window.events else None
     opening = None
     if not window.session.title:  # an untitled chat is called by its first words
-        opening = (await asyncio.to_thread(chats.openings, engine.db, [key])).get(key)
+        opening = (await chats.openings(engine.db, [key])).get(key)
     return render("chat.html", chat=window.session, csrf=csrf_of(request), mode_name=name,
                   opening=opening,
                   mode_line=line, items=page_items(messages, state),
@@ -67,8 +64,8 @@ async def chat_stream(
 ) -> StreamingResponse:
     """The page's live stream: the chat's frames, each drawn by the page's own templates."""
     csrf = csrf_of(request)
-    return stream_response(engine, key, after, last_event_id,
-                           lambda source: _drawn(engine, key, csrf, source))
+    return await stream_response(engine, key, after, last_event_id,
+                                 lambda source: _drawn(engine, key, csrf, source))
 
 
 async def _drawn(engine: Engine, key: str, csrf: str,
@@ -76,7 +73,7 @@ async def _drawn(engine: Engine, key: str, csrf: str,
     async for frame in source:
         queued = False
         if frame["type"] == "message" and frame["message"]["kind"] == "user":
-            queued = await asyncio.to_thread(activity.is_queued, engine.db, key, frame["run_id"])
+            queued = await activity.is_queued(engine.db, key, frame["run_id"])
         yield sse(frame_html(frame, key=key, csrf=csrf, queued=queued))
 
 
@@ -84,9 +81,9 @@ async def _drawn(engine: Engine, key: str, csrf: str,
 async def send(request: Request, key: str, engine: EngineDep) -> Response:
     """The composer's post: admit the message, then back to the chat's page."""
     form = await form_of(request)
-    admitted = engine.send(key, form.get("text", ""),
-                           client_message_id=form.get("client_message_id") or None,
-                           dispatch=False)
+    admitted = await engine.send(key, form.get("text", ""),
+                                 client_message_id=form.get("client_message_id") or None,
+                                 dispatch=False)
     if not admitted.duplicate:
         engine.dispatch(key)
     return _back(request, key, {"run_id": admitted.run_id, "duplicate": admitted.duplicate})
@@ -94,7 +91,7 @@ async def send(request: Request, key: str, engine: EngineDep) -> Response:
 
 @pages.post("/chats/{key}/stop")
 async def stop(request: Request, key: str, engine: EngineDep) -> Response:
-    stopped = engine.stop(key)
+    stopped = await engine.stop(key)
     return _back(request, key, {"stopped": stopped})
 
 
@@ -106,10 +103,10 @@ async def answer(request: Request, key: str, approval_id: str, engine: EngineDep
     if decision not in DECISIONS:
         raise Refusal("invalid_decision", 422,
                       f"decision must be one of {', '.join(DECISIONS)}.")
-    if activity.approval_chat(engine.db, approval_id) != key:
+    if await activity.approval_chat(engine.db, approval_id) != key:
         raise Refusal("approval_not_found", 404, "This chat has no such approval.")
     prefix = _prefix(form) if decision == "allow_always" else None
-    decided = engine.desk.decide(approval_id, decision, prefix)
+    decided = await engine.desk.decide(approval_id, decision, prefix)
     return _back(request, key, {"status": decided["status"], "prefix": decided["prefix"]})
 
 
@@ -118,9 +115,9 @@ async def retry(request: Request, key: str, run_id: str, engine: EngineDep) -> R
     """Retry from an ending's notice row. When the attempt began a step that may have changed
     something, the answer is 409 with the steps and a confirm value (see engine.repeat_guard)."""
     confirm = (await form_of(request)).get("confirm") or None
-    if activity.run_chat(engine.db, run_id) != key:
+    if await activity.run_chat(engine.db, run_id) != key:
         raise Refusal("run_not_found", 404, "This chat has no such turn.")
-    admitted = engine.retry(run_id, confirm)
+    admitted = await engine.retry(run_id, confirm)
     if not admitted.duplicate:
         engine.dispatch(key)
     return _back(request, key, {"run_id": admitted.run_id})

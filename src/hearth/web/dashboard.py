@@ -78,10 +78,10 @@ async def _list_page(request: Request, engine: EngineDep, view: Mapping[str, str
     q = (view.get("q") or "").strip() or None
     folder = (view.get("folder") or "").strip() or None
     tag = (view.get("tag") or "").strip().lower() or None
-    rows, _ = await asyncio.to_thread(chats.list_chats, engine.db, limit=100, query=q,
-                                      cursor=None, folder=folder, tag=tag)
-    index = await asyncio.to_thread(chats.filing_index, engine.db)
-    openings = await asyncio.to_thread(chats.openings, engine.db, [r.key for r in rows])
+    rows, _ = await chats.list_chats(engine.db, limit=100, query=q, cursor=None,
+                                     folder=folder, tag=tag)
+    index = await chats.filing_index(engine.db)
+    openings = await chats.openings(engine.db, [r.key for r in rows])
     here = urlencode({k: v for k, v in (("q", q), ("folder", folder), ("tag", tag)) if v})
     return render("chats.html", status=status, chats=rows, query=q, folder=folder, tag=tag,
                   filing=index, openings=openings, here=here, error=error,
@@ -97,7 +97,7 @@ async def organize(request: Request, key: str, engine: EngineDep) -> Response:
     view = {name: values[0] for name, values in
             parse_qs(form.get("back", ""), keep_blank_values=True).items() if name in VIEW}
     try:
-        await asyncio.to_thread(chats.update, engine.db, key, filing=_filing_of(form))
+        await chats.update(engine.db, key, filing=_filing_of(form))
     except Refusal as refused:
         return await _list_page(request, engine, view, refused.sentence, refused.status)
     back = urlencode({name: value for name, value in view.items() if value})
@@ -133,6 +133,5 @@ async def new_chat(request: Request, engine: EngineDep) -> Response:
     if mode not in chats.MEMORY_MODES:
         raise Refusal("invalid_memory_mode", 422,
                       f"memory_mode must be one of {', '.join(chats.MEMORY_MODES)}.")
-    opened = await asyncio.to_thread(chats.open_chat, engine.db, memory_mode=mode,
-                                     origin="dashboard")
+    opened = await chats.open_chat(engine.db, memory_mode=mode, origin="dashboard")
     return RedirectResponse(f"/chats/{quote(opened.session.key)}", status_code=303)

@@ -32,9 +32,10 @@ def sse(frame: dict[str, Any]) -> str:
     return f"{head}data: {json.dumps(frame, separators=(',', ':'))}\n\n"
 
 
-def start_seq(engine: Engine, key: str, after: int | None, last_event_id: str | None) -> int:
+async def start_seq(engine: Engine, key: str, after: int | None,
+                    last_event_id: str | None) -> int:
     """Where a stream starts: `after=`, else the browser's Last-Event-ID, else now."""
-    session = chats.get_chat(engine.db, key)
+    session = await chats.get_chat(engine.db, key)
     if after is None and last_event_id is not None and last_event_id.isdigit():
         after = min(int(last_event_id), MAX_SEQ)
     return session.last_seq if after is None else after
@@ -47,17 +48,18 @@ async def session_events(
     after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    return stream_response(engine, key, after, last_event_id)
+    return await stream_response(engine, key, after, last_event_id)
 
 
 Draw = Callable[[AsyncIterator[dict[str, Any]]], AsyncIterator[str]]
 
 
-def stream_response(engine: Engine, key: str, after: int | None, last_event_id: str | None,
-                    draw: Draw | None = None) -> StreamingResponse:
+async def stream_response(engine: Engine, key: str, after: int | None,
+                          last_event_id: str | None, draw: Draw | None = None
+                          ) -> StreamingResponse:
     """A chat's frames as Server-Sent Events, each written by `draw` (plain JSON frames by
     default; the chat page adds the markup it draws)."""
-    start = start_seq(engine, key, after, last_event_id)
+    start = await start_seq(engine, key, after, last_event_id)
     subscription = engine.bus.subscribe(key)
     return StreamingResponse(
         (draw or _as_sse)(frames(engine, key, start, subscription)),
@@ -81,14 +83,14 @@ async def frames(engine: Engine, key: str, last: int, sub: Subscription
     replayed: set[str] = set()
     try:
         while True:
-            page = queries.replay_page(engine.db, key, last, REPLAY_PAGE)
+            page = await queries.replay_page(engine.db, key, last, REPLAY_PAGE)
             for frame in page.frames:
                 yield frame
             last = page.last
             replayed |= page.ended
             if not page.more:
                 break
-        status = queries.current_run(engine.db, key)
+        status = await queries.current_run(engine.db, key)
         yield {"type": "status", "running": status is not None, "run_id": status}
         skip_below: dict[str, int] = {}
         streaming = engine.bus.streaming(key)

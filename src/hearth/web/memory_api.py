@@ -62,7 +62,7 @@ async def _chat_of(engine: Engine, key: str | None) -> SessionRow | None:
     """The chat a request is made for (404 session_not_found), or None for the owner."""
     if key is None:
         return None
-    return await asyncio.to_thread(chats.get_chat, engine.db, key)
+    return await chats.get_chat(engine.db, key)
 
 
 async def _as(chat: SessionRow | None, work: Callable[P, T], *args: P.args,

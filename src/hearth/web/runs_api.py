@@ -16,8 +16,8 @@ from hearth.web.deps import EngineDep
 router = APIRouter()
 
 
-def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
-    view = queries.run_status(engine.db, run_id)
+async def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
+    view = await queries.run_status(engine.db, run_id)
     if view is None:
         raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
     return view
@@ -25,7 +25,7 @@ def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
 
 @router.get("/api/runs/{run_id}")
 async def get_run(run_id: str, engine: EngineDep) -> dict[str, Any]:
-    return _run_or_404(engine, run_id)
+    return await _run_or_404(engine, run_id)
 
 
 @router.get("/api/runs/{run_id}/wait")
@@ -34,10 +34,10 @@ async def wait_run(
     engine: EngineDep,
     timeout: Annotated[float, Query(gt=0, le=600)] = 30.0,
 ) -> dict[str, Any]:
-    view = _run_or_404(engine, run_id)
+    view = await _run_or_404(engine, run_id)
     if view["status"] in ("admitted", "running"):
         await engine.bus.wait_run(run_id, timeout)
-        view = _run_or_404(engine, run_id)
+        view = await _run_or_404(engine, run_id)
     view["timed_out"] = view["status"] in ("admitted", "running")
     return view
 
@@ -52,6 +52,6 @@ async def retry_run(run_id: str, engine: EngineDep, body: RetryBody | None = Non
                     ) -> JSONResponse:
     """Run an ended turn's message again. When the attempt began a step that may have
     changed something, answers 409 retry_repeats_steps with the steps and a confirm value."""
-    admitted = engine.retry(run_id, (body or RetryBody()).confirm)
+    admitted = await engine.retry(run_id, (body or RetryBody()).confirm)
     return JSONResponse({"run_id": admitted.run_id, "status": admitted.status,
                          "duplicate": admitted.duplicate}, status_code=202)

@@ -57,7 +57,7 @@ async def create_session(engine: EngineDep, body: CreateSession | None = None) -
     if body.model is not None and body.model not in engine.deps.models.ids():
         known = ", ".join(engine.deps.models.ids()) or "none are set up"
         raise Refusal("unknown_model", 422, f"There is no model {body.model!r} ({known}).")
-    opened = chats.open_chat(
+    opened = await chats.open_chat(
         engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
         model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
         keep_out=engine.placement.hidden,
@@ -74,8 +74,8 @@ async def list_sessions(
     folder: Annotated[str | None, Query(max_length=200)] = None,
     tag: Annotated[str | None, Query(max_length=200)] = None,
 ) -> dict[str, Any]:
-    rows, next_cursor = chats.list_chats(engine.db, limit=limit, query=q, cursor=cursor,
-                                         folder=folder, tag=tag)
+    rows, next_cursor = await chats.list_chats(engine.db, limit=limit, query=q,
+                                               cursor=cursor, folder=folder, tag=tag)
     return {"sessions": [session_view(r) for r in rows], "next_cursor": next_cursor}
 
 
@@ -86,7 +86,7 @@ async def get_session(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
 ) -> dict[str, Any]:
-    window = chats.read_chat(engine.db, key, limit=limit, before=before)
+    window = await chats.read_chat(engine.db, key, limit=limit, before=before)
     current = window.current_run
     return {
         "session": session_view(window.session),
@@ -101,19 +101,20 @@ async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict
     filing = body.filing()
     changes = body.title is not None or body.trust is not None or bool(filing)
     if body.memory_mode is not None:
-        _same_mode(engine, key, body.memory_mode)
+        await _same_mode(engine, key, body.memory_mode)
         if not changes:
-            return session_view(chats.get_chat(engine.db, key))  # nothing to change
+            return session_view(await chats.get_chat(engine.db, key))  # nothing to change
     if not changes:
         raise Refusal("invalid_request", 422,
                       "Send a title, a trust setting, a folder, tags or pinned to change.")
-    row = chats.update(engine.db, key, title=body.title, trust=body.trust, filing=filing)
+    row = await chats.update(engine.db, key, title=body.title, trust=body.trust,
+                             filing=filing)
     return session_view(row)
 
 
-def _same_mode(engine: Engine, key: str, memory_mode: str) -> None:
+async def _same_mode(engine: Engine, key: str, memory_mode: str) -> None:
     """A chat's memory mode is fixed when it is made: asking for another is refused."""
-    kept = chats.get_chat(engine.db, key)
+    kept = await chats.get_chat(engine.db, key)
     if memory_mode != kept.memory_mode:
         raise chats.ChatError(
             "memory_mode_fixed", 409,
@@ -134,8 +135,8 @@ async def delete_session(key: str, engine: EngineDep) -> dict[str, Any]:
 async def send_message(
     key: str, body: SendMessage, engine: EngineDep
 ) -> JSONResponse:
-    admitted = engine.send(key, body.text, client_message_id=body.client_message_id,
-                           dispatch=False)
+    admitted = await engine.send(key, body.text, client_message_id=body.client_message_id,
+                                 dispatch=False)
     payload = {"run_id": admitted.run_id, "status": admitted.status, "seq": admitted.seq,
                "duplicate": admitted.duplicate}
     # persist, acknowledge, then dispatch: the turn starts once the 202 is on its way
@@ -149,8 +150,8 @@ async def _wake(engine: Engine, key: str) -> None:
 
 @router.post("/api/sessions/{key}/stop")
 async def stop_session(key: str, engine: EngineDep) -> dict[str, Any]:
-    chats.get_chat(engine.db, key)
-    return {"stopped": engine.stop(key)}
+    await chats.get_chat(engine.db, key)
+    return {"stopped": await engine.stop(key)}
 
 
 class InvokeTool(BaseModel):
@@ -161,7 +162,7 @@ class InvokeTool(BaseModel):
 @router.get("/api/sessions/{key}/tools")
 async def session_tools(key: str, engine: EngineDep) -> dict[str, Any]:
     """The tools this chat's agent may use (what `hearth mcp` serves)."""
-    return {"tools": engine.tools_for(key)}
+    return {"tools": await engine.tools_for(key)}
 
 
 @router.post("/api/sessions/{key}/tools/{name}")

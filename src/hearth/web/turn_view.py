@@ -63,8 +63,8 @@ class ChatState:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # card id -> approval
 
 
-def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
-    running, queued, views = activity.of_chat(engine.db, key, run_ids)
+async def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
+    running, queued, views = await activity.of_chat(engine.db, key, run_ids)
     pending = {item["card"]: item for item in (approval_item(view) for view in views)}
     return ChatState(running=running, queued=queued, pending=pending)
 
