@@ -7,9 +7,10 @@ at the engine's records directly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import threading
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hearth.config import Config
 from hearth.engine import queries
@@ -19,6 +20,8 @@ from hearth.sessions import chats
 from hearth.store import transcript
 from hearth.store.transcript import EventRow
 from hearth.tools.base import Tool
+
+T = TypeVar("T")
 
 
 def make_config(model_url: str | None, **sections: dict[str, Any]) -> Config:
@@ -36,21 +39,51 @@ def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) 
 
 async def turn(engine: Engine, key: str, text: str, timeout: float = 15) -> dict[str, Any]:
     """Send a message and wait for its run to end; the run's view."""
-    admitted = engine.send(key, text)
+    admitted = await engine.send(key, text)
     await engine.bus.wait_run(admitted.run_id, timeout)
-    view = queries.run_status(engine.db, admitted.run_id)
+    view = await queries.run_status(engine.db, admitted.run_id)
     assert view is not None and view["status"] not in ("admitted", "running"), view
     return view
 
 
 def new_chat(engine: Engine, trust: str = "trusted") -> str:
     """A new chat, trusted unless said otherwise (see tests.gateway.Api.new_chat)."""
-    return chats.open_chat(engine.db, trust=trust).session.key
+    opened = blocking(lambda: chats.open_chat(engine.db, trust=trust))
+    return opened.session.key
 
 
 def events(engine: Engine, key: str) -> list[EventRow]:
-    with engine.db.read() as conn:
-        return transcript.window(conn, key, 10_000)
+    return blocking(lambda: engine.db.reading(transcript.window, key, 10_000))
+
+
+def blocking(make: Callable[[], Awaitable[T]]) -> T:
+    """Test code's way to the store from anywhere: run the awaitable `make()` gives to its
+    end, in a thread of its own when this thread runs an event loop (the store refuses to
+    block a loop), else here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(make))
+    box: list[Any] = []
+
+    def work() -> None:
+        try:
+            box.append((True, asyncio.run(_awaited(make))))
+        except BaseException as error:  # noqa: BLE001 - handed back to the caller below
+            box.append((False, error))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    result: T = value
+    return result
+
+
+async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
+    return await make()
 
 
 def run(coro: Any) -> Any:
@@ -71,3 +104,14 @@ def one_turn(engine: Engine, text: str) -> tuple[dict[str, Any], list[EventRow]]
 
     result: tuple[dict[str, Any], list[EventRow]] = asyncio.run(body())
     return result
+
+
+class BlockingChats:
+    """`hearth.sessions.chats`'s awaited functions, called from a test's plain code."""
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        fn = getattr(chats, name)
+        return lambda *args, **kwargs: blocking(lambda: fn(*args, **kwargs))
+
+
+blocking_chats = BlockingChats()

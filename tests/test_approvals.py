@@ -187,12 +187,11 @@ def test_a_turn_nobody_can_answer_for_refuses_instead_of_waiting(
     async def body() -> tuple[dict[str, Any], list[Any], list[Any], list[Any]]:
         await engine.start()
         key = new_chat(engine, trust="ask")
-        job = engine.send(key, "nightly: write the report", kind="job")
+        job = await engine.send(key, "nightly: write the report", kind="job")
         await engine.bus.wait_run(job.run_id, 10)
-        view = queries.run_status(engine.db, job.run_id)
-        with engine.db.read() as conn:
-            asked = conn.execute(approvals.select()).fetchall()
-            rows = conn.execute(audit.select()).fetchall()
+        view = await queries.run_status(engine.db, job.run_id)
+        asked, rows = await engine.db.reading(lambda conn: (
+            conn.execute(approvals.select()).fetchall(), conn.execute(audit.select()).fetchall()))
         transcript = events(engine, key)
         await engine.close()
         assert view is not None

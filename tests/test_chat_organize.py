@@ -19,11 +19,11 @@ from hearth.config import Config
 from hearth.errors import Refusal
 from hearth.home import Home
 from hearth.privacy.reach import RestrictedSession
-from hearth.sessions import chats
 from hearth.store import sessions as session_store
 from hearth.store.db import Database
 from hearth.store.schema import sessions as sessions_table
 from hearth.web.app import create_app
+from tests.engine_harness import blocking_chats
 from tests.pages import bearer, sign_in
 
 HOSTILE = '<script>alert(1)</script>'
@@ -42,7 +42,7 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 
 def new_chat(db: Database, mode: str = "persistent") -> str:
-    return chats.open_chat(db, memory_mode=mode).session.key
+    return blocking_chats.open_chat(db, memory_mode=mode).session.key
 
 
 def stamp(db: Database, key: str, updated_at: float) -> None:
@@ -53,7 +53,7 @@ def stamp(db: Database, key: str, updated_at: float) -> None:
 
 
 def listed(db: Database, **filters: Any) -> list[str]:
-    rows, _ = chats.list_chats(db, limit=200, query=None, cursor=None, **filters)
+    rows, _ = blocking_chats.list_chats(db, limit=200, query=None, cursor=None, **filters)
     return [row.key for row in rows]
 
 
@@ -62,17 +62,17 @@ def test_pinning_puts_a_chat_first_and_unpinning_puts_it_back(db: Database) -> N
     for i, key in enumerate(keys):
         stamp(db, key, 1000.0 + i)
     assert listed(db) == keys[::-1]  # newest first
-    pinned = chats.update(db, keys[0], filing={"pinned": True})
+    pinned = blocking_chats.update(db, keys[0], filing={"pinned": True})
     assert pinned.pinned and pinned.updated_at == 1000.0  # filing is not activity
     assert listed(db) == [keys[0], keys[2], keys[1]]
-    chats.update(db, keys[0], filing={"pinned": False})
+    blocking_chats.update(db, keys[0], filing={"pinned": False})
     assert listed(db) == keys[::-1]
 
 
 def test_the_folder_and_tag_filters_keep_only_those_chats(db: Database) -> None:
     work, home, loose = (new_chat(db) for _ in range(3))
-    chats.update(db, work, filing={"folder": "Work", "tags": ["Urgent", "q3"]})
-    chats.update(db, home, filing={"folder": "Home", "tags": ["urgent"]})
+    blocking_chats.update(db, work, filing={"folder": "Work", "tags": ["Urgent", "q3"]})
+    blocking_chats.update(db, home, filing={"folder": "Home", "tags": ["urgent"]})
     assert listed(db, folder="Work") == [work]
     assert listed(db, folder=" Home ") == [home]
     assert listed(db, folder="work") == []  # a folder is named as it was written
@@ -85,26 +85,27 @@ def test_the_folder_and_tag_filters_keep_only_those_chats(db: Database) -> None:
 
 def test_the_filing_index_counts_the_listed_chats_only(db: Database) -> None:
     a, b, c = (new_chat(db) for _ in range(3))
-    chats.update(db, a, filing={"folder": "Work", "tags": ["x", "y"]})
-    chats.update(db, b, filing={"folder": "Work", "tags": ["y"]})
-    chats.update(db, c, filing={"folder": "archive"})
+    blocking_chats.update(db, a, filing={"folder": "Work", "tags": ["x", "y"]})
+    blocking_chats.update(db, b, filing={"folder": "Work", "tags": ["y"]})
+    blocking_chats.update(db, c, filing={"folder": "archive"})
     hidden = new_chat(db, "incognito")
     with db.write() as conn:  # planted past the refusal: the index must still leave it out
         session_store.set_filing(conn, hidden, folder="Secret", tags=["secret"])
-    index = chats.filing_index(db)
+    index = blocking_chats.filing_index(db)
     assert index.folders == [("archive", 1), ("Work", 2)]
     assert index.tags == [("x", 1), ("y", 2)]
 
 
 def test_labels_are_trimmed_tags_lower_cased_and_deduplicated(db: Database) -> None:
     key = new_chat(db)
-    row = chats.update(db, key, filing={"folder": "  Projects  ",
+    row = blocking_chats.update(db, key, filing={"folder": "  Projects  ",
                                         "tags": [" Alpha ", "alpha", "BETA", "beta "]})
     assert row.folder == "Projects" and row.tags == ("alpha", "beta")
-    edge = chats.update(db, key, filing={"folder": "f" * 60, "tags": [f"t{i}" for i in range(20)]})
+    edge = blocking_chats.update(db, key, filing={"folder": "f" * 60,
+                                                  "tags": [f"t{i}" for i in range(20)]})
     assert edge.folder == "f" * 60 and len(edge.tags) == 20  # the limits themselves are fine
-    assert chats.update(db, key, filing={"folder": None, "tags": []}).folder is None
-    assert chats.get_chat(db, key).tags == ()
+    assert blocking_chats.update(db, key, filing={"folder": None, "tags": []}).folder is None
+    assert blocking_chats.get_chat(db, key).tags == ()
 
 
 BAD_FILINGS = [
@@ -130,12 +131,12 @@ BAD_FILINGS = [
 def test_a_bad_filing_is_refused_with_a_sentence_and_changes_nothing(
         db: Database, filing: dict[str, Any], code: str) -> None:
     key = new_chat(db)
-    chats.update(db, key, filing={"folder": "Kept", "tags": ["kept"]})
+    blocking_chats.update(db, key, filing={"folder": "Kept", "tags": ["kept"]})
     with pytest.raises(Refusal) as refused:
-        chats.update(db, key, title="renamed", filing={"pinned": True, **filing})
+        blocking_chats.update(db, key, title="renamed", filing={"pinned": True, **filing})
     assert refused.value.status == 422 and refused.value.code == code
     assert SENTENCE.match(refused.value.sentence), refused.value.sentence
-    row = chats.get_chat(db, key)
+    row = blocking_chats.get_chat(db, key)
     assert (row.folder, row.tags, row.pinned, row.title) == ("Kept", ("kept",), False, None)
 
 
@@ -149,9 +150,9 @@ def test_a_restricted_chat_is_never_filed(db: Database, mode: str) -> None:
         key = new_chat(db, mode)
     for filing in ({"pinned": True}, {"folder": "Work"}, {"tags": ["x"]}):
         with pytest.raises(RestrictedSession) as refused:
-            chats.update(db, key, filing=filing)
+            blocking_chats.update(db, key, filing=filing)
         assert refused.value.status == 403 and "keeps nothing" in refused.value.sentence
-    row = chats.get_chat(db, key)
+    row = blocking_chats.get_chat(db, key)
     assert (row.folder, row.tags, row.pinned) == (None, (), False)
     assert key not in listed(db)
 
@@ -163,8 +164,8 @@ def _mixed_chats(db: Database) -> list[str]:
     for i, key in enumerate(keys):
         stamp(db, key, 500.0 + i // 3)  # ties, three chats to a stamp
         if i % 5 in (0, 2):
-            chats.update(db, key, filing={"pinned": True})
-    rows = [chats.get_chat(db, key) for key in keys]
+            blocking_chats.update(db, key, filing={"pinned": True})
+    rows = [blocking_chats.get_chat(db, key) for key in keys]
     rows.sort(key=lambda r: (r.pinned, r.updated_at, r.key), reverse=True)
     assert sum(r.pinned for r in rows) == 5
     return [r.key for r in rows]
@@ -176,7 +177,7 @@ def test_paging_through_pinned_and_unpinned_chats_is_exact(db: Database, limit: 
     seen: list[str] = []
     cursor = None
     for _page in range(20):
-        rows, cursor = chats.list_chats(db, limit=limit, query=None, cursor=cursor)
+        rows, cursor = blocking_chats.list_chats(db, limit=limit, query=None, cursor=cursor)
         assert len(rows) <= limit
         seen += [row.key for row in rows]
         if cursor is None:
@@ -188,11 +189,11 @@ def test_paging_a_tag_filter_is_exact(db: Database) -> None:
     expected = _mixed_chats(db)
     tagged = expected[::2]
     for key in tagged:
-        chats.update(db, key, filing={"tags": ["even"]})
+        blocking_chats.update(db, key, filing={"tags": ["even"]})
     seen: list[str] = []
     cursor = None
     for _page in range(20):
-        rows, cursor = chats.list_chats(db, limit=2, query=None, cursor=cursor, tag="even")
+        rows, cursor = blocking_chats.list_chats(db, limit=2, query=None, cursor=cursor, tag="even")
         seen += [row.key for row in rows]
         if cursor is None:
             break
@@ -208,13 +209,13 @@ def test_a_cursor_from_before_pinning_reads_on_and_a_forged_one_is_refused(
     for i, key in enumerate(keys):
         stamp(db, key, 100.0 + i)
     legacy = base64.urlsafe_b64encode(json.dumps([102.0, keys[2]]).encode()).decode()
-    rows, _ = chats.list_chats(db, limit=10, query=None, cursor=legacy)
+    rows, _ = blocking_chats.list_chats(db, limit=10, query=None, cursor=legacy)
     assert [r.key for r in rows] == [keys[1], keys[0]]
     for forged in ([7, 102.0, keys[2]], [1, 102.0, keys[2]], [True, "102", keys[2]],
                    [True, 102.0, 3], [True, float("nan"), keys[2]], [False, 10**400, "k"]):
         raw = base64.urlsafe_b64encode(json.dumps(forged).encode()).decode()
         with pytest.raises(Refusal) as refused:
-            chats.list_chats(db, limit=10, query=None, cursor=raw)
+            blocking_chats.list_chats(db, limit=10, query=None, cursor=raw)
         assert refused.value.code == "invalid_cursor", forged
 
 
@@ -323,7 +324,7 @@ def test_deleting_a_filed_chat_leaves_no_folder_or_tag_behind(client: TestClient
     _patch(client, key, {"folder": "Gone", "tags": ["gone"], "pinned": True})
     assert client.delete(f"/api/sessions/{key}", headers=bearer(client)).status_code == 200
     engine = client.app.state.engine  # type: ignore[attr-defined]
-    index = chats.filing_index(engine.db)
+    index = blocking_chats.filing_index(engine.db)
     assert index.folders == [] and index.tags == []
     assert _listed(client, folder="Gone") == [] and _listed(client, tag="gone") == []
 
@@ -368,12 +369,12 @@ def test_the_forms_pin_and_file_a_chat_and_go_back_to_the_view(client: TestClien
                       back="")
     assert filed.status_code == 303 and filed.headers["location"] == "/"
     engine = client.app.state.engine  # type: ignore[attr-defined]
-    row = chats.get_chat(engine.db, key)
+    row = blocking_chats.get_chat(engine.db, key)
     assert (row.folder, row.tags, row.pinned) == ("Work", ("alpha", "beta"), True)
     cleared = _organize(client, key, csrf, folder="", tags="", pinned="0",
                         back="https://evil.example/")
     assert cleared.status_code == 303 and cleared.headers["location"] == "/"
-    row = chats.get_chat(engine.db, key)
+    row = blocking_chats.get_chat(engine.db, key)
     assert (row.folder, row.tags, row.pinned) == (None, (), False)
 
 
@@ -412,9 +413,9 @@ def test_the_organize_form_needs_the_csrf_token(client: TestClient) -> None:
     forged = _organize(client, key, "0" * len(csrf), pinned="1")
     assert forged.status_code == 403
     engine = client.app.state.engine  # type: ignore[attr-defined]
-    assert chats.get_chat(engine.db, key).pinned is False
+    assert blocking_chats.get_chat(engine.db, key).pinned is False
     assert _organize(client, key, csrf, pinned="1").status_code == 303
-    assert chats.get_chat(engine.db, key).pinned is True
+    assert blocking_chats.get_chat(engine.db, key).pinned is True
 
 
 def test_hostile_folder_and_tag_names_are_escaped_on_the_page(client: TestClient) -> None:

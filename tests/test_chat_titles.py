@@ -17,6 +17,7 @@ from hearth.home import Home
 from hearth.sessions import chats
 from hearth.store.db import Database
 from hearth.web.app import create_app
+from tests.engine_harness import blocking
 from tests.pages import bearer
 
 HOSTILE_TITLES = [
@@ -75,11 +76,11 @@ def test_every_surface_door_refuses_it_too(tmp_path: Path, title: str) -> None:
     db = Database(f"sqlite:///{tmp_path}/t.db")
     db.upgrade()
     try:
-        key = chats.open_chat(db).session.key
+        key = blocking(lambda: chats.open_chat(db)).session.key
         with pytest.raises(chats.ChatError) as refused:
-            chats.update(db, key, title=title)
+            blocking(lambda: chats.update(db, key, title=title))
         assert refused.value.code == "invalid_title" and refused.value.status == 422
-        assert chats.get_chat(db, key).title is None
+        assert blocking(lambda: chats.get_chat(db, key)).title is None
     finally:
         db.close()
 
@@ -103,11 +104,11 @@ def test_a_title_too_long_is_refused_by_the_same_rule(tmp_path: Path) -> None:
     db = Database(f"sqlite:///{tmp_path}/t.db")
     db.upgrade()
     try:
-        key = chats.open_chat(db).session.key
-        assert chats.update(db, key, title="t" * 200).title == "t" * 200
+        key = blocking(lambda: chats.open_chat(db)).session.key
+        assert blocking(lambda: chats.update(db, key, title="t" * 200)).title == "t" * 200
         with pytest.raises(chats.ChatError, match="1 to 200 characters"):
-            chats.update(db, key, title="t" * 201)
+            blocking(lambda: chats.update(db, key, title="t" * 201))
         with pytest.raises(chats.ChatError, match="1 to 200 characters"):
-            chats.update(db, key, title="  \t ")
+            blocking(lambda: chats.update(db, key, title="  \t "))
     finally:
         db.close()

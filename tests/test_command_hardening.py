@@ -127,14 +127,14 @@ def test_an_ask_chat_without_the_sandbox_asks_even_for_ls(
 async def _asked(engine: Engine, key: str) -> list[dict[str, Any]]:
     await engine.start()
     try:
-        admitted = engine.send(key, "list")
+        admitted = await engine.send(key, "list")
         for _ in range(500):
-            pending = engine.desk.pending()
+            pending = await engine.desk.pending()
             if pending:
                 for row in pending:
-                    engine.desk.decide(row["id"], "deny", None)
+                    await engine.desk.decide(row["id"], "deny", None)
                 return pending
-            view = queries.run_status(engine.db, admitted.run_id)
+            view = await queries.run_status(engine.db, admitted.run_id)
             assert view is not None and view["status"] in ("admitted", "running"), view
             await asyncio.sleep(0.02)
         raise AssertionError("the run never asked")

@@ -275,7 +275,7 @@ def test_memory_filed_under_the_chat_alone_goes_and_shared_memory_stays(
             with pytest.raises(Refusal) as unknown:
                 await engine.delete_chat(key)
             assert unknown.value.code == "session_not_found" and unknown.value.status == 404
-            assert chats.get_chat(engine.db, other).key == other
+            assert (await chats.get_chat(engine.db, other)).key == other
         finally:
             await engine.close()
 
@@ -292,13 +292,13 @@ def test_a_chat_being_deleted_takes_no_new_message(
             key = new_chat(engine)
             engine.deleting.add(key)  # as while its deletion waits for a turn to end
             with pytest.raises(Refusal) as refused:
-                engine.send(key, "hello")
+                await engine.send(key, "hello")
             assert refused.value.code == "session_deleting" and refused.value.status == 409
             with pytest.raises(Refusal) as twice:
                 await engine.delete_chat(key)
             assert twice.value.code == "session_deleting"
             engine.deleting.discard(key)
-            assert chats.get_chat(engine.db, key).message_count == 0
+            assert (await chats.get_chat(engine.db, key)).message_count == 0
             assert (await engine.delete_chat(key)).deleted
         finally:
             await engine.close()

@@ -137,9 +137,9 @@ def test_a_run_ending_while_the_replay_is_read_is_sent_once(tmp_path: Path) -> N
 
     async def body() -> None:
         key = new_chat(engine)
-        admitted = admission.admit(engine.db, engine.bus, key, "hello")  # no lane runs it
+        admitted = await admission.admit(engine.db, engine.bus, key, "hello")  # no lane runs it
         sub = engine.bus.subscribe(key)  # what stream_response does before the first read
-        assert endings.settle(engine.db, engine.bus, session_key=key,
+        assert await endings.settle(engine.db, engine.bus, session_key=key,
                               run_id=admitted.run_id, ending=endings.stopped())
         assert sub.queue.qsize() == 2  # the notice and the done, live
         stream = frames(engine, key, 0, sub)
@@ -170,7 +170,7 @@ def test_a_reconnect_mid_turn_gets_the_live_done_once(
         await engine.start()
         try:
             key = new_chat(engine)
-            admitted = engine.send(key, "hello")
+            admitted = await engine.send(key, "hello")
             await asyncio.to_thread(started.wait, 10)
             stream = frames(engine, key, 0, engine.bus.subscribe(key))
             got: list[Frame] = []

@@ -31,7 +31,7 @@ from hearth.store.jobs import JobRow
 from hearth.store.schema import approvals, audit, jobs, runs, sessions
 from hearth.tools import fence
 from hearth.tools.base import ToolContext, ToolRefused
-from tests.engine_harness import events, make_config, make_engine
+from tests.engine_harness import blocking, events, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway
 
@@ -153,7 +153,7 @@ def runs_of(engine: Engine, key: str) -> list[Any]:
 async def ended(engine: Engine, run_id: str, timeout: float = 15) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        view = queries.run_status(engine.db, run_id)
+        view = await queries.run_status(engine.db, run_id)
         if view is not None and view["status"] not in ("admitted", "running"):
             return view
         await asyncio.sleep(0.05)
@@ -211,8 +211,8 @@ def test_a_job_fires_once_per_due_time_however_often_the_scheduler_ticks(
         try:
             together = await asyncio.gather(engine.scheduler.tick(), engine.scheduler.tick())
             # a crash after the admission but before the job moved on: it is due again
-            with engine.db.write() as conn:
-                conn.execute(update(jobs).where(jobs.c.id == job.id).values(next_at=due_at))
+            await engine.db.writing(lambda conn: conn.execute(
+                update(jobs).where(jobs.c.id == job.id).values(next_at=due_at)))
             again = await engine.scheduler.tick()
             for run in runs_of(engine, job.session_key):
                 await ended(engine, run.run_id)
@@ -261,7 +261,7 @@ def test_a_job_whose_name_a_restricted_chat_holds_is_skipped_not_fired_there(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     engine = engine_for(tmp_path, model_server)
     job = add(engine.db, next_at=time.time() - 5)
-    chats.open_chat(engine.db, name=job.session_key, memory_mode="incognito")
+    blocking(lambda: chats.open_chat(engine.db, name=job.session_key, memory_mode="incognito"))
 
     async def body() -> list[Fired]:
         await started(engine)
@@ -309,7 +309,8 @@ def test_the_scheduler_runs_as_nobodys_work(tmp_path: Path,
 
 def make_chat(engine: Engine, mode: str, trust: str) -> str:
     recorded = "persistent" if mode == "unreadable" else mode
-    key = chats.open_chat(engine.db, memory_mode=recorded, trust=trust).session.key
+    key = blocking(lambda: chats.open_chat(engine.db, memory_mode=recorded,
+                                           trust=trust)).session.key
     if mode == "unreadable":  # a mode this build does not know
         with engine.db.write() as conn:
             conn.execute(update(sessions).where(sessions.c.key == key)
@@ -327,7 +328,7 @@ def tool_turn(engine: Engine, server: ScriptedModelServer, mode: str, trust: str
         await started(engine)
         try:
             key = make_chat(engine, mode, trust)
-            admitted = engine.send(key, "Remind me every hour, please.")
+            admitted = await engine.send(key, "Remind me every hour, please.")
             view = await ended(engine, admitted.run_id)
             [result] = [e for e in events(engine, key) if e.kind == "tool_result"]
             return key, view, {**result.content, **result.meta}
@@ -367,15 +368,15 @@ def test_the_tool_in_a_persistent_chat_that_asks_first_asks_the_owner(
         await started(engine)
         try:
             key = make_chat(engine, "persistent", "ask")
-            admitted = engine.send(key, "Remind me in five minutes.")
+            admitted = await engine.send(key, "Remind me in five minutes.")
             deadline = time.monotonic() + 10
             asked: list[Any] = []
             while not asked and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
-                with engine.db.read() as conn:
-                    asked = conn.execute(select(approvals)).all()
+                asked = await engine.db.reading(
+                    lambda conn: conn.execute(select(approvals)).all())
             assert [a.tool for a in asked] == ["schedule_job"]
-            engine.desk.decide(asked[0].id, "allow_once", None)
+            await engine.desk.decide(asked[0].id, "allow_once", None)
             return await ended(engine, admitted.run_id)
         finally:
             await engine.close()

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import (
     events,
@@ -210,8 +212,8 @@ def test_history_excludes_messages_queued_behind_the_run(
     async def body() -> None:
         await engine.start()
         key = new_chat(engine)
-        first = engine.send(key, "first question")
-        second = engine.send(key, "second question")
+        first = await engine.send(key, "first question")
+        second = await engine.send(key, "second question")
         assert second.status == "queued"
         await engine.bus.wait_run(first.run_id, 10)
         await engine.bus.wait_run(second.run_id, 10)
@@ -237,15 +239,17 @@ def test_a_run_that_lost_its_writer_claim_cannot_write(
     async def body() -> tuple[dict[str, Any], list[Any]]:
         await engine.start()
         key = new_chat(engine)
-        admitted = engine.send(key, "hi")
+        admitted = await engine.send(key, "hi")
         assert await asyncio.to_thread(started.wait, 10)
-        with engine.db.write() as conn:  # another writer takes the chat (e.g. a second process)
+        def intrude(conn: Connection) -> bool:  # another writer takes the chat
             session_store.release_writer(conn, key, admitted.run_id)
-            assert session_store.claim_writer(conn, key, "run_intruder")
+            return session_store.claim_writer(conn, key, "run_intruder")
+
+        assert await engine.db.writing(intrude)
         release.set()
         await engine.bus.wait_run(admitted.run_id, 10)
         from hearth.engine import queries
-        view = queries.run_status(engine.db, admitted.run_id)
+        view = await queries.run_status(engine.db, admitted.run_id)
         rows = events(engine, key)
         await engine.close()
         assert view is not None

@@ -18,7 +18,7 @@ from hearth.privacy.stores import changes_memory, protect
 from hearth.store import memory as store
 from hearth.store import recall as recall_store
 from hearth.store.db import Database
-from tests.engine_harness import make_config, make_engine, new_chat, run, turn
+from tests.engine_harness import blocking, make_config, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
 INSERT = ("INSERT INTO memory_items(kind, text, fingerprint, written_by, created_at, "
@@ -254,7 +254,8 @@ def test_a_turn_says_what_memory_fed_it(tmp_path: Path,
 def engine_chat(engine: object, mode: str) -> str:
     from hearth.sessions import chats
 
-    return chats.open_chat(engine.db, memory_mode=mode, trust="trusted").session.key  # type: ignore[attr-defined]
+    db = engine.db  # type: ignore[attr-defined]
+    return blocking(lambda: chats.open_chat(db, memory_mode=mode, trust="trusted")).session.key
 
 
 def _final_meta(engine: object, key: str) -> dict[str, object]:

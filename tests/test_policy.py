@@ -210,7 +210,7 @@ def chat_turn(engine: Engine, text: str, agent: str | None = None) -> dict[str, 
     async def body() -> dict[str, Any]:
         await engine.start()
         try:
-            key = chats.open_chat(engine.db, agent=agent, trust="trusted").session.key
+            key = (await chats.open_chat(engine.db, agent=agent, trust="trusted")).session.key
             return await turn(engine, key, text)
         finally:
             await engine.close()

@@ -123,7 +123,8 @@ def test_a_turn_runs_as_its_chat_in_the_chats_mode(
         from hearth.sessions import chats
 
         await engine.start()
-        key = chats.open_chat(engine.db, memory_mode="incognito", trust="trusted").session.key
+        opened = await chats.open_chat(engine.db, memory_mode="incognito", trust="trusted")
+        key = opened.session.key
         await turn(engine, key, "probe")
         await engine.close()
         return key

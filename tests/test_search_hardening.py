@@ -107,10 +107,10 @@ def test_the_event_loop_keeps_answering_while_a_turn_greps(
                 lags.append(time.monotonic() - due)
 
         ticker = asyncio.create_task(tick())
-        admitted = engine.send(key, "find it")
+        admitted = await engine.send(key, "find it")
         await engine.bus.wait_run(admitted.run_id, 60)
         ticker.cancel()
-        view = queries.run_status(engine.db, admitted.run_id)
+        view = await queries.run_status(engine.db, admitted.run_id)
         rows = events(engine, key)
         await engine.close()
         assert view is not None
@@ -135,14 +135,14 @@ def test_stop_ends_a_running_grep_and_its_worker(
     async def body() -> tuple[float, float, float, dict[str, Any]]:
         await engine.start()
         key = new_chat(engine)
-        admitted = engine.send(key, "search slowly")
+        admitted = await engine.send(key, "search slowly")
         await asyncio.sleep(1.0)
         busy = await asyncio.to_thread(cpu_over, 1.0)  # the positive control: it searches
         begun = time.monotonic()
-        assert engine.stop(key) == admitted.run_id
+        assert await engine.stop(key) == admitted.run_id
         await engine.bus.wait_run(admitted.run_id, 5)
         took = time.monotonic() - begun
-        view = queries.run_status(engine.db, admitted.run_id)
+        view = await queries.run_status(engine.db, admitted.run_id)
         await asyncio.sleep(0.5)  # a slice in progress ends (SLICE_BYTES at ~1 MB/s)
         idle = await asyncio.to_thread(cpu_over, 1.0)
         await engine.close()

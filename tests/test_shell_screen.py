@@ -223,10 +223,10 @@ async def asked_or_ended(engine: Engine, run_id: str, timeout: float = 15) -> li
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
-        pending = engine.desk.pending()
+        pending = await engine.desk.pending()
         if pending:
             return pending
-        view = queries.run_status(engine.db, run_id)
+        view = await queries.run_status(engine.db, run_id)
         assert view is not None
         if view["status"] not in ("admitted", "running"):
             return []
@@ -238,7 +238,7 @@ async def ended(engine: Engine, run_id: str, timeout: float = 15) -> dict[str, A
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
-        view = queries.run_status(engine.db, run_id)
+        view = await queries.run_status(engine.db, run_id)
         assert view is not None
         if view["status"] not in ("admitted", "running"):
             return view
@@ -282,10 +282,10 @@ def test_a_changing_command_asks_the_owner_and_a_denial_keeps_it_from_running(
     async def body() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         await engine.start()
         try:
-            admitted = engine.send(new_chat(engine, trust="ask"), "make x")
+            admitted = await engine.send(new_chat(engine, trust="ask"), "make x")
             pending = await asked_or_ended(engine, admitted.run_id)
             for row in pending:
-                engine.desk.decide(row["id"], "deny", None)
+                await engine.desk.decide(row["id"], "deny", None)
             return pending, await ended(engine, admitted.run_id)
         finally:
             await engine.close()
@@ -313,10 +313,10 @@ def test_a_command_run_through_env_still_asks_the_owner(
     async def body() -> list[dict[str, Any]]:
         await engine.start()
         try:
-            admitted = engine.send(new_chat(engine, trust="ask"), "tidy")
+            admitted = await engine.send(new_chat(engine, trust="ask"), "tidy")
             pending = await asked_or_ended(engine, admitted.run_id)
             for row in pending:
-                engine.desk.decide(row["id"], "deny", None)
+                await engine.desk.decide(row["id"], "deny", None)
             await ended(engine, admitted.run_id)
             return pending
         finally:

@@ -75,8 +75,7 @@ def test_a_burst_of_chunks_is_checkpointed_about_once_a_second_not_per_chunk(
             kept_in_pause = False
             while not running.done() and not kept_in_pause:
                 await asyncio.sleep(0.1)
-                with engine.db.read() as conn:
-                    run = run_store.current(conn, key)
+                run = await engine.db.reading(run_store.current, key)
                 kept_in_pause = run is not None and run.partial_text == text
             return kept_in_pause, await running
         finally:

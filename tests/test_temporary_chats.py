@@ -17,7 +17,7 @@ import pytest
 from hearth.config import Config
 from hearth.sessions import chats
 from hearth.store import sessions as session_store
-from tests.engine_harness import make_config, make_engine
+from tests.engine_harness import blocking, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 from tests.test_delete_chat import audit_rows, rows_of, wait_until
@@ -209,16 +209,17 @@ def test_only_temporary_chats_end_forgotten_at_start_and_stop(tmp_path: Path) ->
     with engine.db.write() as conn:
         session_store.insert(conn, key="odd-mode", tab_id="t", memory_mode="someday-mode",
                              chat_number=None)
-    kept = [chats.open_chat(engine.db, memory_mode=mode).session.key
-            for mode in ("persistent", "incognito")] + ["odd-mode"]
-    temporary = [chats.open_chat(engine.db, memory_mode="temporary").session.key
-                 for _ in range(2)]
+    def opened(mode: str) -> str:
+        return blocking(lambda: chats.open_chat(engine.db, memory_mode=mode)).session.key
+
+    kept = [opened(mode) for mode in ("persistent", "incognito")] + ["odd-mode"]
+    temporary = [opened("temporary") for _ in range(2)]
 
     async def body() -> None:
         await engine.start()  # forgets the temporary chats a previous process left
-        with engine.db.read() as conn:
-            assert all(session_store.get(conn, key) is None for key in temporary)
-        made = chats.open_chat(engine.db, memory_mode="temporary").session.key
+        kept_rows = [await engine.db.reading(session_store.get, key) for key in temporary]
+        assert kept_rows == [None] * len(temporary)
+        made = (await chats.open_chat(engine.db, memory_mode="temporary")).session.key
         temporary.append(made)
         await engine.close()  # and the ones made since
 
