@@ -1,6 +1,9 @@
 """ACK latency of POST /api/sessions/{key}/messages against a real gateway subprocess.
 
-Target: p50 <= 5 ms and p99 <= 25 ms, with 1 and with 50 concurrent senders, on a 2-core box.
+Targets (2-core box): 1 sender with turns running beside it p50 <= 2 ms, p99 <= 10 ms; 50
+closed-loop senders p99 <= 60 ms. Admission is a promise: the one writer commits the messages
+that arrive together in one transaction (group commit), and the run reports how many
+transactions (fsyncs) the gateway made per acknowledged message.
 
 The gateway runs as `hearth gateway` in a subprocess (tests.gateway.Gateway) with its own temp
 HEARTH_HOME, pointed at the scripted fake model server (tests.fakes.model_server) answering a
@@ -21,6 +24,7 @@ A benchmark, not a test: it prints figures and verdicts and exits 0 whatever the
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import statistics
@@ -41,8 +45,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import TOKEN, Gateway, write_config  # noqa: E402
 
-P50_TARGET_MS = 5.0
-P99_TARGET_MS = 25.0
+P50_TARGET_MS = 2.0  # one sender, turns running beside it
+P99_TARGET_MS = 10.0
+P99_MANY_TARGET_MS = 60.0  # fifty closed-loop senders
 TEXT = "Remind me what we decided about the garden layout, in one line please."
 
 
@@ -228,21 +233,19 @@ def profile_in_process(messages: int, synchronous: str) -> None:
         db = Database(f"sqlite:///{tmp}/hearth.db", synchronous=synchronous)
         db.upgrade()
         bus = Bus()
-        keys = [chats.open_chat(db).session.key for _ in range(20)]
+        async def admit_all(count: int, prefix: str = "") -> None:
+            keys = [(await chats.open_chat(db)).session.key for _ in range(20)]
+            for i in range(count):
+                await admission.admit(db, bus, keys[i % len(keys)], TEXT,
+                                      client_message_id=prefix + uuid.uuid4().hex)
 
-        def admit(i: int, client_id: str) -> None:
-            admission.admit(db, bus, keys[i % len(keys)], TEXT, client_message_id=client_id)
-
-        for i in range(50):  # warm-up
-            admit(i, f"warm-{i}")
+        asyncio.run(admit_all(50, "warm-"))
         start = time.perf_counter()
-        for i in range(messages):
-            admit(i, uuid.uuid4().hex)
+        asyncio.run(admit_all(messages))
         plain = (time.perf_counter() - start) / messages * 1000
         profiler = cProfile.Profile()
         profiler.enable()
-        for i in range(messages):
-            admit(i, uuid.uuid4().hex)
+        asyncio.run(admit_all(messages))
         profiler.disable()
         print(f"\nIn-process: admission.admit x{messages} (no HTTP, no turns), synchronous="
               f"{synchronous}: {plain:.2f} ms per call (without the profiler)")
@@ -326,7 +329,9 @@ def measure(gateway: Gateway, model: ScriptedModelServer, args: argparse.Namespa
               f"{(cpu_parked - cpu) / len(parked.latencies) * 1e3:.2f} ms")
     drain(url, parked.last_run)
 
+    before = store_counts(url)
     many, wall = many_senders(url, many_keys, args.per_sender, args.think)
+    after = store_counts(url)
     pace = (f"each pausing 0-{2 * args.think:g} s between messages" if args.think > 0
             else "back to back")
     report(f"{len(many_keys)} senders: {args.per_sender} messages each to its own chat, "
@@ -337,7 +342,21 @@ def measure(gateway: Gateway, model: ScriptedModelServer, args: argparse.Namespa
               f"{len(many_keys)} x {per:.2f} ms (wall per ACK) = {len(many_keys) * per:.0f} ms; "
               f"p50 <= {P50_TARGET_MS:g} ms here needs <= "
               f"{P50_TARGET_MS / len(many_keys) * 1000:.0f} us of gateway time per ACK")
+    ok = "met" if many.latencies and pct(sorted(x * 1000 for x in many.latencies), 99) \
+        <= P99_MANY_TARGET_MS else "MISSED"
+    print(f"  target p99 <= {P99_MANY_TARGET_MS:g} ms with {len(many_keys)} senders: {ok}")
+    writes, commits = after[1] - before[1], after[0] - before[0]
+    if many.latencies and commits:
+        print(f"  group commit: {writes} awaited writes (admissions and the turns' own) in "
+              f"{commits} transactions, {writes / commits:.1f} writes per fsync; "
+              f"{commits / len(many.latencies):.2f} transactions per acknowledged message")
     print("  (this phase is last: the turns still queued behind it are not waited for)")
+
+
+def store_counts(url: str) -> tuple[int, int]:
+    """The gateway's writer counters (transactions committed, writes in them), from /healthz."""
+    store = httpx.get(f"{url}/healthz", timeout=10).json().get("store", {})
+    return int(store.get("transactions", 0)), int(store.get("writes", 0))
 
 
 def gateway_cpu(pid: int | None, before: float | None, messages: int, waited: float) -> None:

@@ -24,11 +24,11 @@ from hearth.memory.chat_search import (
 from hearth.privacy.reach import RestrictedSession
 from hearth.privacy.scope import as_work_of
 from hearth.privacy.stores import protect
-from hearth.sessions.chats import open_chat
 from hearth.store import sessions as session_store
 from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused, check_arguments
+from tests.engine_harness import blocking_chats
 
 OPENAI_KEY = "sk-proj-Q8xkz2LmN4vB7wR1tY6uI3oP0aS5dF9g"
 ANTHROPIC_KEY = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed"
@@ -45,7 +45,7 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 def chat(db: Database, mode: str = "persistent", *lines: str, title: str | None = None) -> str:
     """A chat in `mode` whose turns alternate user / assistant."""
-    key = open_chat(db, memory_mode=mode).session.key
+    key = blocking_chats.open_chat(db, memory_mode=mode).session.key
     say(db, key, *lines)
     if title is not None:
         with db.write() as conn:

@@ -22,7 +22,7 @@ from hearth.errors import Refusal
 from hearth.faults import fail_point
 from hearth.sessions import chats
 from hearth.store.schema import memory_items
-from tests.engine_harness import make_config, make_engine, new_chat, turn
+from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 
@@ -245,9 +245,12 @@ def test_patch_cannot_change_a_chats_memory_mode(gateway: Gateway) -> None:
 
 
 def memory_texts(engine: Any) -> dict[str, str | None]:
-    with engine.db.read() as conn:
+    def read(conn: Any) -> dict[str, str | None]:
         rows = conn.execute(memory_items.select().where(memory_items.c.kind == "fact"))
         return {row.text: row.filed_under for row in rows}
+
+    found: dict[str, str | None] = blocking(lambda: engine.db.reading(read))
+    return found
 
 
 def test_memory_filed_under_the_chat_alone_goes_and_shared_memory_stays(
@@ -260,12 +263,14 @@ def test_memory_filed_under_the_chat_alone_goes_and_shared_memory_stays(
             key, other = new_chat(engine), new_chat(engine)
             model_server.push(Reply(text="Hello."))
             await turn(engine, key, "hi")
-            remember = engine.memory.remember
-            remember(kind="fact", words="Owner keeps bees", written_by="test", filed_under=key)
-            remember(kind="fact", words="Owner likes tea", written_by="test", filed_under=key)
-            remember(kind="fact", words="Owner likes tea", written_by="test", filed_under=other)
-            remember(kind="fact", words="Owner rows boats", written_by="test",
-                     filed_under=other)
+            def remember(words: str, under: str) -> None:
+                engine.memory.remember(kind="fact", words=words, written_by="test",
+                                       filed_under=under)
+
+            await asyncio.to_thread(remember, "Owner keeps bees", key)
+            await asyncio.to_thread(remember, "Owner likes tea", key)
+            await asyncio.to_thread(remember, "Owner likes tea", other)
+            await asyncio.to_thread(remember, "Owner rows boats", other)
             assert memory_texts(engine) == {"Owner keeps bees": key, "Owner likes tea": None,
                                             "Owner rows boats": other}
             report = await engine.delete_chat(key)

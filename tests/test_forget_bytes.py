@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hearth.engine.runtime import Engine
-from tests.engine_harness import make_config, make_engine, new_chat, turn
+from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 from tests.test_delete_chat import wait_until
@@ -30,9 +30,9 @@ def holding(home: Path, word: str) -> list[str]:
 
 def indexed(engine: Engine, word: str) -> bool:
     """Whether a segment of the keyword index holds `word`'s bytes."""
-    with engine.db.read() as conn:
-        blocks = conn.exec_driver_sql("SELECT block FROM memory_fts_data").scalars()
-        return any(word.encode() in bytes(block) for block in blocks if block)
+    blocks = blocking(lambda: engine.db.reading(lambda conn: list(
+        conn.exec_driver_sql("SELECT block FROM memory_fts_data").scalars())))
+    return any(word.encode() in bytes(block) for block in blocks if block)
 
 
 def talk(api: Api, server: ScriptedModelServer, key: str, word: str,
@@ -107,21 +107,25 @@ def test_memory_filed_under_a_deleted_chat_leaves_no_word_in_the_keyword_index(
             model_server.push(Reply(text="Hello."), Reply(text="Hello."))
             await turn(engine, key, "hi")
             await turn(engine, other, "hi")
-            engine.memory.remember(kind="fact", words=f"Owner keeps a {FORGOTTEN}",
-                                   written_by="test", filed_under=key)
+            def remember(words: str, under: str) -> None:
+                engine.memory.remember(kind="fact", words=words, written_by="test",
+                                       filed_under=under)
+
+            def search(words: str) -> list[str]:
+                return [h.item.text for h in engine.memory.search(words)]
+
+            await asyncio.to_thread(remember, f"Owner keeps a {FORGOTTEN}", key)
             for n in range(20):  # later segments, merged with the first by FTS5's automerge
-                engine.memory.remember(kind="fact", words=f"Owner likes {KEPT} number {n}",
-                                       written_by="test", filed_under=other)
-            assert [h.item.text for h in engine.memory.search(FORGOTTEN)] == [
-                f"Owner keeps a {FORGOTTEN}"]
+                await asyncio.to_thread(remember, f"Owner likes {KEPT} number {n}", other)
+            assert await asyncio.to_thread(search, FORGOTTEN) == [f"Owner keeps a {FORGOTTEN}"]
             assert indexed(engine, FORGOTTEN) and holding(tmp_path, FORGOTTEN)
 
             assert (await engine.delete_chat(key)).removed["memory_items"] == 1
 
             assert not indexed(engine, FORGOTTEN)
             assert holding(tmp_path, FORGOTTEN) == []
-            assert holding(tmp_path, KEPT) and engine.memory.search(KEPT)
-            assert engine.memory.search(FORGOTTEN) == []
+            assert holding(tmp_path, KEPT) and await asyncio.to_thread(search, KEPT)
+            assert await asyncio.to_thread(search, FORGOTTEN) == []
         finally:
             await engine.close()
 

@@ -145,9 +145,8 @@ def engine_for(tmp_path: Path, server: ScriptedModelServer) -> Engine:
 
 
 def runs_of(engine: Engine, key: str) -> list[Any]:
-    with engine.db.read() as conn:
-        return conn.execute(select(runs).where(runs.c.session_key == key)
-                            .order_by(runs.c.id)).all()
+    return blocking(lambda: engine.db.reading(lambda conn: conn.execute(
+        select(runs).where(runs.c.session_key == key).order_by(runs.c.id)).all()))
 
 
 async def ended(engine: Engine, run_id: str, timeout: float = 15) -> dict[str, Any]:
@@ -312,9 +311,8 @@ def make_chat(engine: Engine, mode: str, trust: str) -> str:
     key = blocking(lambda: chats.open_chat(engine.db, memory_mode=recorded,
                                            trust=trust)).session.key
     if mode == "unreadable":  # a mode this build does not know
-        with engine.db.write() as conn:
-            conn.execute(update(sessions).where(sessions.c.key == key)
-                         .values(memory_mode="from-the-future"))
+        blocking(lambda: engine.db.writing(lambda conn: conn.execute(
+            update(sessions).where(sessions.c.key == key).values(memory_mode="from-the-future"))))
     return key
 
 

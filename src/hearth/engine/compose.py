@@ -4,6 +4,8 @@ registry, memory, the tools) for the gateway, the CLI and the tests."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from hearth.tools.base import Tool
 from hearth.tools.registry import ToolRegistry, builtin_tools
 
 log = logging.getLogger(__name__)
+EXIT_STORE_FAILED = 75  # EX_TEMPFAIL: the store failed under the gateway; a restart recovers
 
 
 def open_store(url: str, synchronous: str = "FULL") -> Database:
@@ -49,6 +52,7 @@ def build_engine(home: Home, config: Config) -> Engine:
     masking.know(*(value for server in config.mcp_servers for name, value in server.env.items()
                    if masking.looks_secret(name)))
     db = open_store(home.database_url(), config.store.synchronous)
+    db.writer.on_death = _end_gateway
     models = ModelRegistry.from_config(config)
     if not models.ids():
         log.warning("no model is set up; every turn will end saying how to add one")
@@ -57,6 +61,15 @@ def build_engine(home: Home, config: Config) -> Engine:
     return Engine(db=db, config=config, models=models, tools=tools, memory=memory,
                   workspace=home.workspace, hidden_from_tools=(home.root,),
                   chats_dir=home.sessions_dir, base_config=base)
+
+
+def _end_gateway(sentence: str) -> None:
+    """The one writer could not commit: nothing later can be trusted to reach the disk, so
+    the process ends here, saying why. What was acknowledged is on disk already; the callers
+    of the failed transaction were never answered, and a restart recovers as after a crash."""
+    sys.stderr.write(f"hearth: {sentence}\n")
+    sys.stderr.flush()
+    os._exit(EXIT_STORE_FAILED)
 
 
 def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = None) -> Engine:

@@ -95,12 +95,15 @@ class Scheduler:
         async with self._lock:
             moment = time.time() if at is None else at
             fired: list[Fired] = []
-            for job in await self.host.db.reading(job_store.due, moment):
+            for job in await self._due(moment):
                 one = await self._fire(job)
                 if one is None:  # the gateway is stopping: what is left fires next time
                     break
                 fired.append(one)
             return fired
+
+    async def _due(self, at: float) -> list[JobRow]:
+        return await self.host.db.reading(job_store.due, at)
 
     async def _fire(self, job: JobRow) -> Fired | None:
         try:

@@ -38,6 +38,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 
+from hearth.store import migrate
 from hearth.store.writer import Job, Writer
 from hearth.threads import ContextCarryingExecutor
 
@@ -131,7 +132,11 @@ class Database:
             yield conn
 
     def upgrade(self) -> None:
-        """Apply every Alembic migration not yet applied (idempotent)."""
+        """Apply every Alembic migration not yet applied (idempotent). A database already at
+        the newest migration is seen so without importing Alembic (`store/migrate.py`)."""
+        with self.engine.connect() as conn:
+            if migrate.is_current(conn, migrate.head_revision()):
+                return
         from alembic import command
         from alembic.config import Config as AlembicConfig
 

@@ -38,10 +38,11 @@ class EventRow:
 
     @classmethod
     def of(cls, row: Any) -> EventRow:
-        m = row._mapping
-        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+        """From a row selected with `_EVENT` (its columns in this class's field order)."""
+        return cls(*row)
 
 
+_EVENT = select(*(transcript_events.c[name] for name in EventRow.__dataclass_fields__))
 _HEAD = select(
     sessions.c.last_seq, sessions.c.head_event_id, sessions.c.writer_run_id
 ).where(sessions.c.key == bindparam("b_key"))
@@ -56,12 +57,12 @@ _BUMP = (
     )
 )
 _INSERT = transcript_events.insert()
-_FIND = select(transcript_events).where(
+_FIND = _EVENT.where(
     transcript_events.c.session_key == bindparam("b_key"),
     transcript_events.c.idempotency_key == bindparam("b_idem"),
 )
 _WINDOW = (
-    select(transcript_events)
+    _EVENT
     .where(transcript_events.c.session_key == bindparam("b_key"))
     .order_by(transcript_events.c.seq.desc())
     .limit(bindparam("b_limit"))
@@ -138,7 +139,7 @@ def window(
 def after(conn: Connection, session_key: str, after_seq: int, limit: int = 500) -> list[EventRow]:
     """Events with seq > after_seq, oldest first (for replay to a reconnecting client)."""
     stmt = (
-        select(transcript_events)
+        _EVENT
         .where(transcript_events.c.session_key == session_key)
         .where(transcript_events.c.seq > after_seq)
         .order_by(transcript_events.c.seq)
@@ -152,7 +153,7 @@ def after(conn: Connection, session_key: str, after_seq: int, limit: int = 500) 
 def of_run(conn: Connection, session_key: str, run_id: str, from_seq: int) -> list[EventRow]:
     """A run's events: none comes before its user message, so the scan starts there."""
     stmt = (
-        select(transcript_events)
+        _EVENT
         .where(transcript_events.c.session_key == session_key)
         .where(transcript_events.c.seq >= from_seq, transcript_events.c.run_id == run_id)
         .order_by(transcript_events.c.seq)
@@ -161,7 +162,7 @@ def of_run(conn: Connection, session_key: str, run_id: str, from_seq: int) -> li
 
 
 def at(conn: Connection, session_key: str, seq: int) -> EventRow | None:
-    row = conn.execute(select(transcript_events).where(
+    row = conn.execute(_EVENT.where(
         transcript_events.c.session_key == session_key, transcript_events.c.seq == seq)).first()
     return EventRow.of(row) if row else None
 

@@ -19,9 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import bashlex
-import bashlex.errors
-
 WRAPPERS = {"sudo", "doas", "env", "nice", "nohup", "command", "exec", "time", "timeout",
             "ionice", "stdbuf", "busybox", "xargs", "setsid", "chroot", "builtin"}
 # a wrapper's options that take the next word as their value
@@ -67,6 +64,8 @@ def refusal(command: str) -> str | None:
 def _why(command: str) -> str | None:
     if _FORK_TEXT.search(command):
         return FORK_BOMB
+    import bashlex.errors  # imported when a command is first read: it costs ~0.1 s at start
+
     try:
         parsed = _simple_commands(command)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, TypeError,
@@ -81,6 +80,8 @@ def _why(command: str) -> str | None:
 
 
 def _simple_commands(command: str) -> list[Simple]:
+    import bashlex
+
     found: list[Simple] = []
 
     class Visitor(bashlex.ast.nodevisitor):

@@ -70,7 +70,9 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         where = engine.placement
+        writer = engine.db.writer
         return {"ok": True, "version": __version__, "db": engine.db.dialect,
+                "store": {"transactions": writer.batches, "writes": writer.jobs},
                 "models": engine.deps.models.ids(),
                 "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,
                             "says": where.describe()}}
