@@ -14,6 +14,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m compileall -q src > /dev/null  # a start reads bytecode, not source
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)

@@ -14,8 +14,6 @@ import os
 import threading
 from collections.abc import Mapping
 
-import httpx
-
 from hearth.config import Config, ModelConfig
 from hearth.masking import know
 from hearth.models.types import Provider
@@ -60,6 +58,8 @@ def fallback_models(environ: Mapping[str, str], probe_ollama: bool = True) -> li
 
 
 def _probe_ollama(url: str) -> ModelConfig | None:
+    import httpx  # asked only when no model is set up
+
     try:
         answer = httpx.get(f"{url.rstrip('/')}/api/tags", timeout=1.0)
         answer.raise_for_status()

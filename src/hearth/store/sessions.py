@@ -18,7 +18,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 
 from hearth.store.db import now
 from hearth.store.schema import sessions
@@ -158,6 +157,8 @@ def _has_tag(conn: Connection, tag: str) -> ColumnElement[bool]:
     if conn.dialect.name == "sqlite":
         each = func.json_each(sessions.c.tags).table_valued("value")
         return select(each.c.value).where(each.c.value == tag).exists()
+    from sqlalchemy.dialects.postgresql import JSONB  # only PostgreSQL reads tags this way
+
     return cast(sessions.c.tags, JSONB).contains([tag])
 
 

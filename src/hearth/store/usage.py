@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
 
 from hearth.store.schema import usage_daily
@@ -51,8 +50,7 @@ def record(conn: Connection, *, model_id: str, tokens_in: int, tokens_out: int,
            now: float) -> None:
     """Add one model call to its day's row for the model."""
     cost = cost_of(tokens_in, tokens_out, price_in_per_mtok, price_out_per_mtok)
-    dialect = postgresql if conn.dialect.name.startswith("postgres") else sqlite
-    row = dialect.insert(usage_daily).values(
+    row = _insert_of(conn)(usage_daily).values(
         day=day_of(now), model_id=model_id, calls=1, tokens_in=tokens_in,
         tokens_out=tokens_out, cost_usd=cost, unpriced_calls=0 if cost is not None else 1,
     )
@@ -89,3 +87,14 @@ def _totals(conn: Connection, key: ColumnElement[str], since_day: str) -> list[T
     )
     return [Total(str(r[0]), int(r[1] or 0), int(r[2] or 0), int(r[3] or 0),
                   None if r[4] is None else float(r[4]), int(r[5] or 0)) for r in rows]
+
+
+def _insert_of(conn: Connection) -> Any:
+    """The dialect's INSERT, which knows ON CONFLICT (imported when first asked)."""
+    if conn.dialect.name.startswith("postgres"):
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert

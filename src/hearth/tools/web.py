@@ -14,8 +14,6 @@ import ssl
 from typing import Any
 from urllib.parse import urljoin
 
-import httpx
-
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.files import size_words
 from hearth.tools.web_reach import (
@@ -57,6 +55,8 @@ class WebFetch:
         self._verify: ssl.SSLContext | bool = verify if verify is not None else True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        import httpx  # when the tool is first used, not at every start
+
         url = str(args["url"]).strip()
         limit = self._char_limit(args, ctx)
         try:
@@ -104,6 +104,8 @@ class WebFetch:
     async def _get(self, target: Target, addresses: list[IPAddress],
                    ctx: ToolContext) -> Reply:
         """The first checked address that takes the connection answers."""
+        import httpx
+
         failure: httpx.ConnectError | None = None
         for ip in addresses:
             try:

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from hearth.tools.web_body import ACCEPTED_ENCODINGS, UnreadableEncoding, read_capped
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -225,6 +223,8 @@ async def pinned_get(target: Target, ip: IPAddress, web_max_bytes: int, timeout:
     """GET `target` from the address `ip` (and no other), with the original Host header and,
     for https, SNI and certificate checks against the host name. Never cookies or credentials,
     never a proxy from the environment. A declared non-text type is refused unread."""
+    import httpx  # when the web tool is first used, not at every start
+
     headers = {"Host": target.host_header, "User-Agent": USER_AGENT,
                "Accept": "text/html, text/plain;q=0.9, application/json;q=0.9, */*;q=0.5",
                "Accept-Encoding": ACCEPTED_ENCODINGS}
