@@ -255,7 +255,7 @@ def test_a_key_kept_in_settings_json_is_masked_once_the_file_is_read(tmp_path: P
 
 def test_a_model_added_in_settings_has_its_key_masked_at_once() -> None:
     """The registry tells the masker each model's key as it becomes known: at start (a key
-    from the environment too) and when the Settings page adds one (`put`). Before: the
+    from the environment too) and when the Settings page adds one (`adopt`). Before: the
     registry told nobody; only the Test's own masker knew the one model it tested."""
     at_start, env_key, added = ("first-" + secrets.token_hex(12), "env-" + secrets.token_hex(12),
                                 "added-" + secrets.token_hex(12))
@@ -263,8 +263,12 @@ def test_a_model_added_in_settings_has_its_key_masked_at_once() -> None:
         [ModelConfig(id="a", api_key=at_start, model="m"),
          ModelConfig(id="b", api_key_env="SOME_KEY", model="m")], [], {"SOME_KEY": env_key})
     assert added in mask(added)
-    registry.put(ModelConfig(id="c", api_key=added, model="m"))
-    registry.remove("c")  # removed: still masked, a turn begun on it may still fail with it
+    with_c = Config.model_validate({"models": [
+        {"id": "a", "api_key": at_start, "model": "m"},
+        {"id": "b", "api_key_env": "SOME_KEY", "model": "m"},
+        {"id": "c", "api_key": added, "model": "m"}]})
+    registry = registry.adopt(with_c)
+    registry.adopt(Config())  # removed: still masked, a turn begun on it may still fail with it
     for key in (at_start, env_key, added):
         assert mask(f"x {key} y") == f"x {REDACTED} y"
         assert key[:12] not in mask(f"shortened: {key[:14]}…")  # a provider's shortening

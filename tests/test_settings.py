@@ -328,21 +328,35 @@ def test_an_unreadable_settings_file_is_said_and_never_overwritten(home: Path) -
     assert (home / "settings.json").read_text() == "{not json"
 
 
-def test_the_registry_takes_a_model_and_a_chain_while_running() -> None:
+def _snapshot(models: list[ModelConfig], chain: list[str] | None = None) -> Config:
+    return Config.model_validate({"models": [m.model_dump() for m in models],
+                                  "chains": {"chat": chain or []}})
+
+
+def test_the_registry_is_read_from_each_snapshot_and_never_changed() -> None:
+    """The models and the chains have one owner, the settings snapshot: a new snapshot gives
+    a new registry (`adopt`), the old one stays as it was for a turn still running on it, the
+    fall-backs found at start stand while no model is set, and a provider already built for
+    a model that did not change is kept. Before: the Settings page changed the one registry in
+    place (`put`, `remove`, `set_chat_chain`) beside the config snapshot, two owners."""
+    mine = ModelConfig(id="mine", model="m", base_url="http://127.0.0.1:9/v1")
+    more = ModelConfig(id="more", model="m2", base_url="http://127.0.0.1:9/v1")
     found = ModelRegistry.from_config(Config(), environ={"OPENAI_API_KEY": "x"})
     assert found.ids() == ["openai"] and found.chat_chain == ["openai"]
-    found.put(ModelConfig(id="mine", model="m", base_url="http://127.0.0.1:9/v1"))
-    assert found.ids() == ["mine"] and found.chat_chain == ["mine"]  # as at the next start
-    found.put(ModelConfig(id="more", model="m2"))
-    assert found.chat_chain == ["mine", "more"]  # not picked: every model, in order
-    with pytest.raises(ValueError, match="nope"):
-        found.set_chat_chain(["nope"])
-    found.set_chat_chain(["more"])
-    found.put(ModelConfig(id="third", model="m3"))
-    assert found.chat_chain == ["more"]  # picked: an added model does not join it
-    assert found.for_chat() is not None and found.for_chat().model_id == "more"
-    found.remove("more")
-    assert found.chat_chain == ["mine", "third"] and found.for_chat().model_id == "mine"
+    added = found.adopt(_snapshot([mine]))
+    assert added.ids() == ["mine"] and added.chat_chain == ["mine"]  # the fall-backs give way
+    assert found.ids() == ["openai"]  # the old snapshot's registry is untouched
+    both = added.adopt(_snapshot([mine, more]))
+    assert both.chat_chain == ["mine", "more"]  # not picked: every model, in order
+    built = both.for_chat()
+    picked = both.adopt(_snapshot([mine, more], ["more"]))
+    assert picked.chat_chain == ["more"] and picked.for_chat().model_id == "more"
+    assert picked.for_chat("mine") is built  # unchanged: its provider is kept, not rebuilt
+    changed = picked.adopt(_snapshot([mine.model_copy(update={"model": "m9"}), more]))
+    assert changed.for_chat("mine") is not built  # changed: built afresh
+    back = changed.adopt(Config())
+    assert back.ids() == ["openai"]  # no model set again: the fall-backs found at start
+    assert not hasattr(found, "put") and not hasattr(found, "set_chat_chain")
 
 
 def test_a_price_given_on_the_page_prices_the_next_turn_without_a_restart(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from hearth.memory import learning
 from hearth.memory.service import Memory
@@ -24,9 +25,10 @@ log = logging.getLogger(__name__)
 
 
 class Chores:
-    def __init__(self, db: Database, models: ModelRegistry, memory: Memory) -> None:
+    def __init__(self, db: Database, models: Callable[[], ModelRegistry],
+                 memory: Memory) -> None:
         self._db = db
-        self._models = models
+        self._registry = models  # the engine's current one: a chore reads it when it starts
         self._memory = memory
         self._running: dict[asyncio.Task[None], str] = {}  # each chore, and its chat
 
@@ -42,7 +44,8 @@ class Chores:
         self._running.pop(task, None)
 
     async def _learn(self, run: RunRow, session: SessionRow) -> None:
-        provider = await asyncio.to_thread(self._models.for_background)
+        registry = self._registry()
+        provider = await asyncio.to_thread(registry.for_background)
         if provider is None:
             return  # learning runs only on a configured background chain
         question, answer = await asyncio.to_thread(self._exchange, run)
@@ -51,7 +54,7 @@ class Chores:
         learned = await learning.learn_after_turn(
             self._memory, provider, db=self._db, session_key=session.key,
             recorded_mode=session.memory_mode, run_id=run.run_id, question=question,
-            answer=answer, model=self._models.config_of(provider.model_id))
+            answer=answer, model=registry.config_of(provider.model_id))
         log.info("after-turn learning for %s: %d written, %d known%s", run.run_id,
                  learned.written, learned.known, " (the model failed)" if learned.failed else "")
 

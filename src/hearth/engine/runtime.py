@@ -74,7 +74,7 @@ class Engine:
         self.bus = Bus()
         self.active = ActiveTurns()
         self.desk = ApprovalDesk(db, self.bus)
-        self.chores = Chores(db, models, self.memory)
+        self.chores = Chores(db, lambda: self.deps.models, self.memory)
         self.placement = placement(config.tools.sandbox, config.tools.network,
                                    config.tools.elevated,
                                    tuple(str(p) for p in hidden_from_tools))
@@ -94,11 +94,12 @@ class Engine:
 
     def adopt(self, kept: Settings) -> list[str]:
         """Make the dashboard's kept settings the snapshot the next turn runs from: laid over
-        config.toml's, swapped in whole. A turn already running keeps the snapshot it started
-        with (its deps); nothing is changed in place. The sentences say what was left out."""
+        config.toml's, swapped in whole with the model registry read from it. A turn already
+        running keeps the snapshot and the registry it started with (its deps); nothing is
+        changed in place. The sentences say what was left out."""
         snapshot, notes = overlay(self.base_config, kept)
         self.config = snapshot
-        self.deps = replace(self.deps, config=snapshot)
+        self.deps = replace(self.deps, config=snapshot, models=self.deps.models.adopt(snapshot))
         return notes
 
     async def start(self) -> None:

@@ -1,11 +1,15 @@
-"""Which models exist: the configured ones, else the fall-backs found at start.
+"""Which models exist: the settings snapshot's, else the fall-backs found at start.
 
-With no `[[models]]`, an `OPENAI_API_KEY`, an `ANTHROPIC_API_KEY`, or an Ollama server answering
-on 127.0.0.1:11434 (in that order) become the chat chain. With none, `for_chat` answers None
-and the turn ends saying how to add a model (`NO_MODEL_SENTENCE`). The dashboard's Settings page
-adds, replaces and removes models and picks the chat chain while the gateway runs (`put`,
-`remove`, `set_chat_chain`); the next turn uses them. Every model's API key is told to the
-masker (`hearth.masking.know`) as the model becomes known, so no sentence ever shows it.
+A registry is read from one settings snapshot and never changed: its models and chains are
+the snapshot's (`config.models`, `config.chains`), so they have one owner. With no model in
+the snapshot, an `OPENAI_API_KEY`, an `ANTHROPIC_API_KEY`, or an Ollama server answering on
+127.0.0.1:11434 (in that order), found once at start, become the chat chain; they live here
+alone, never in the settings. With none, `for_chat` answers None and the turn ends saying how
+to add a model (`NO_MODEL_SENTENCE`). When the Settings page changes the snapshot, the engine
+asks this registry for the next one (`adopt`), which keeps the providers already built for
+models that did not change; a turn already running keeps the registry it started with.
+Every model's API key is told to the masker (`hearth.masking.know`) as the model becomes
+known, so no sentence ever shows it.
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
 
 
 class ModelRegistry:
-    """The models this gateway can call: built at start, changed by the Settings page."""
+    """The models one settings snapshot names (or the fall-backs), and their providers."""
 
     def __init__(
         self,
@@ -109,61 +113,40 @@ class ModelRegistry:
         environ: Mapping[str, str] | None = None,
         *,
         background_chain: list[str] | None = None,
+        fallbacks: list[ModelConfig] | None = None,
+        providers: dict[str, Provider] | None = None,
     ) -> None:
-        self._configs = {m.id: m for m in models}
         self._environ = os.environ if environ is None else environ
-        know(*(m.resolved_api_key(self._environ) for m in models))  # masked wherever shown
+        self._fallbacks = list(fallbacks or [])  # found at start; used while no model is set
+        chosen = models or self._fallbacks
+        self._configs = {m.id: m for m in chosen}
+        know(*(m.resolved_api_key(self._environ) for m in chosen))  # masked wherever shown
         self._lock = threading.Lock()  # providers are built in worker threads (SDK imports)
-        self._providers: dict[str, Provider] = {}
-        self._chain_given = bool(chat_chain)  # else the chain is every model, in order
-        self._fallback_ids: set[str] = set()  # found at start; an added model replaces them
-        self.chat_chain = list(chat_chain) or [m.id for m in models]
-        self.background_chain = list(background_chain or [])
+        self._providers = dict(providers or {})
+        known = [m for m in chat_chain if m in self._configs] if models else []
+        self.chat_chain = known or list(self._configs)  # not picked: every model, in order
+        self.background_chain = [m for m in background_chain or [] if m in self._configs]
 
     @classmethod
     def from_config(
         cls, config: Config, environ: Mapping[str, str] | None = None
     ) -> ModelRegistry:
+        """The registry of the snapshot a gateway starts from: the fall-backs are looked for
+        once, here, when the snapshot names no model."""
         environ = os.environ if environ is None else environ
-        if config.models:
-            return cls(config.models, config.chains.chat, environ,
-                       background_chain=config.chains.background)
-        registry = cls(fallback_models(environ), [], environ)
-        registry._fallback_ids = set(registry.ids())
-        return registry
+        fallbacks = [] if config.models else fallback_models(environ)
+        return cls(config.models, config.chains.chat, environ,
+                   background_chain=config.chains.background, fallbacks=fallbacks)
 
-    def put(self, model: ModelConfig) -> None:
-        """Add a model, or replace the one with its id. The fall-backs found at start give way
-        to it (as they do at the next start); a chain not picked is every model, in order."""
-        know(model.resolved_api_key(self._environ))
+    def adopt(self, config: Config) -> ModelRegistry:
+        """The registry of a new snapshot: the fall-backs found at start stand while it names
+        no model, and the providers built for models that did not change are kept."""
         with self._lock:
-            configs = {k: v for k, v in self._configs.items() if k not in self._fallback_ids}
-            for dropped in self._fallback_ids | {model.id}:
-                self._providers.pop(dropped, None)
-            configs[model.id] = model
-            self._fallback_ids = set()
-            self._configs = configs
-            if not self._chain_given:
-                self.chat_chain = list(configs)
-
-    def remove(self, model_id: str) -> None:
-        """Forget a model; the chains stop naming it."""
-        with self._lock:
-            self._configs = {k: v for k, v in self._configs.items() if k != model_id}
-            self._providers.pop(model_id, None)
-            chain = [m for m in self.chat_chain if m != model_id]
-            self._chain_given = self._chain_given and bool(chain)
-            self.chat_chain = chain if self._chain_given else list(self._configs)
-            self.background_chain = [m for m in self.background_chain if m != model_id]
-
-    def set_chat_chain(self, chain: list[str]) -> None:
-        """Pick the chat chain (ids of known models, in order); empty: every model, in order."""
-        with self._lock:
-            unknown = [m for m in chain if m not in self._configs]
-            if unknown:
-                raise ValueError(f"not a model this gateway knows: {', '.join(unknown)}")
-            self._chain_given = bool(chain)
-            self.chat_chain = list(chain) if chain else list(self._configs)
+            kept = {model_id: provider for model_id, provider in self._providers.items()
+                    if _same(self._configs.get(model_id), config, self._fallbacks, model_id)}
+        return ModelRegistry(config.models, config.chains.chat, self._environ,
+                             background_chain=config.chains.background,
+                             fallbacks=self._fallbacks, providers=kept)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
         return self._configs.get(model_id)
@@ -197,3 +180,10 @@ class ModelRegistry:
         """Build the chat chain's head now. Importing an SDK takes a second or more, so the
         gateway does it in a worker thread at start rather than in the first turn."""
         self.for_chat()
+
+
+def _same(before: ModelConfig | None, config: Config, fallbacks: list[ModelConfig],
+          model_id: str) -> bool:
+    """Is the model `model_id` the same in the new snapshot as it was?"""
+    after = {m.id: m for m in (config.models or fallbacks)}.get(model_id)
+    return before is not None and after == before

@@ -173,7 +173,6 @@ async def add_model(request: Request, engine: EngineDep) -> Response:
                           model_form=refill)
     if refused is not None:
         return refused
-    engine.deps.models.put(model)
     return _saved("model", "models")
 
 
@@ -202,7 +201,6 @@ async def remove_model(request: Request, model_id: str, engine: EngineDep) -> Re
     refused = await _keep(request, engine, change, {"what": "model_removed", "model": model_id})
     if refused is not None:
         return refused
-    engine.deps.models.remove(model_id)
     return _saved("removed", "models")
 
 
@@ -218,7 +216,6 @@ async def pick_chain(request: Request, engine: EngineDep) -> Response:
                           {"what": "chat_chain", "chain": ",".join(chain)})
     if refused is not None:
         return refused
-    engine.deps.models.set_chat_chain(chain)
     return _saved("chain", "chain")
 
 
