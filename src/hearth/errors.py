@@ -1,5 +1,15 @@
 """Refusal: a request the gateway will not do, with the code, HTTP status and sentence to
-answer it with. Every layer raises its own subclass; the web layer answers any of them."""
+answer it with. Every layer raises its own subclass; the web layer answers any of them.
+
+The engine's refusals carry HTTP statuses, not kinds for the web layer to map: every surface
+of the gateway speaks HTTP (the dashboard, the API, and `hearth chat` and `hearth mcp`, which
+are HTTP clients of it), so the status is the one vocabulary of kinds they all share (404 no
+such thing, 409 not in this state, 422 not a valid request, 503 not now). A second table
+mapping kinds to statuses would be a second owner of the same fact. The web layer adds
+nothing: it writes the refusal into the error envelope as it is. Failures that are not
+refusals (a bug, the store failing) are never Refusals; they are answered 500 with a
+sentence that carries no message text.
+"""
 
 from __future__ import annotations
 

@@ -24,8 +24,8 @@ from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.mcp_client import McpServers
 from hearth.tools.web import WebFetch
 from hearth.tools.web_text import html_to_text
-from tests.test_mcp_client import free_port
-from tests.test_web_fetch import Site, context, fetch, serve
+from tests.tools.test_mcp_client import free_port
+from tests.tools.test_web_fetch import Site, context, fetch, serve
 
 T = TypeVar("T")
 MB = 1024 * 1024

@@ -16,7 +16,7 @@ from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import make_config, make_engine, run, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "hearth"
+SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 ALLOWED_POOL_HOME = "threads.py"
 
 

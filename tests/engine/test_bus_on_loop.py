@@ -24,7 +24,7 @@ from hearth.store import jobs as job_store
 from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "hearth"
+SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 T = TypeVar("T")
 
 

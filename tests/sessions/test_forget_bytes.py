@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hearth.engine.runtime import Engine
+from tests.engine.test_delete_chat import wait_until
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
-from tests.test_delete_chat import wait_until
 
 # Words the keyword index keeps whole (its Porter stemmer leaves them as they are)
 FORGOTTEN = "quokkaxylophonz"  # said only in the chat that is forgotten

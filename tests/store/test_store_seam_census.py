@@ -22,7 +22,7 @@ import pytest
 
 from hearth.store.db import BlockingOnLoop, Database
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "hearth"
+SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 HANDLES = ("db", "_db")  # what the database handle is called, bare or as an attribute
 SEAM = ("reading", "writing")
 OFF_LOOP = ("to_thread", "run_in_executor")

@@ -18,8 +18,8 @@ from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from tests.engine_harness import make_config, make_engine, new_chat, run
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-SRC = Path(__file__).resolve().parents[1] / "src" / "hearth"
+README = Path(__file__).resolve().parents[2] / "README.md"
+SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 
 
 def readme_ending_codes(text: str) -> set[str]:
