@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -48,7 +49,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
             yield
         finally:
             await engine.close()
-            engine.db.close()
+            await asyncio.to_thread(engine.db.close)  # the writer finishes what is queued
 
     app = FastAPI(title="Hearth", version=__version__, lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url=None)
