@@ -1,4 +1,6 @@
-"""Shared fixtures: a scripted model server, a private HEARTH_HOME, a gateway subprocess."""
+"""Shared fixtures: a scripted model server, a private HEARTH_HOME, a gateway (served in this
+process unless the test asks for the subprocess: `process=True`, or the `process_gateway` mark
+where the process itself is under test)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from hearth.tools.base import ToolContext
 from tests.fakes.model_server import ScriptedModelServer
 from tests.gateway import Gateway, write_config
+from tests.inprocess import InProcessGateway
 
 
 @pytest.fixture(autouse=True)
@@ -32,21 +35,40 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
+PROCESS_MARK = "process_gateway"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{PROCESS_MARK}: the `gateway` and `gateway_factory` "
+                            "fixtures start `hearth gateway` as a real subprocess (a crash, a "
+                            "signal, the process's files or exit is under test)")
+
+
 @pytest.fixture
-def gateway_factory(home: Path, model_server: ScriptedModelServer
-                    ) -> Iterator[Callable[..., Gateway]]:
+def gateway_factory(request: pytest.FixtureRequest, home: Path,
+                    model_server: ScriptedModelServer) -> Iterator[Callable[..., Gateway]]:
+    """Make a gateway on the test's home (started unless `start=False`): served in this process
+    (`tests.inprocess`), or with `process=True` (or the `process_gateway` mark) a subprocess."""
     started: list[Gateway] = []
+    marked = request.node.get_closest_marker(PROCESS_MARK) is not None
 
     def make(config: str = "", env: dict[str, str] | None = None, model: bool = True,
-             start: bool = True) -> Gateway:
+             start: bool = True, process: bool | None = None) -> Gateway:
         write_config(home, model_server.openai_base_url if model else None, config)
-        gateway = Gateway(home, env)
+        kind = Gateway if (marked if process is None else process) else InProcessGateway
+        gateway = kind(home, env)
         started.append(gateway)
         return gateway.start() if start else gateway
 
     yield make
-    for gateway in started:
-        gateway.kill()
+    failed: list[Exception] = []
+    for gateway in started:  # one that will not stop does not leave the others running
+        try:
+            gateway.kill()
+        except Exception as error:  # noqa: BLE001 - raised below, once all are stopped
+            failed.append(error)
+    if failed:
+        raise failed[0]
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""A Hearth gateway run as a real subprocess for end-to-end tests, and a client for it."""
+"""A Hearth gateway run as a real subprocess for end-to-end tests, and a client for it (the
+in-process gateway, with the same interface, is `tests.inprocess.InProcessGateway`)."""
 
 from __future__ import annotations
 
@@ -150,12 +151,14 @@ class Api:
         return got
 
 
-def module_gateway(tag: str, config: str = "") -> tuple[object, object, object]:
+def module_gateway(tag: str, config: str = "", process: bool = False
+                   ) -> tuple[object, object, object]:
     """The fixtures of a test module whose tests share one gateway (starting one costs
-    seconds), all module-scoped: `server`, a scripted model server; `gateway`, a gateway
-    subprocess whose model is that server (its home in a temporary folder named after `tag`,
-    `config` added to its config.toml); `api`, a client of that gateway. Bind them at module
-    level under the names the tests ask for:
+    seconds), all module-scoped: `server`, a scripted model server; `gateway`, a gateway whose
+    model is that server (its home in a temporary folder named after `tag`, `config` added to
+    its config.toml), served in this process (`tests.inprocess`) or, with `process`, a
+    subprocess; `api`, a client of that gateway. Bind them at module level under the names the
+    tests ask for:
 
         server, gateway, api = module_gateway("jobs-api")
     """
@@ -170,7 +173,12 @@ def module_gateway(tag: str, config: str = "") -> tuple[object, object, object]:
                         server: ScriptedModelServer) -> Iterator[Gateway]:
         home = tmp_path_factory.mktemp(tag) / "home"
         write_config(home, server.openai_base_url, config)
-        started = Gateway(home).start()
+        if process:
+            started = Gateway(home).start()
+        else:
+            from tests.inprocess import InProcessGateway  # it builds on this module's Gateway
+
+            started = InProcessGateway(home).start()
         yield started
         started.kill()
 

@@ -19,6 +19,8 @@ from mcp import types as mcp_types
 from hearth.client.mcp import CallAnswer, to_call_result, to_mcp_tool
 from tests.gateway import TOKEN, Gateway
 
+pytestmark = pytest.mark.process_gateway  # `hearth mcp` with a gateway process (one killed)
+
 GatewayFactory = Callable[..., Gateway]
 T = TypeVar("T")
 

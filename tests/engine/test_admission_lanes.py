@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Gateway, kinds
@@ -80,6 +81,7 @@ def test_the_global_lane_bounds_concurrent_turns(
     assert len(model_server.requests) == 3
 
 
+@pytest.mark.process_gateway  # a kill -9, then a restart
 def test_queued_messages_survive_a_restart_and_run_in_order(
         gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
     gateway = gateway_factory()
@@ -168,6 +170,7 @@ def test_sse_live_stream_sends_each_message_once_with_deltas_and_done(
                           "ending": "complete", "sentence": "The agent answered."}
 
 
+@pytest.mark.process_gateway  # a SIGTERM and the process's exit
 def test_a_stop_ends_open_event_streams_at_once(gateway: Gateway) -> None:
     api = gateway.client()
     key = api.new_chat()

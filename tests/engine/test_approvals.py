@@ -105,6 +105,7 @@ def test_allow_always_leaves_a_grant_limited_to_its_prefix(
     assert _pending(api)[0]["target"] == "notesX/three.md"  # outside the prefix: asked
 
 
+@pytest.mark.process_gateway  # a kill -9, then a restart
 def test_a_pending_approval_survives_a_restart_and_the_turn_resumes(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
     api = gateway.client()

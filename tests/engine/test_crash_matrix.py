@@ -19,6 +19,8 @@ from hearth.faults import EXIT_CODE, POINTS
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 
+pytestmark = pytest.mark.process_gateway  # a real os._exit at each crash point, then a restart
+
 SCENARIOS = ("plain", "write", "queued")
 COMMON = {"admitted", "run_start", "mid_stream", "answer_persisted"}
 FIRES = {  # the points each scenario passes: the process must die at exactly these

@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
 
@@ -35,6 +37,7 @@ def test_stop_over_http_ends_the_turn_and_the_chat_goes_on(
     assert api.http.post("/api/sessions/nope/stop").status_code == 404
 
 
+@pytest.mark.process_gateway  # a real SIGTERM
 def test_sigterm_lets_a_running_turn_finish_within_the_grace_period(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
     api = gateway.client()
@@ -50,6 +53,7 @@ def test_sigterm_lets_a_running_turn_finish_within_the_grace_period(
     assert run["status"] == "complete" and run["recovery_attempts"] == 0
 
 
+@pytest.mark.process_gateway  # the process's shutdown
 def test_a_turn_past_the_grace_period_is_resumed_at_the_next_start(
         gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
     gateway = gateway_factory(config="[gateway]\nshutdown_grace_seconds = 1\n")
@@ -72,6 +76,7 @@ def test_a_turn_past_the_grace_period_is_resumed_at_the_next_start(
     assert ("notice", "This turn was interrupted by a restart and resumed.") in texts
 
 
+@pytest.mark.process_gateway  # a kill -9, then a restart
 def test_a_streamed_answer_is_checkpointed_and_kept_partial_after_a_kill(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
     api = gateway.client()

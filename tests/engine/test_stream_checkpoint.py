@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 from hearth.engine.loop import CHECKPOINT_SECONDS
@@ -17,6 +18,7 @@ from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Gateway
 
 
+@pytest.mark.process_gateway  # a kill -9, then a restart
 def test_text_before_a_pause_is_kept_when_the_gateway_is_killed_during_it(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
     """The model streams the first half of its answer, then stalls; the gateway is killed

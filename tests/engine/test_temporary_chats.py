@@ -138,6 +138,7 @@ def test_a_graceful_stop_forgets_temporary_chats_and_keeps_the_others(
     still_kept(api, made)
 
 
+@pytest.mark.process_gateway  # a kill -9, then a restart
 def test_a_restart_after_a_kill_forgets_temporary_chats_before_serving(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
     api = gateway.client()

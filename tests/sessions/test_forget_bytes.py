@@ -10,6 +10,8 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from hearth.engine.runtime import Engine
 from tests.engine.test_delete_chat import wait_until
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
@@ -49,6 +51,7 @@ def talk(api: Api, server: ScriptedModelServer, key: str, word: str,
             "status"] == "complete"
 
 
+@pytest.mark.process_gateway  # a kill -9
 def test_a_deleted_chat_leaves_no_byte_of_its_text_even_killed_right_after(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
     """Before: the rows were deleted but the write-ahead log kept every frame that had held
@@ -69,6 +72,7 @@ def test_a_deleted_chat_leaves_no_byte_of_its_text_even_killed_right_after(
     assert holding(gateway.home, KEPT)  # the same scan finds a kept chat's words
 
 
+@pytest.mark.process_gateway  # a kill -9
 def test_an_ended_temporary_chat_leaves_no_byte_of_its_text_within_a_second(
         gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
     """Before: the idle sweep forgot the chat (404) but hearth.db-wal still held the word,

@@ -334,6 +334,7 @@ def test_the_screen_is_no_longer_the_guard() -> None:
     assert all(reads_only(c) for c in DISGUISED_WRITERS)
 
 
+@pytest.mark.process_gateway  # the CLI's start line
 def test_the_gateway_start_line_says_the_shell_is_not_sandboxed(
         gateway_factory: Callable[..., Gateway]) -> None:
     """Before: the start line named only the address and the home; an "auto" sandbox that fell

@@ -264,6 +264,7 @@ def test_a_server_that_cannot_start_does_not_break_the_others(
             f"command '{MISSING}' was not found.") in gateway.output()
 
 
+@pytest.mark.process_gateway  # its child processes, its exit
 def test_servers_start_on_first_use_and_stopping_the_gateway_leaves_none_behind(
         gateway_factory: GatewayFactory, model_server: ScriptedModelServer, repo: Path) -> None:
     gateway = gateway_factory(config=mcp_config(repo))

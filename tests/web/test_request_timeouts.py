@@ -20,9 +20,9 @@ from tests.gateway import TOKEN, Api, Gateway, module_gateway
 
 LIMIT = 1.0  # both limits, in the gateway's config
 SLACK = 2.5  # how much later than the limit the close may come on a busy machine
-server, gateway, api = module_gateway(
+server, gateway, api = module_gateway(  # a process: its open files are counted
     "timeouts", config=f"[gateway]\nheader_timeout_seconds = {LIMIT}\n"
-                       f"body_timeout_seconds = {LIMIT}\n")
+                       f"body_timeout_seconds = {LIMIT}\n", process=True)
 
 
 def _connect(gw: Gateway) -> socket.socket:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hearth.engine.runtime import Engine
@@ -108,10 +110,18 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def serve(app: FastAPI, *, host: str, port: int) -> None:
+def gateway_server(app: FastAPI, *, host: str, port: int,
+                   log_config: dict[str, Any] | None = LOGGING_CONFIG) -> GatewayServer:
+    """The server `serve` runs: its protocol, limits and shutdown. `log_config` is uvicorn's
+    own logging set-up (its default); None leaves logging as the caller set it up."""
     engine: Engine = app.state.engine
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS,
         http=TimedHttpProtocol.timed(engine.config.gateway.header_timeout_seconds),
+        log_config=log_config,
     )
-    GatewayServer(config, engine).run()
+    return GatewayServer(config, engine)
+
+
+def serve(app: FastAPI, *, host: str, port: int) -> None:
+    gateway_server(app, host=host, port=port).run()
