@@ -17,16 +17,25 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 BODY_TIMEOUT_SECONDS = 30.0
 
 
+def _has_body(headers: dict[bytes, bytes]) -> bool:
+    """Does the request say a body follows? Any method's is read here, a GET's too: a body
+    the app never reads makes the server close the connection after answering, and a client
+    already sending its next request on it gets a reset instead of an answer."""
+    length = headers.get(b"content-length")
+    return b"transfer-encoding" in headers or (length is not None and length != b"0")
+
+
 class BodyLimit:
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        headers = dict(scope["headers"]) if scope["type"] == "http" else {}
+        if scope["type"] != "http" or not _has_body(headers):
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._too_large(send)
             return
