@@ -127,6 +127,7 @@ class Writer:
             try:
                 tx = self._begin(conn, any(job.durable for job in batch))
             except SQLAlchemyError as error:  # the write lock could not be had: fail this batch
+                self._discard_connection()  # and start the next on a fresh connection
                 _answer_all(batch, error)
                 return
             alone = len(batch) == 1
@@ -191,6 +192,11 @@ class Writer:
             yield
         finally:
             self._held.on = False
+
+    def _discard_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.invalidate()
+            self._conn = None
 
     def _connection(self) -> Connection:
         if self._conn is None or self._conn.closed or self._conn.invalidated:
