@@ -32,7 +32,8 @@ JSON = {"content-type": "application/json"}
 MB = 1024 * 1024
 
 
-server, gateway, api = module_gateway("api")
+# a process: bodies are refused unread (see tests.inprocess)
+server, gateway, api = module_gateway("api", process=True)
 
 
 @pytest.fixture(scope="module")

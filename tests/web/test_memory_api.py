@@ -25,7 +25,8 @@ JSON = {"content-type": "application/json"}
 HEADER = "X-Hearth-Session"
 
 
-server, gateway, api = module_gateway("memory-api")
+# a process: bodies are refused unread (see tests.inprocess)
+server, gateway, api = module_gateway("memory-api", process=True)
 
 
 def word() -> str:
