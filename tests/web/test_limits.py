@@ -1,4 +1,5 @@
-"""Request bodies are read whatever the method, so a refusal never costs the connection."""
+"""A body no route reads ends its connection, and the answer says so, so a client never sends
+its next request on a connection the gateway is closing."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from tests.gateway import Gateway
 @pytest.mark.process_gateway  # the race needs the server in a process of its own to show
 def test_a_refused_request_with_a_body_keeps_its_connection_for_the_next(
         gateway: Gateway) -> None:
-    """A GET that carries a body, refused before any route reads it, then a POST on the same
-    keep-alive connection: both are answered 401 with the envelope, every time. Before, a
-    GET's body was never read, so the server closed the connection after answering it, and
-    the POST already sent on that connection got a reset (httpx.ReadError) about one time in
-    eight instead of its answer."""
+    """A GET that carries a body (which no route reads), then a POST from the same client:
+    both are answered 401 with the envelope, every time, and the GET's answer says
+    `Connection: close`. Before, the server closed that connection after answering without
+    saying so, the client sent the POST on it, and got a reset (httpx.ReadError) about one
+    time in eight instead of its answer."""
     answers = []
     for _ in range(60):
         with httpx.Client(base_url=gateway.url, timeout=10) as anonymous:
@@ -26,4 +27,6 @@ def test_a_refused_request_with_a_body_keeps_its_connection_for_the_next(
                     answers.append((method, type(lost).__name__))
                     continue
                 answers.append((method, reply.json()["error"]["code"]))
+                if method == "GET":
+                    assert reply.headers["connection"] == "close"
     assert answers == [("GET", "unauthorized"), ("POST", "unauthorized")] * 60

@@ -15,14 +15,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 BODY_TIMEOUT_SECONDS = 30.0
+UNREAD = ("GET", "HEAD", "OPTIONS")  # methods whose body no route reads
 
 
 def _has_body(headers: dict[bytes, bytes]) -> bool:
-    """Does the request say a body follows? Any method's is read here, a GET's too: a body
-    the app never reads makes the server close the connection after answering, and a client
-    already sending its next request on it gets a reset instead of an answer."""
+    """Does the request say a body follows?"""
     length = headers.get(b"content-length")
     return b"transfer-encoding" in headers or (length is not None and length != b"0")
+
+
+def _closing(send: Send) -> Send:
+    """`send`, with the answer saying `Connection: close`."""
+    async def closing(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message,
+                       "headers": [*message.get("headers", []), (b"connection", b"close")]}
+        await send(message)
+
+    return closing
 
 
 class BodyLimit:
@@ -34,6 +44,12 @@ class BodyLimit:
         headers = dict(scope["headers"]) if scope["type"] == "http" else {}
         if scope["type"] != "http" or not _has_body(headers):
             await self.app(scope, receive, send)
+            return
+        if scope["method"] in UNREAD:
+            # A body no route reads ends its connection (the rest of it cannot be trickled in
+            # to hold the connection), and the answer says so: a client that kept the
+            # connection for its next request would get a reset instead of an answer.
+            await self.app(scope, receive, _closing(send))
             return
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
