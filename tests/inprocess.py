@@ -89,7 +89,8 @@ class InProcessGateway(Gateway):
     def start(self, wait: bool = True) -> Gateway:
         if self.thread is not None and self.thread.is_alive():
             raise AssertionError("this gateway is already running")
-        self.server, self.failure = None, None
+        self._ended()  # a run that ended by itself, unasked, gives its environment back first
+        self.app, self.server, self.failure = None, None, None
         self._set_environment()
         self._capture_logs()
         built = threading.Event()
