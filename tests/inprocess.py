@@ -15,14 +15,6 @@ cleared, HEARTH_HOME, HEARTH_TOKEN, HEARTH_OLLAMA_URL, then `env`), and put back
 What this cannot be: a crash. `kill()` is a stop that does not wait for running turns (they are
 cancelled at once and left in the store), never an `os._exit`; a test that needs a real kill, a
 signal, the process's files or its exit keeps the subprocess (`process=True`).
-
-Nor does it keep a subprocess's timing everywhere. A request answered before its body was read
-(a GET with a body, a body refused on its size or its token) ends its connection
-(`TimedHttpProtocol`) without saying `connection: close`, so a client that reuses that
-connection can find it reset. A gateway in another process usually reads the body with the
-headers; one in this process is woken by the headers alone (the client's second write waits
-for the GIL), so the race is common here: the modules whose requests do that
-(tests/web/test_api.py, tests/web/test_memory_api.py) keep the subprocess.
 """
 
 from __future__ import annotations

@@ -32,8 +32,7 @@ JSON = {"content-type": "application/json"}
 MB = 1024 * 1024
 
 
-# a process: bodies are refused unread (see tests.inprocess)
-server, gateway, api = module_gateway("api", process=True)
+server, gateway, api = module_gateway("api")
 
 
 @pytest.fixture(scope="module")

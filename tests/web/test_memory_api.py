@@ -25,8 +25,7 @@ JSON = {"content-type": "application/json"}
 HEADER = "X-Hearth-Session"
 
 
-# a process: bodies are refused unread (see tests.inprocess)
-server, gateway, api = module_gateway("memory-api", process=True)
+server, gateway, api = module_gateway("memory-api")
 
 
 def word() -> str:
