@@ -38,10 +38,21 @@ def home(tmp_path: Path) -> Path:
 PROCESS_MARK = "process_gateway"
 
 
+BROWSER_TESTS = Path(__file__).parent / "browser"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{PROCESS_MARK}: the `gateway` and `gateway_factory` "
                             "fixtures start `hearth gateway` as a real subprocess (a crash, a "
                             "signal, the process's files or exit is under test)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser tests keep their gateway subprocess: Playwright's sync API runs an event
+    loop in the main thread, and the browser is a client of a real gateway process."""
+    for item in items:
+        if BROWSER_TESTS in item.path.parents:
+            item.add_marker(PROCESS_MARK)
 
 
 @pytest.fixture
