@@ -74,13 +74,17 @@ class Gateway:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise AssertionError(f"gateway exited {self.proc.returncode}:\n{self.output()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+            if self.answers():
+                return
             time.sleep(0.05)
         raise AssertionError(f"gateway did not become ready:\n{self.output()}")
+
+    def answers(self) -> bool:
+        """Does `/healthz` answer 200 now?"""
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""

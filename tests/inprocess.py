@@ -27,7 +27,6 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi import FastAPI
 
@@ -101,12 +100,8 @@ class InProcessGateway(Gateway):
             if not self.thread.is_alive():
                 self._ended()
                 raise AssertionError(f"gateway ended: {self.failure!r}\n{self.output()}")
-            if self.server is not None and self.server.started:
-                try:
-                    if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
+            if self.server is not None and self.server.started and self.answers():
+                return
             time.sleep(0.02)
         raise AssertionError(f"gateway did not become ready:\n{self.output()}")
 

@@ -119,14 +119,9 @@ async def _audit(turn: CallScope, call: ToolCall, decision: str, by: str, reason
                  effect: str | None = None) -> None:
     detail = {"tool": call.name, "call_id": call.call_id, "effect": effect, "reason": reason,
               "target": _audited_target(call)}  # read here: the scope is this task's
-    await turn.db.writing(_write_audit, f"tool.{decision}", by, turn.session_key,
-                          turn.run_id, detail, durable=False)
-
-
-def _write_audit(conn: Connection, action: str, actor: str, session_key: str, run_id: str,
-                 detail: dict[str, Any]) -> None:
-    audit.write(conn, action, actor=actor, session_key=session_key, run_id=run_id,
-                detail=detail)
+    await turn.db.writing(audit.write, f"tool.{decision}", actor=by,
+                          session_key=turn.session_key, run_id=turn.run_id, detail=detail,
+                          durable=False)
 
 
 def _audited_target(call: ToolCall) -> str | None:
