@@ -33,6 +33,7 @@ from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
 from hearth.privacy.scope import install_default_executor
 from hearth.privacy.stores import protect
+from hearth.sessions.chats import DEFAULT_AGENT, Choices
 from hearth.sessions.lanes import Lanes
 from hearth.settings import Settings, overlay
 from hearth.store import runs as run_store
@@ -101,6 +102,12 @@ class Engine:
         self.config = snapshot
         self.deps = replace(self.deps, config=snapshot, models=self.deps.models.adopt(snapshot))
         return notes
+
+    def choices(self) -> Choices:
+        """The models and agents a chat may be set to run on now: those of the snapshot the
+        next turn runs from (the default agent always among them)."""
+        agents = sorted({DEFAULT_AGENT, *self.config.agents})
+        return Choices(models=tuple(self.deps.models.ids()), agents=tuple(agents))
 
     async def start(self) -> None:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""

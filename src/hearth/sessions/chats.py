@@ -7,6 +7,14 @@ A listed chat may be in one folder, carry up to 20 tags (lower-cased) and be pin
 shows pinned chats first, and filters by folder and by tag. A title, a folder name and a tag
 are all checked by one rule (`checked_text`): trimmed, not empty, not too long, and no control
 or text-direction characters (a NUL or a right-to-left override could disguise a chat).
+
+What a chat runs on (its model, null for the chat chain, and its agent) is one of the
+`Choices` of the settings snapshot the next turn runs from, checked when the chat is made and
+whenever it is changed; a turn reads them when it starts, so a change applies to the next turn.
+Archived chats leave the list (`list_chats(archived=True)` lists only them); like filing,
+archiving is refused for a chat that is never listed. Trust, model and agent may be changed
+on any chat, Incognito and Temporary ones included: they are the owner's settings for the
+chat's next turn, and that turn's model is the one its work may reach.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ LABEL_MAX = 60  # characters in a folder name or a tag
 TITLE_MAX = 200  # characters in a chat's title
 MAX_TAGS = 20  # tags on one chat
 FILING = ("folder", "tags", "pinned")
+CHOICES = ("model", "agent")  # what a chat runs on; null goes back to the default
+DEFAULT_AGENT = "default"  # the agent a chat has unless it names another (config.agent)
 _LINE_CONTROLS = ("Cc", "Cs", "Zl", "Zp")  # control characters, stray surrogates, line breaks
 _DIRECTION_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
                                 "\u2066\u2067\u2068\u2069")
@@ -59,6 +69,54 @@ class Opened:
     created: bool
 
 
+@dataclass(frozen=True)
+class Choices:
+    """The models and agents a chat may be set to run on: those of the settings snapshot the
+    next turn runs from (the engine hands them over: `Engine.choices`)."""
+
+    models: tuple[str, ...]
+    agents: tuple[str, ...]
+
+    def model(self, raw: object) -> str | None:
+        """A model id set up now, or None for the chat chain (422 `unknown_model`)."""
+        if raw is None:
+            return None
+        if not isinstance(raw, str) or raw not in self.models:
+            known = ", ".join(self.models) or "none are set up"
+            raise ChatError("unknown_model", 422,
+                            f"There is no model {_shown(raw)} ({known}).")
+        return raw
+
+    def agent(self, raw: object) -> str:
+        """An agent set up now; None is the default agent (422 `unknown_agent`)."""
+        if raw is None:
+            return DEFAULT_AGENT
+        if not isinstance(raw, str) or raw not in self.agents:
+            raise ChatError("unknown_agent", 422,
+                            f"There is no agent {_shown(raw)}; the agents set up are "
+                            f"{', '.join(self.agents)}.")
+        return raw
+
+    def checked(self, runs_on: Mapping[str, object]) -> dict[str, str | None]:
+        """The column values for a change of what a chat runs on (`model`, `agent`)."""
+        checked: dict[str, str | None] = {}
+        for name, value in runs_on.items():
+            if name == "model":
+                checked["model"] = self.model(value)
+            elif name == "agent":
+                checked["agent"] = self.agent(value)
+            else:
+                raise ChatError("invalid_request", 422,
+                                f"A chat runs on {', '.join(CHOICES)}; {name!r} is not one.")
+        return checked
+
+
+def _shown(raw: object) -> str:
+    """A value a client sent, quoted for a sentence (its first 100 characters)."""
+    text = repr(raw)
+    return text if len(text) <= 100 else text[:100] + "…"
+
+
 async def open_chat(
     db: Database,
     *,
@@ -70,10 +128,26 @@ async def open_chat(
     origin: str = "api",
     trust: str | None = None,
     keep_out: tuple[str, ...] = (),
+    choices: Choices | None = None,
 ) -> Opened:
     """Open the kept chat called `name`, or make a new one (named by `naming` when no name).
     A `workspace_dir` that is, contains or lies inside a `keep_out` folder (the Hearth home),
-    or is `/`, is refused."""
+    or is `/`, is refused; with `choices`, so are a model and an agent not among them."""
+    _check_opening(name, memory_mode, model, agent, choices)
+    if workspace_dir is not None:
+        workspace_dir = _checked_folder(workspace_dir, keep_out)
+    for _attempt in range(20):
+        try:
+            return await db.writing(_open_or_insert, name, memory_mode, agent, model,
+                                    workspace_dir, origin, trust)
+        except IntegrityError:
+            continue  # another request took the name in the same instant; look again
+    raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
+
+
+def _check_opening(name: str | None, memory_mode: str | None, model: str | None,
+                   agent: str | None, choices: Choices | None) -> None:
+    """What `open_chat` refuses before it writes anything (422 with a sentence)."""
     if name is not None and not NAME_PATTERN.match(name):
         raise ChatError(
             "invalid_name", 422,
@@ -85,15 +159,9 @@ async def open_chat(
             "invalid_memory_mode", 422,
             f"memory_mode must be one of {', '.join(MEMORY_MODES)}.",
         )
-    if workspace_dir is not None:
-        workspace_dir = _checked_folder(workspace_dir, keep_out)
-    for _attempt in range(20):
-        try:
-            return await db.writing(_open_or_insert, name, memory_mode, agent, model,
-                                    workspace_dir, origin, trust)
-        except IntegrityError:
-            continue  # another request took the name in the same instant; look again
-    raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
+    if choices is not None:
+        choices.model(model)
+        choices.agent(agent)
 
 
 def _checked_folder(raw: str, keep_out: tuple[str, ...]) -> str:
@@ -149,7 +217,7 @@ def _open_or_insert(
         tab_id=uuid.uuid4().hex,
         memory_mode=mode,
         chat_number=number,
-        agent=agent or "default",
+        agent=agent or DEFAULT_AGENT,
         model=model,
         workspace_dir=workspace_dir,
         origin=origin,
@@ -202,34 +270,58 @@ async def list_chats(
     cursor: str | None,
     folder: str | None = None,
     tag: str | None = None,
+    archived: bool = False,
 ) -> tuple[list[SessionRow], str | None]:
     """A page of the listed chats, pinned first, then newest first; `folder` and `tag` keep
-    the chats in that folder / carrying that tag (a tag matches whatever its case)."""
+    the chats in that folder / carrying that tag (a tag matches whatever its case). Archived
+    chats are left out, or with `archived` the only ones listed."""
     after = _decode_cursor(cursor) if cursor else None
     folder = (folder or "").strip() or None
     tag = (tag or "").strip().lower() or None
     rows = await db.reading(session_store.list_page, modes=LISTED_MODES, limit=limit + 1,
-                            query=query, folder=folder, tag=tag, after=after)
+                            query=query, folder=folder, tag=tag, after=after,
+                            archived=archived)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = _encode_cursor(rows[-1]) if more and rows else None
     return rows, next_cursor
 
 
-async def update(db: Database, key: str, *, title: str | None = None, trust: str | None = None,
-           filing: Mapping[str, object] | None = None) -> SessionRow:
-    """Rename a chat, change its trust setting and/or file it: `filing` holds the parts of
-    its filing to change (`folder`, None to take it out of its folder; `tags`, the whole
-    list; `pinned`). All of it is checked before anything changes."""
+async def update(
+    db: Database,
+    key: str,
+    *,
+    title: str | None = None,
+    trust: str | None = None,
+    filing: Mapping[str, object] | None = None,
+    runs_on: Mapping[str, object] | None = None,
+    choices: Choices | None = None,
+    archived: bool | None = None,
+) -> SessionRow:
+    """Rename a chat, change its trust setting, what it runs on, file it and/or archive it:
+    `filing` holds the parts of its filing to change (`folder`, None to take it out of its
+    folder; `tags`, the whole list; `pinned`), `runs_on` the `model` (None: the chat chain)
+    and/or `agent` (None: the default agent), each one of `choices`; `archived` takes it out
+    of the list or puts it back. All of it is checked before anything changes."""
     if title is not None:
         title = checked_text(title, "title", "invalid_title", TITLE_MAX)
-    values = {name: value for name, value in (("title", title), ("trust", trust))
-              if value is not None}
+    if trust is not None and trust not in TRUST:
+        raise ChatError("invalid_trust", 422, f"trust must be one of {', '.join(TRUST)}.")
+    values: dict[str, str | None] = {name: value for name, value in
+                                     (("title", title), ("trust", trust)) if value is not None}
+    if runs_on:
+        if choices is None:
+            raise TypeError("a change of what a chat runs on is checked against choices")
+        values.update(choices.checked(runs_on))
     filed = checked_filing(filing) if filing else {}
+    if archived is not None:
+        if not isinstance(archived, bool):
+            raise ChatError("invalid_archived", 422, "archived must be true or false.")
+        filed["archived"] = archived
     return await db.writing(_update, key, values, filed)
 
 
-def _update(conn: Connection, key: str, values: dict[str, str],
+def _update(conn: Connection, key: str, values: dict[str, str | None],
             filed: dict[str, object]) -> SessionRow:
     row = chat_in(conn, key)
     if filed:
@@ -242,12 +334,12 @@ def _update(conn: Connection, key: str, values: dict[str, str],
 
 def _refuse_restricted(row: SessionRow) -> None:
     """A chat that is never listed (Incognito, Temporary, a mode that cannot be read) is
-    never filed."""
+    never filed or archived."""
     mode = mode_of(row.memory_mode)
     if restricted(mode):
         raise RestrictedSession(
             f"{why(mode)}; a chat that keeps nothing is never listed, so it cannot be put in "
-            "a folder, tagged or pinned.")
+            "a folder, tagged, pinned or archived.")
 
 
 @dataclass(frozen=True)

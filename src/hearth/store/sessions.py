@@ -120,10 +120,14 @@ def list_page(
     folder: str | None = None,
     tag: str | None = None,
     after: Position | None = None,
+    archived: bool | None = None,
 ) -> list[SessionRow]:
     """Pinned first, then newest first: by (pinned, updated_at, key), all descending; `after`
-    is the position of the last row of the previous page."""
+    is the position of the last row of the previous page. `archived` keeps only the archived
+    chats (True) or only the others (False); None lists both."""
     stmt = select(sessions).where(sessions.c.memory_mode.in_(modes))
+    if archived is not None:
+        stmt = stmt.where(sessions.c.archived == archived)
     if query:
         pattern = f"%{query.replace('%', '').replace('_', '')}%"
         stmt = stmt.where(or_(sessions.c.title.ilike(pattern), sessions.c.key.ilike(pattern)))
@@ -178,14 +182,15 @@ def filing_counts(
 
 
 def set_filing(conn: Connection, key: str, **values: Any) -> bool:
-    """File a chat (folder, tags, pinned). Its place by recency (`updated_at`) stays: filing a
-    chat is not activity in it. False when there is no such chat."""
+    """File a chat (folder, tags, pinned) or archive it. Its place by recency (`updated_at`)
+    stays: filing a chat is not activity in it. False when there is no such chat."""
     result = conn.execute(update(sessions).where(sessions.c.key == key).values(**values))
     return result.rowcount == 1
 
 
 def update_fields(conn: Connection, key: str, **values: Any) -> bool:
-    """Change a chat's own settings (title, trust); False when there is no such chat."""
+    """Change a chat's own settings (title, trust, model, agent); False when there is no such
+    chat."""
     result = conn.execute(
         update(sessions).where(sessions.c.key == key).values(**values, updated_at=now())
     )

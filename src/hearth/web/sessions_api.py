@@ -1,5 +1,6 @@
-"""Routes for chats: create/open, list (filtered by folder or tag), read a window, rename and
-file (folder, tags, pinned), delete, send a message."""
+"""Routes for chats: create/open, list (filtered by folder or tag; archived ones apart), read
+a window, rename, file (folder, tags, pinned), archive, change what it runs on (model, agent)
+and its trust, delete, send a message."""
 
 from __future__ import annotations
 
@@ -38,11 +39,25 @@ class PatchSession(BaseModel):
     folder: StrictStr | None = None  # null takes the chat out of its folder
     tags: list[StrictStr] | None = None  # the whole list; [] removes them all
     pinned: StrictBool | None = None
+    model: StrictStr | None = Field(None, min_length=1, max_length=200)  # null: the chain
+    agent: StrictStr | None = Field(None, min_length=1, max_length=100)  # null: the default
+    archived: StrictBool | None = None
 
     def filing(self) -> dict[str, object]:
         """The parts of the chat's filing this request changes (checked by `chats`)."""
-        return {name: getattr(self, name) for name in chats.FILING
-                if name in self.model_fields_set}
+        return self._given(chats.FILING)
+
+    def runs_on(self) -> dict[str, object]:
+        """What this request changes of what the chat runs on (checked by `chats`)."""
+        return self._given(chats.CHOICES)
+
+    def archiving(self) -> bool | None:
+        if "archived" in self.model_fields_set and self.archived is None:
+            raise Refusal("invalid_archived", 422, "archived must be true or false.")
+        return self.archived
+
+    def _given(self, names: tuple[str, ...]) -> dict[str, object]:
+        return {name: getattr(self, name) for name in names if name in self.model_fields_set}
 
 
 class SendMessage(BaseModel):
@@ -54,13 +69,10 @@ class SendMessage(BaseModel):
 @router.post("/api/sessions")
 async def create_session(engine: EngineDep, body: CreateSession | None = None) -> JSONResponse:
     body = body or CreateSession()
-    if body.model is not None and body.model not in engine.deps.models.ids():
-        known = ", ".join(engine.deps.models.ids()) or "none are set up"
-        raise Refusal("unknown_model", 422, f"There is no model {body.model!r} ({known}).")
     opened = await chats.open_chat(
         engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
         model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
-        keep_out=engine.placement.hidden,
+        keep_out=engine.placement.hidden, choices=engine.choices(),
     )
     return JSONResponse(session_view(opened.session), status_code=201 if opened.created else 200)
 
@@ -73,9 +85,12 @@ async def list_sessions(
     cursor: Annotated[str | None, Query(max_length=500)] = None,
     folder: Annotated[str | None, Query(max_length=200)] = None,
     tag: Annotated[str | None, Query(max_length=200)] = None,
+    archived: Annotated[bool, Query()] = False,
 ) -> dict[str, Any]:
+    """The listed chats; archived ones only with `archived=true` (then only they)."""
     rows, next_cursor = await chats.list_chats(engine.db, limit=limit, query=q,
-                                               cursor=cursor, folder=folder, tag=tag)
+                                               cursor=cursor, folder=folder, tag=tag,
+                                               archived=archived)
     return {"sessions": [session_view(r) for r in rows], "next_cursor": next_cursor}
 
 
@@ -98,17 +113,22 @@ async def get_session(
 
 @router.patch("/api/sessions/{key}")
 async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict[str, Any]:
-    filing = body.filing()
-    changes = body.title is not None or body.trust is not None or bool(filing)
+    """Change what the body names; a model or agent change applies from the next turn (a
+    running turn keeps what it started with)."""
+    filing, runs_on, archived = body.filing(), body.runs_on(), body.archiving()
+    changes = (body.title is not None or body.trust is not None or bool(filing)
+               or bool(runs_on) or archived is not None)
     if body.memory_mode is not None:
         await _same_mode(engine, key, body.memory_mode)
         if not changes:
             return session_view(await chats.get_chat(engine.db, key))  # nothing to change
     if not changes:
         raise Refusal("invalid_request", 422,
-                      "Send a title, a trust setting, a folder, tags or pinned to change.")
+                      "Send a title, a trust setting, a model, an agent, a folder, tags, pinned "
+                      "or archived to change.")
     row = await chats.update(engine.db, key, title=body.title, trust=body.trust,
-                             filing=filing)
+                             filing=filing, runs_on=runs_on, choices=engine.choices(),
+                             archived=archived)
     return session_view(row)
 
 
