@@ -1,16 +1,17 @@
 """Routes for chats: create/open, list (filtered by folder or tag; archived ones apart), read
-a window, rename, file (folder, tags, pinned), archive, change what it runs on (model, agent)
-and its trust, delete, send a message."""
+a window, export it whole, rename, file (folder, tags, pinned), archive, change what it runs on
+(model, agent) and its trust, delete, send a message."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
+from hearth.engine.export import export_chat
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
@@ -109,6 +110,18 @@ async def get_session(
         "running": current is not None,
         "run_id": current.run_id if current else None,
     }
+
+
+@router.get("/api/sessions/{key}/export")
+async def export_session(
+    key: str,
+    engine: EngineDep,
+    format: Annotated[Literal["json", "markdown"], Query()] = "json",  # noqa: A002
+) -> Response:
+    """The whole chat as a download (409 `export_refused` for a chat that keeps nothing)."""
+    export = await export_chat(engine.db, key, format)
+    return Response(export.body, media_type=export.media_type, headers={
+        "Content-Disposition": f'attachment; filename="{export.filename}"'})
 
 
 @router.patch("/api/sessions/{key}")
