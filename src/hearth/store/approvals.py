@@ -1,6 +1,6 @@
 """Approvals and grants: what the owner was asked about a tool call, what they answered, and
 the standing grants an `allow_always` leaves (for an agent and a tool, optionally only for
-targets under a path or command prefix)."""
+targets under a path or command prefix) until the owner revokes them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, delete, select, update
 
 from hearth.store.db import now
 from hearth.store.schema import approvals, grants
@@ -94,6 +94,46 @@ def cancel_for_run(conn: Connection, run_id: str) -> int:
         .values(status="cancelled", decided_at=now())
     )
     return result.rowcount
+
+
+@dataclass(frozen=True)
+class GrantRow:
+    id: int
+    agent: str
+    tool: str
+    prefix: str | None
+    approval_id: str | None
+    created_at: float
+    session_key: str | None  # the chat of the approval it answered, while that is kept
+
+    @classmethod
+    def of(cls, row: Any) -> GrantRow:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+
+_GRANTS = (select(grants, approvals.c.session_key)
+           .select_from(grants.outerjoin(approvals, approvals.c.id == grants.c.approval_id)))
+
+
+def list_grants(conn: Connection, limit: int = 1000) -> list[GrantRow]:
+    """The standing grants, newest first."""
+    rows = conn.execute(_GRANTS.order_by(grants.c.created_at.desc(), grants.c.id.desc())
+                        .limit(limit))
+    return [GrantRow.of(row) for row in rows]
+
+
+def get_grant(conn: Connection, grant_id: int) -> GrantRow | None:
+    row = conn.execute(_GRANTS.where(grants.c.id == grant_id)).first()
+    return GrantRow.of(row) if row else None
+
+
+def revoke_grant(conn: Connection, grant_id: int) -> GrantRow | None:
+    """Remove a standing grant; the grant it was, or None when there is none by that id."""
+    kept = get_grant(conn, grant_id)
+    if kept is not None:
+        conn.execute(delete(grants).where(grants.c.id == grant_id))
+    return kept
 
 
 def add_grant(conn: Connection, *, agent: str, tool: str, prefix: str | None,
