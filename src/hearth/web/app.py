@@ -18,6 +18,7 @@ from hearth.engine.runtime import Engine
 from hearth.home import Home
 from hearth.web import (
     approvals_api,
+    chat_manage,
     chat_page,
     dashboard,
     errors,
@@ -29,6 +30,8 @@ from hearth.web import (
     runs_api,
     sessions_api,
     settings_page,
+    shell,
+    start_page,
     usage_api,
     usage_page,
 )
@@ -66,7 +69,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
     app.include_router(dashboard.public)
     # each dashboard page module's signed-in routes
-    for page in (dashboard, chat_page, memory_page, usage_page, settings_page):
+    for page in (start_page, dashboard, chat_page, chat_manage, memory_page, usage_page,
+                 settings_page, shell):
         app.include_router(page.pages)
 
     @app.get("/healthz")

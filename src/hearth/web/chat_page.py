@@ -20,15 +20,17 @@ from hearth.sessions import chats
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.events_api import MAX_SEQ, sse, stream_response
+from hearth.web.shell import agent_names, page
 from hearth.web.turn_view import chat_state, frame_html, page_items
-from hearth.web.ui import csrf_of, form_of, render
+from hearth.web.ui import csrf_of, form_of
 
 WINDOW = 200  # events a page shows; older ones are a link away
 DECISIONS = ("allow_once", "allow_always", "deny")
 
 MODE_LINES = {
-    "incognito": ("Incognito chat", "It reads your memory but keeps nothing in it, and it is "
-                  "never listed or searchable."),
+    "incognito": ("Incognito chat", "It reads your memory but keeps nothing in it. It is "
+                  "never in the chat list or search: find it under Incognito and Temporary "
+                  "in the sidebar, and delete it from its menu when you are done."),
     "temporary": ("Temporary chat", "It neither reads nor keeps your memory, and it is "
                   "forgotten when you delete it, when the gateway stops, or when it sits idle."),
 }
@@ -47,13 +49,14 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
     opening = None
     if not window.session.title:  # an untitled chat is called by its first words
         opening = (await chats.openings(engine.db, [key])).get(key)
-    return render("chat.html", chat=window.session, csrf=csrf_of(request), mode_name=name,
-                  opening=opening,
-                  mode_line=line, items=page_items(messages, state),
-                  last_seq=window.events[-1].seq if window.events else 0,
-                  earlier=first if first is not None and first > 1 else None,
-                  running=state.running if before is None else None,
-                  message_id=uuid.uuid4().hex)  # a form sent twice is one message
+    return await page(request, engine, "chat.html", current=key, chat=window.session,
+                      mode_name=name, opening=opening, mode_line=line,
+                      items=page_items(messages, state),
+                      last_seq=window.events[-1].seq if window.events else 0,
+                      earlier=first if first is not None and first > 1 else None,
+                      running=state.running if before is None else None,
+                      models=engine.deps.models.ids(), agents=agent_names(engine),
+                      message_id=uuid.uuid4().hex)  # a form sent twice is one message
 
 
 @pages.get("/chats/{key}/stream")

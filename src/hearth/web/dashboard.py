@@ -1,7 +1,7 @@
-"""The dashboard's front door and chat list: sign in and out, the list of kept chats (with
-search, folders and tags to filter by, pinned chats on top), the forms that pin a chat and file
-it in a folder and under tags, and the buttons that make a new chat in each memory mode. Every
-state change is a form post carrying the page's CSRF token (see `web.auth`)."""
+"""The dashboard's door and its full chat list: sign in and out; the list of kept chats at
+`/chats` (search, folders and tags to filter by, pinned chats on top, the archive), and the
+forms that pin a chat and file it in a folder and under tags. Every state change is a form
+post carrying the page's CSRF token (see `web.auth`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from hearth.sessions import chats
 from hearth.web import signin
 from hearth.web.auth import require_token, signed_in
 from hearth.web.deps import EngineDep
-from hearth.web.ui import STATIC, csrf_of, form_of, render
+from hearth.web.shell import page
+from hearth.web.ui import STATIC, form_of, render
 
 __all__ = ["STATIC", "pages", "public"]
 
@@ -64,7 +65,7 @@ async def logout(request: Request, engine: EngineDep) -> Response:
     return answer
 
 
-@pages.get("/")
+@pages.get("/chats")
 async def chat_list(request: Request, engine: EngineDep,
                     q: Annotated[str | None, Query(max_length=200)] = None,
                     folder: Annotated[str | None, Query(max_length=200)] = None,
@@ -83,10 +84,9 @@ async def _list_page(request: Request, engine: EngineDep, view: Mapping[str, str
     index = await chats.filing_index(engine.db)
     openings = await chats.openings(engine.db, [r.key for r in rows])
     here = urlencode({k: v for k, v in (("q", q), ("folder", folder), ("tag", tag)) if v})
-    return render("chats.html", status=status, chats=rows, query=q, folder=folder, tag=tag,
-                  filing=index, openings=openings, here=here, error=error,
-                  csrf=csrf_of(request),
-                  has_model=bool(engine.deps.models.ids()))
+    return await page(request, engine, "chats.html", status=status, chats=rows, query=q,
+                      folder=folder, tag=tag, filing=index, openings=openings, view=here,
+                      error=error, here="/chats")
 
 
 @pages.post("/chats/{key}/organize")
@@ -94,6 +94,9 @@ async def organize(request: Request, key: str, engine: EngineDep) -> Response:
     """A chat row's forms: pin or unpin, or set the folder and tags; back to the list's view.
     A value that cannot be used shows the list again with the sentence saying why."""
     form = await _blank_keeping_form(request)
+    if form.get("back") == "chat":  # from the chat's own menu: back to the chat
+        await chats.update(engine.db, key, filing=_filing_of(form))
+        return RedirectResponse(f"/chats/{quote(key)}", status_code=303)
     view = {name: values[0] for name, values in
             parse_qs(form.get("back", ""), keep_blank_values=True).items() if name in VIEW}
     try:
@@ -101,7 +104,7 @@ async def organize(request: Request, key: str, engine: EngineDep) -> Response:
     except Refusal as refused:
         return await _list_page(request, engine, view, refused.sentence, refused.status)
     back = urlencode({name: value for name, value in view.items() if value})
-    return RedirectResponse(f"/?{back}" if back else "/", status_code=303)
+    return RedirectResponse(f"/chats?{back}" if back else "/chats", status_code=303)
 
 
 async def _blank_keeping_form(request: Request) -> dict[str, str]:
@@ -125,13 +128,3 @@ def _filing_of(form: dict[str, str]) -> dict[str, object]:
         raise chats.ChatError("invalid_request", 422,
                               "Nothing to change: send a folder, tags or whether it is pinned.")
     return changes
-
-
-@pages.post("/chats/new")
-async def new_chat(request: Request, engine: EngineDep) -> Response:
-    mode = (await form_of(request)).get("memory_mode", "persistent")
-    if mode not in chats.MEMORY_MODES:
-        raise Refusal("invalid_memory_mode", 422,
-                      f"memory_mode must be one of {', '.join(chats.MEMORY_MODES)}.")
-    opened = await chats.open_chat(engine.db, memory_mode=mode, origin="dashboard")
-    return RedirectResponse(f"/chats/{quote(opened.session.key)}", status_code=303)

@@ -1,5 +1,7 @@
 """The error envelope: every error any route answers is `{"error": {"code", "message"}}`,
-its message masked (`hearth.masking`): no error answer ever carries a key."""
+its message masked (`hearth.masking`): no error answer ever carries a key. A browser asking
+for a dashboard page (not the API, not a page's own fetch) gets the same sentence as a page
+inside the dashboard's frame instead (`web.shell`), never raw JSON."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hearth.errors import Refusal
 from hearth.masking import mask, mask_value
+from hearth.web import signin
+from hearth.web.auth import signed_in
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +51,40 @@ def _is_page(request: Request) -> bool:
     return not path.startswith(("/api/", "/v1/")) and path != "/healthz"
 
 
+def _wants_page(request: Request) -> bool:
+    """A browser's own request for a page or a form post (it accepts HTML), not a page's
+    script (`X-Requested-With: fetch`) nor its event stream."""
+    return (_is_page(request) and "text/html" in request.headers.get("accept", "")
+            and request.headers.get("x-requested-with") != "fetch"
+            and not request.url.path.endswith("/stream"))
+
+
+HEADLINES = {404: "Not found", 409: "Not done", 403: "Refused", 422: "Not done"}
+
+
+async def _error_page(request: Request, status: int, code: str, sentence: str) -> Response:
+    """The error as a page in the dashboard's frame; the envelope if the frame cannot be drawn
+    (the store refusing too)."""
+    from hearth.web.shell import page  # the frame reads the sidebar: only on this path
+
+    if not await signed_in(request, request.cookies.get(signin.COOKIE)):
+        return envelope(status, code, sentence)  # the frame shows chats: the owner's alone
+    try:
+        return await page(request, request.app.state.engine, "error.html", status=status,
+                          code=code, sentence=mask(sentence),
+                          headline=HEADLINES.get(status, "Something went wrong"))
+    except (Refusal, OSError) as failed:
+        log.warning("the error page could not be drawn (%s)", type(failed).__name__)
+        return envelope(status, code, sentence)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(Refusal)
     async def _refusal(request: Request, exc: Refusal) -> Response:
         if exc.status == 401 and request.method == "GET" and _is_page(request):
             return RedirectResponse("/login", status_code=303)  # a page asks to sign in
+        if exc.status != 401 and _wants_page(request):
+            return await _error_page(request, exc.status, exc.code, exc.sentence)
         return envelope(exc.status, exc.code, exc.sentence, details=exc.details)
 
     @app.exception_handler(RequestValidationError)
@@ -60,7 +93,10 @@ def install(app: FastAPI) -> None:
         return envelope(status, code, message)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404 and _wants_page(request):
+            return await _error_page(request, 404, "not_found",
+                                     "There is no page at this address.")
         code = _HTTP_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else "The request failed."
         if exc.status_code == 400 and "parsing the body" in message:

@@ -17,7 +17,8 @@ from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
-from hearth.web.ui import csrf_of, form_of, render
+from hearth.web.shell import page
+from hearth.web.ui import form_of
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 
@@ -50,7 +51,7 @@ async def memory_page(
         found = await asyncio.to_thread(engine.memory.items, limit=PAGE + 1, before=before)
         more = found[PAGE - 1].id if len(found) > PAGE else None
         found = found[:PAGE]
-    return render("memory.html", csrf=csrf_of(request), page="/memory", query=words,
+    return await page(request, engine, "memory.html", query=words,
                   paged=before is not None, items=found, document=DOCUMENT,
                   more=f"/memory?{urlencode({'before': more})}" if more else None)
 

@@ -29,7 +29,8 @@ from hearth.web import settings_forms as forms
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.settings_forms import Invalid
-from hearth.web.ui import csrf_of, form_of, render
+from hearth.web.shell import page
+from hearth.web.ui import form_of
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 
@@ -95,7 +96,8 @@ def _shown_url(url: str | None) -> str:
     return parts._replace(netloc="••••@" + parts.netloc.rsplit("@", 1)[1]).geturl()
 
 
-def _page(request: Request, engine: Engine, *, status: int = 200, **shown: Any) -> Response:
+async def _page(request: Request, engine: Engine, *, status: int = 200,
+                **shown: Any) -> Response:
     try:
         kept, problem = settings.load(_path(request)), None
     except SettingsError as error:
@@ -105,9 +107,9 @@ def _page(request: Request, engine: Engine, *, status: int = 200, **shown: Any) 
     slots = max(1, min(len(choices), MAX_CHAIN_SLOTS))
     shown.setdefault("model_form", {})
     shown.setdefault("agent_form", {})
-    return render(
-        "settings.html", status=status, csrf=csrf_of(request), page="/settings",
-        problem=problem, models=_rows(engine, kept), kinds=forms.KINDS,
+    return await page(
+        request, engine, "settings.html", status=status, problem=problem,
+        models=_rows(engine, kept), kinds=forms.KINDS,
         ollama_url=forms.OLLAMA_BASE_URL, chain=chain, chain_choices=choices,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
         agents=sorted(engine.config.agents.items()), profiles=forms.PROFILES,
@@ -119,7 +121,7 @@ async def settings_page(request: Request, engine: EngineDep,
                         saved: Annotated[str | None, Query(max_length=20)] = None,
                         agent: Annotated[str | None, Query(max_length=40)] = None) -> Response:
     editing = engine.config.agents.get(agent) if agent else None
-    return _page(request, engine, saved=SAVED.get(saved or ""), saved_what=saved,
+    return await _page(request, engine, saved=SAVED.get(saved or ""), saved_what=saved,
                  agent_form={"name": agent if editing else "",
                              "system_prompt": (editing.system_prompt or "") if editing else "",
                              "profile": (editing.tools.profile or "") if editing else ""})
@@ -137,11 +139,11 @@ async def _keep(request: Request, engine: Engine, change: Callable[[Settings], S
         kept = await asyncio.to_thread(settings.update, _path(request), fitting)
         engine.adopt(kept)  # the next turn's snapshot; a running turn keeps its own
     except Invalid as refused:
-        return _page(request, engine, status=422, error=refused.sentence, **shown)
+        return await _page(request, engine, status=422, error=refused.sentence, **shown)
     except SettingsError as error:
-        return _page(request, engine, status=422, error=str(error), **shown)
+        return await _page(request, engine, status=422, error=str(error), **shown)
     except OSError as error:
-        return _page(request, engine, status=503, **shown,
+        return await _page(request, engine, status=503, **shown,
                      error=f"settings.json could not be written ({error.strerror}); nothing "
                            "was changed.")
     await asyncio.to_thread(settings_log.record_change, engine.db, what)
@@ -159,7 +161,7 @@ async def add_model(request: Request, engine: EngineDep) -> Response:
     try:
         model = forms.model_of(form)
     except Invalid as bad:
-        return _page(request, engine, status=422, error=bad.sentence, model_form=refill)
+        return await _page(request, engine, status=422, error=bad.sentence, model_form=refill)
     taken = {m.id for m in engine.config.models}
 
     def change(kept: Settings) -> Settings:
@@ -181,9 +183,10 @@ async def test_model(request: Request, model_id: str, engine: EngineDep) -> Resp
     """One real, tiny call to the model; the page says what answered and how fast, or why not."""
     model = engine.deps.models.config_of(model_id)
     if model is None:
-        return _page(request, engine, status=404, error=f"There is no model called {model_id}.")
+        return await _page(request, engine, status=404,
+                           error=f"There is no model called {model_id}.")
     answered, sentence = await probe(model, os.environ)
-    return _page(request, engine, outcome=sentence, outcome_ok=answered)
+    return await _page(request, engine, outcome=sentence, outcome_ok=answered)
 
 
 @pages.post("/settings/models/{model_id}/remove")
@@ -210,7 +213,7 @@ async def pick_chain(request: Request, engine: EngineDep) -> Response:
     try:
         chain = forms.chain_of(form, [m.id for m in engine.config.models], MAX_CHAIN_SLOTS)
     except Invalid as bad:
-        return _page(request, engine, status=422, error=bad.sentence)
+        return await _page(request, engine, status=422, error=bad.sentence)
     refused = await _keep(request, engine,
                           lambda kept: kept.model_copy(update={"chat_chain": chain}),
                           {"what": "chat_chain", "chain": ",".join(chain)})
@@ -226,7 +229,7 @@ async def save_agent(request: Request, engine: EngineDep) -> Response:
     try:
         name, agent = forms.agent_of(form, engine.config.agents.get(form.get("name", "").strip()))
     except Invalid as bad:
-        return _page(request, engine, status=422, error=bad.sentence, agent_form=refill)
+        return await _page(request, engine, status=422, error=bad.sentence, agent_form=refill)
     refused = await _keep(request, engine,
                           lambda kept: kept.model_copy(update={"agents": {**kept.agents,
                                                                           name: agent}}),
@@ -241,7 +244,7 @@ async def save_name(request: Request, engine: EngineDep) -> Response:
     try:
         name = forms.user_name_of(await form_of(request))
     except Invalid as bad:
-        return _page(request, engine, status=422, error=bad.sentence)
+        return await _page(request, engine, status=422, error=bad.sentence)
     refused = await _keep(request, engine,
                           lambda kept: kept.model_copy(update={"user_name": name}),
                           {"what": "user_name"})

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from hearth.engine import activity
+from hearth.engine.gate import shown_target
 from hearth.engine.runtime import Engine
 from hearth.web.ui import templates
 
@@ -29,7 +31,7 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
     """One event (as `engine.views.message_view` shows it) as the page draws it."""
     content, meta = message.get("content") or {}, message.get("meta") or {}
     item: Item = {"kind": message["kind"], "seq": message["index"], "run_id": message["run_id"],
-                  "text": message["text"]}
+                  "text": message["text"], "at": _local(message.get("created_at"))}
     if item["kind"] == "user":
         item["queued"] = queued
     elif item["kind"] == "assistant":
@@ -39,7 +41,9 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
         item.update(call_id=content.get("call_id"), name=content.get("name"),
                     card=card_id(message["run_id"], content.get("call_id")))
         if item["kind"] == "tool_call":
-            item.update(arguments=_pretty(content.get("arguments")), result=None, approval=None)
+            arguments = content.get("arguments")
+            item.update(arguments=_pretty(arguments), result=None, approval=None,
+                        target=shown_target(arguments) if isinstance(arguments, dict) else None)
         else:
             item.update(output=str(content.get("output", "")), is_error=bool(
                 content.get("is_error")), receipt=meta.get("receipt"))
@@ -48,6 +52,11 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
         item["retry"] = bool(item["ending"] and item["outcome"] in RETRYABLE_OUTCOMES
                              and message["run_id"])
     return item
+
+
+def _local(stamp: str | None) -> datetime | None:
+    """An event's time (ISO, UTC) in the gateway's own time zone, as the page shows it."""
+    return None if stamp is None else datetime.fromisoformat(stamp).astimezone()
 
 
 def _pretty(arguments: Any) -> str:
@@ -73,6 +82,7 @@ def approval_item(view: dict[str, Any]) -> dict[str, Any]:
     """An approval (as `engine.approvals.approval_view` shows it) as its card draws it."""
     return {"id": view["id"], "tool": view["tool"], "target": view["target"],
             "effect": view["effect"], "status": view["status"],
+            "preview": view.get("preview"), "always_allowed": view.get("always_allowed", True),
             "card": card_id(view["run_id"], view["call_id"])}
 
 

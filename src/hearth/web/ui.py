@@ -13,12 +13,15 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader
 
 from hearth.web import markdown, signin
+from hearth.web.icons import icon
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
 templates.globals["markdown"] = markdown.render
-NAV = (("/", "Chats"), ("/memory", "Memory"), ("/usage", "Usage"), ("/settings", "Settings"))
+templates.globals["icon"] = icon
+NAV = (("/approvals", "Approvals", "shield"), ("/memory", "Memory", "memory"),
+       ("/usage", "Usage", "chart"), ("/settings", "Settings", "gear"))
 templates.globals["nav"] = NAV
 
 
@@ -45,6 +48,17 @@ def utc(stamp: float, shape: str = "%Y-%m-%d %H:%M") -> str:
 
 
 templates.filters["utc"] = utc
+
+
+def local(stamp: float) -> str:
+    """A UNIX time in the gateway's own time zone, short: "14:05" today, else "3 Nov 2026"."""
+    moment = datetime.fromtimestamp(stamp)
+    if moment.date() == datetime.now().date():
+        return moment.strftime("%H:%M")
+    return f"{moment.day} {moment.strftime('%b %Y')}"
+
+
+templates.filters["local"] = local
 
 
 def render(name: str, status: int = 200, **values: Any) -> HTMLResponse:

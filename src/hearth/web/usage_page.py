@@ -17,7 +17,7 @@ from hearth.engine import usage
 from hearth.engine.usage import Total
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
-from hearth.web.ui import csrf_of, render
+from hearth.web.shell import page
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 
@@ -159,7 +159,7 @@ async def usage_page(request: Request, engine: EngineDep,
                      days: Annotated[int, Query(ge=1, le=366)] = 30) -> Response:
     span = span_of(days, date.fromisoformat(usage.today()))
     by_day, by_model = await asyncio.to_thread(usage.totals, engine.db, span[0])
-    return render("usage.html", csrf=csrf_of(request), page="/usage", days=days,
+    return await page(request, engine, "usage.html", days=days,
                   chart=chart_of(span, by_day) if by_day else None,
                   model_chart=model_chart_of(by_model) if by_model else None,
                   name_width=MODEL_NAME_WIDTH,

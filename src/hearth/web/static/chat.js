@@ -1,17 +1,132 @@
 // A chat page, live: the stream of the chat's frames, drawn with the markup the server
-// rendered for each (the same templates as a reload), and the page's actions (send, Stop,
-// approvals, Retry) as fetches carrying the page's CSRF token. Without it the page still
-// works as plain forms and reloads.
+// rendered for each (the same templates as a reload); the page's actions (send, Stop,
+// approvals, Retry) as fetches carrying the page's CSRF token; following the newest line
+// unless the reader scrolled up (then a "Jump to latest" button); a "Thinking…" or
+// "Running tool…" line with the time while a turn has nothing new to show; and copy
+// buttons on answers and code blocks. Without it the page still works as plain forms.
 
 const list = document.getElementById("transcript");
 const stateLine = document.getElementById("stream-state");
+const turnStatus = document.getElementById("turn-status");
+const jump = document.getElementById("jump");
 const stopForm = document.querySelector("form[data-action=stop]");
 const csrf = document.querySelector("meta[name=csrf-token]")?.content ?? "";
 
 let lastSeq = Number(list?.dataset.lastSeq ?? 0);
 let source = null;
 let retryDelay = 500;
+let lastChange = Date.now();  // when the turn last showed something new
+let ticker = null;
 
+// --- following the newest line -------------------------------------------------------------
+const NEAR = 80;  // px from the bottom that still counts as "at the bottom"
+let following = true;
+
+function atBottom() {
+  return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - NEAR;
+}
+
+function toBottom(smooth = false) {
+  window.scrollTo({ top: document.documentElement.scrollHeight,
+                    behavior: smooth ? "smooth" : "instant" });
+}
+
+function changed() {
+  lastChange = Date.now();
+  decorate(list);
+  if (following) toBottom(); else if (jump) jump.hidden = false;
+  showTurnStatus();
+}
+
+window.addEventListener("scroll", () => {
+  following = atBottom();
+  if (following && jump) jump.hidden = true;
+}, { passive: true });
+
+jump?.addEventListener("click", () => {
+  following = true;
+  jump.hidden = true;
+  toBottom(true);
+});
+
+// --- copy buttons ---------------------------------------------------------------------------
+async function copyText(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {  // not a secure context (a LAN address over http): the old way
+    const area = Object.assign(document.createElement("textarea"), { value: text });
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  const label = button.querySelector("span");
+  label.textContent = "Copied";
+  button.classList.add("done");
+  setTimeout(() => { label.textContent = "Copy"; button.classList.remove("done"); }, 1500);
+}
+
+function copyButton(what, text) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "copy";
+  button.setAttribute("aria-label", `Copy ${what}`);
+  button.append(Object.assign(document.createElement("span"), { textContent: "Copy" }));
+  button.addEventListener("click", () => copyText(text(), button));
+  return button;
+}
+
+function decorate(scope) {
+  for (const answer of scope.querySelectorAll(".item.assistant:not(.streaming)")) {
+    const tools = answer.querySelector(".answer-tools");
+    const markdown = answer.querySelector(".markdown");
+    if (tools && markdown && !tools.querySelector(".copy")) {
+      tools.prepend(copyButton("the answer", () => markdown.innerText.trim()));
+    }
+  }
+  for (const pre of scope.querySelectorAll(".markdown pre")) {
+    if (pre.parentElement.classList.contains("code-block")) continue;
+    const holder = document.createElement("div");
+    holder.className = "code-block";
+    pre.replaceWith(holder);
+    holder.append(pre, copyButton("the code", () => pre.innerText));
+  }
+}
+
+// --- what the turn is doing -------------------------------------------------------------------
+function runningWhat() {
+  const run = list.dataset.running;
+  if (!run) return null;
+  const mine = list.querySelectorAll(`[data-run="${CSS.escape(run)}"]`);
+  for (const item of [...mine].reverse()) {
+    const card = item.querySelector(".card");
+    if (!card) continue;
+    if (card.querySelector(".approval-slot form")) return "Waiting for your answer";
+    if (card.querySelector(".result-slot .waiting")) return `Running ${card.dataset.tool}…`;
+    break;
+  }
+  return "Thinking…";
+}
+
+function showTurnStatus() {
+  if (!turnStatus) return;
+  const what = runningWhat();
+  const streaming = document.getElementById("streaming");
+  const quiet = Date.now() - lastChange > 600;
+  turnStatus.hidden = !what || (streaming !== null && !quiet);
+  if (turnStatus.hidden) return;
+  turnStatus.querySelector(".what").textContent = what;
+  const seconds = Math.floor((Date.now() - lastChange) / 1000);
+  turnStatus.querySelector(".elapsed").textContent = seconds >= 1 ? `${seconds} s` : "";
+}
+
+function tick(on) {
+  if (on && !ticker) ticker = setInterval(showTurnStatus, 250);
+  if (!on && ticker) { clearInterval(ticker); ticker = null; }
+  showTurnStatus();
+}
+
+// --- frames ----------------------------------------------------------------------------------
 function fragment(html) {
   const holder = document.createElement("template");
   holder.innerHTML = html.trim();
@@ -69,6 +184,7 @@ function onApproval(frame) {
 function setRunning(runId) {
   list.dataset.running = runId ?? "";
   if (stopForm) stopForm.hidden = !runId;
+  tick(Boolean(runId));
 }
 
 function onStatus(frame) {
@@ -87,6 +203,7 @@ function onDone(frame) {
   }
   for (const waiting of list.querySelectorAll(`[data-run="${CSS.escape(frame.run_id)}"] .waiting`)) {
     waiting.textContent = "Not run.";
+    waiting.classList.remove("waiting");
   }
   if (list.dataset.running === frame.run_id) setRunning(null);
 }
@@ -105,6 +222,7 @@ function connect() {
   source.onmessage = (event) => {
     const frame = JSON.parse(event.data);
     handlers[frame.type]?.(frame);
+    changed();
   };
   source.onerror = () => {  // reconnect from the last seq this page drew, never from the start
     source.close();
@@ -115,15 +233,32 @@ function connect() {
   };
 }
 
+// --- the page's forms as fetches -------------------------------------------------------------
 function newMessageId() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+function settle(form, data) {
+  const status = form.querySelector(".action-status");
+  if (form.dataset.action === "send") {
+    form.reset();
+    form.querySelector("input[name=client_message_id]").value = newMessageId();
+    following = true;
+    lastChange = Date.now();
+  } else if (form.dataset.action === "approval" && status) {
+    status.textContent = `Answered: ${data.status}.`;
+    for (const button of form.querySelectorAll("button")) button.disabled = true;
+  } else if (form.dataset.action === "retry") {
+    form.remove();
+  }
+}
+
 async function submit(form, submitter) {
   const status = form.querySelector(".action-status");
   const body = new URLSearchParams(new FormData(form, submitter));
-  for (const button of form.querySelectorAll("button")) button.disabled = true;
+  const buttons = form.querySelectorAll("button");
+  for (const button of buttons) button.disabled = true;
   let answer;
   try {
     answer = await fetch(form.action, {
@@ -132,11 +267,11 @@ async function submit(form, submitter) {
     });
   } catch {
     if (status) status.textContent = "The gateway could not be reached; try again.";
-    for (const button of form.querySelectorAll("button")) button.disabled = false;
+    for (const button of buttons) button.disabled = false;
     return;
   }
   const data = await answer.json().catch(() => ({}));
-  for (const button of form.querySelectorAll("button")) button.disabled = false;
+  for (const button of buttons) button.disabled = false;
   if (!answer.ok) {
     const error = data.error ?? {};
     if (status) status.textContent = error.message ?? `The gateway answered ${answer.status}.`;
@@ -146,16 +281,8 @@ async function submit(form, submitter) {
     }
     return;
   }
-  if (form.dataset.action === "send") {
-    form.querySelector("textarea").value = "";
-    form.querySelector("input[name=client_message_id]").value = newMessageId();
-    if (status) status.textContent = "";
-  } else if (form.dataset.action === "approval" && status) {
-    status.textContent = `Answered: ${data.status}.`;
-    for (const button of form.querySelectorAll("button")) button.disabled = true;
-  } else if (form.dataset.action === "retry") {
-    form.remove();
-  }
+  if (status) status.textContent = "";
+  settle(form, data);
 }
 
 if (list) {
@@ -165,6 +292,10 @@ if (list) {
     event.preventDefault();
     submit(form, event.submitter);
   });
+  decorate(list);
+  if (!window.location.hash && !new URLSearchParams(window.location.search).has("before")) {
+    toBottom();  // a chat opens at its newest line
+  }
   setRunning(list.dataset.running || null);
   connect();
 }

@@ -1,5 +1,12 @@
-// The composer: Enter sends, Shift+Enter starts a new line. (The form works without it.)
+// The composer: Enter sends, Shift+Enter starts a new line, and the box grows with what is
+// typed (up to a limit, then it scrolls). The form works without it.
 const box = document.getElementById("text");
+
+function fit() {
+  box.style.height = "auto";
+  box.style.height = `${box.scrollHeight}px`;
+}
+
 if (box) {
   box.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -7,4 +14,6 @@ if (box) {
       if (box.value.trim()) box.form.requestSubmit();
     }
   });
+  box.addEventListener("input", fit);
+  box.form.addEventListener("reset", () => requestAnimationFrame(fit));
 }

@@ -1,0 +1,63 @@
+"""What the dashboard's sidebar shows beside every page, read in one transaction: the kept
+chats (pinned first, then by last activity; archived ones left out), the restricted chats
+(Incognito and Temporary: never in the kept list or its search, so in a list of their own),
+which chats are running a turn or waiting on an approval, and the first words an untitled
+chat is called by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from hearth.store import approvals, transcript
+from hearth.store import sessions as session_store
+from hearth.store.db import Database
+from hearth.store.sessions import SessionRow
+
+KEPT_MODES = ("persistent",)
+RESTRICTED_MODES = ("incognito", "temporary")
+KEPT_LIMIT = 150  # the sidebar's reach; older chats are found with search or the full list
+RESTRICTED_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class SidebarChat:
+    key: str
+    title: str | None
+    opening: str | None  # the first message, for a chat without a title
+    memory_mode: str
+    pinned: bool
+    updated_at: float
+    running: bool  # a turn holds the chat
+    waiting: bool  # a call in it waits on the owner's approval
+
+
+@dataclass(frozen=True)
+class Sidebar:
+    kept: list[SidebarChat]
+    restricted: list[SidebarChat]
+    waiting: int  # approvals pending across every chat
+
+
+async def sidebar(db: Database) -> Sidebar:
+    return await db.reading(_sidebar)
+
+
+def _sidebar(conn: Connection) -> Sidebar:
+    kept = [row for row in session_store.list_page(conn, modes=KEPT_MODES, limit=KEPT_LIMIT)
+            if not row.archived]
+    restricted = session_store.list_page(conn, modes=RESTRICTED_MODES, limit=RESTRICTED_LIMIT)
+    pending = approvals.pending(conn)
+    waiting = {approval.session_key for approval in pending}
+    untitled = [row.key for row in (*kept, *restricted) if not row.title]
+    openings = transcript.openings(conn, untitled) if untitled else {}
+
+    def shown(row: SessionRow) -> SidebarChat:
+        return SidebarChat(key=row.key, title=row.title, opening=openings.get(row.key),
+                           memory_mode=row.memory_mode, pinned=row.pinned,
+                           updated_at=row.updated_at, running=row.writer_run_id is not None,
+                           waiting=row.key in waiting)
+
+    return Sidebar(kept=[shown(row) for row in kept],
+                   restricted=[shown(row) for row in restricted], waiting=len(pending))

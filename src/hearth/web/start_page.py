@@ -1,0 +1,75 @@
+"""The dashboard's front page: a new chat. The owner picks the agent, the model and the kind
+of chat (kept, Incognito, Temporary) and writes the first message; the chat is made only when
+that message is sent, so an empty chat is never kept. A form sent twice (the same
+`client_message_id`) is one chat with one message."""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+
+from hearth.errors import Refusal
+from hearth.sessions import chats
+from hearth.web.auth import require_token
+from hearth.web.deps import EngineDep
+from hearth.web.shell import agent_names, page
+from hearth.web.ui import form_of
+
+pages = APIRouter(dependencies=[Depends(require_token)])
+
+
+@pages.get("/")
+async def start_page(request: Request, engine: EngineDep) -> Response:
+    return await _start(request, engine, {})
+
+
+async def _start(request: Request, engine: EngineDep, form: dict[str, str],
+                 error: str | None = None, status: int = 200) -> Response:
+    return await page(request, engine, "start.html", status=status, here="/",
+                      models=engine.deps.models.ids(), agents=agent_names(engine),
+                      has_model=bool(engine.deps.models.ids()), error=error,
+                      owner=engine.config.agent.user_name,
+                      text=form.get("text"), chosen_agent=form.get("agent"),
+                      chosen_model=form.get("model"), chosen_mode=form.get("memory_mode"),
+                      message_id=form.get("client_message_id") or uuid.uuid4().hex)
+
+
+@pages.post("/chats/new")
+async def new_chat(request: Request, engine: EngineDep) -> Response:
+    """Make the chat with its first message and open it; a form that cannot be used comes
+    back with what was typed and the sentence saying why."""
+    form = await form_of(request)
+    try:
+        key = await _open_with_first(engine, form)
+    except Refusal as refused:
+        return await _start(request, engine, form, refused.sentence, refused.status)
+    return RedirectResponse(f"/chats/{quote(key)}", status_code=303)
+
+
+async def _open_with_first(engine: EngineDep, form: dict[str, str]) -> str:
+    text = form.get("text", "").strip()
+    if not text:
+        raise Refusal("empty_message", 422, "Write a first message: the chat is made when "
+                      "you send it.")
+    mode = form.get("memory_mode") or "persistent"
+    if mode not in chats.MEMORY_MODES:
+        raise Refusal("invalid_memory_mode", 422,
+                      f"memory_mode must be one of {', '.join(chats.MEMORY_MODES)}.")
+    model = form.get("model") or None
+    if model is not None and model not in engine.deps.models.ids():
+        raise Refusal("unknown_model", 422, f"There is no model {model!r}.")
+    agent = form.get("agent") or "default"
+    if agent not in agent_names(engine):
+        raise Refusal("unknown_agent", 422, f"There is no agent {agent!r}.")
+    message_id = form.get("client_message_id") or uuid.uuid4().hex
+    opened = await chats.open_chat(engine.db, name=f"chat-{message_id[:16]}",
+                                   memory_mode=mode, agent=agent, model=model,
+                                   origin="dashboard")
+    admitted = await engine.send(opened.session.key, text, client_message_id=message_id,
+                                 dispatch=False)
+    if not admitted.duplicate:
+        engine.dispatch(opened.session.key)
+    return opened.session.key
