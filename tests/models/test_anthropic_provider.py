@@ -274,7 +274,8 @@ def test_an_http_error_status_is_provider_unavailable(server: ScriptedModelServe
     )
 
     assert isinstance(error, ProviderUnavailable)
-    assert error.sentence.startswith("claude answered HTTP 500: ")
+    assert error.sentence.startswith(
+        f"claude answered HTTP 500 at {server.anthropic_base_url}/v1/messages: ")
     assert seen == []
 
 
@@ -286,7 +287,7 @@ def test_an_unreachable_endpoint_is_provider_unavailable() -> None:
     seen, error = _collect_until_error(_provider(url), ModelRequest(HELLO, []))
 
     assert isinstance(error, ProviderUnavailable)
-    assert error.sentence.startswith("claude could not be reached: ")
+    assert error.sentence.startswith(f"claude could not be reached at {url}/v1/messages: ")
     assert seen == []
 
 

@@ -16,6 +16,7 @@ from hearth.engine.runtime import Engine
 from hearth.home import Home
 from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools
+from hearth.models import setup
 from hearth.models.registry import ModelRegistry
 from hearth.store.db import Database
 from hearth.tools.base import Tool
@@ -53,6 +54,8 @@ def build_engine(home: Home, config: Config) -> Engine:
                    if masking.looks_secret(name)))
     db = open_store(home.database_url(), config.store.synchronous)
     db.writer.on_death = _end_gateway
+    for problem in setup.problems(config):
+        log.warning("%s", problem)
     models = ModelRegistry.from_config(config)
     if not models.ids():
         log.warning("no model is set up; every turn will end saying how to add one")

@@ -32,6 +32,7 @@ from anthropic.types import (
 from hearth.models.body import as_body
 from hearth.models.provider_common import (
     SdkErrors,
+    anthropic_not_found_hint,
     request_error,
     stream_broke,
     stream_unfinished,
@@ -80,16 +81,17 @@ class AnthropicProvider:
         model_id: str,
         model_name: str,
         base_url: str | None,
-        api_key: str | None,
+        api_key: str,
         max_output_tokens: int | None = None,
         timeout: float = 600.0,
     ) -> None:
         self.model_id = model_id
         self.model_name = model_name
         self.max_output_tokens = max_output_tokens
+        self._not_found_hint = anthropic_not_found_hint(base_url)
         self._client = anthropic.AsyncAnthropic(
             base_url=base_url,
-            api_key=api_key or "not-needed",
+            api_key=api_key,  # always given: the SDK would read its own variable for None
             max_retries=0,
             # the SDK's own Timeout class: 2.x rejects `httpx.Timeout` (it is built on httpx2)
             timeout=anthropic.Timeout(timeout, connect=10.0),
@@ -114,7 +116,7 @@ class AnthropicProvider:
         try:
             stream = await self._client.messages.create(**as_body(kwargs))
         except anthropic.APIError as exc:
-            raise request_error(self.model_id, exc, _SDK_ERRORS) from exc
+            raise request_error(self.model_id, exc, _SDK_ERRORS, self._not_found_hint) from exc
         async for event in self._read(stream):
             yield event
 

@@ -2,7 +2,10 @@
 
 Owns, for openai_compat.py and anthropic_provider.py alike:
 - `request_error`: an SDK's failure to start an answer mapped to the project's model errors
-  (an HTTP error status, a connection that failed, any other SDK error) and their sentences;
+  (an HTTP error status, a connection that failed, any other SDK error) and their sentences,
+  which name the URL that was tried (`tried_url`: no user, password, query or fragment, so
+  no key rides along) and, for a 404, what the adapter's hint says to try
+  (`openai_not_found_hint`: add /v1; `anthropic_not_found_hint`: drop it);
 - `stream_broke` and `stream_unfinished`: the AnswerCutOff sentences for a stream that broke,
   or ended before the provider's terminal event;
 - `brief`: an SDK error in a few words, secrets masked (`hearth.masking`) before it is cut;
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from hearth.masking import mask
 from hearth.models.types import AnswerCutOff, ProviderUnavailable, ProviderUnreachable
@@ -31,14 +35,59 @@ class SdkErrors:
     connection: type[Exception]  # the provider was never reached (timeouts included)
 
 
-def request_error(model_id: str, exc: Exception, sdk: SdkErrors) -> ProviderUnavailable:
-    """The model error for an SDK error raised before any answer began."""
+def request_error(model_id: str, exc: Exception, sdk: SdkErrors,
+                  not_found_hint: str = "") -> ProviderUnavailable:
+    """The model error for an SDK error raised before any answer began; a 404's sentence
+    says `not_found_hint` (what to change) when there is one."""
+    url = tried_url(exc)
+    at = f" at {url}" if url else ""
     if isinstance(exc, sdk.status):
         status_code = getattr(exc, "status_code", None)
-        return ProviderUnavailable(f"{model_id} answered HTTP {status_code}: {brief(exc)}")
+        if status_code == 404 and not_found_hint:
+            return ProviderUnavailable(
+                f"{model_id} answered HTTP 404{at}; {not_found_hint} (it said: {brief(exc)})")
+        return ProviderUnavailable(f"{model_id} answered HTTP {status_code}{at}: {brief(exc)}")
     if isinstance(exc, sdk.connection):
-        return ProviderUnreachable(f"{model_id} could not be reached: {brief(exc)}")
-    return ProviderUnavailable(f"{model_id} could not be reached: {brief(exc)}")
+        return ProviderUnreachable(f"{model_id} could not be reached{at}: {brief(exc)}")
+    return ProviderUnavailable(f"{model_id} could not be reached{at}: {brief(exc)}")
+
+
+def tried_url(exc: Exception) -> str:
+    """The URL the failed request went to (an SDK error carries its request), shown without
+    what may be secret; empty when the error does not say."""
+    url = getattr(getattr(exc, "request", None), "url", None)
+    return "" if url is None else shown_url(str(url))
+
+
+def shown_url(url: str) -> str:
+    """`url` without its user and password, its query and its fragment."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def openai_not_found_hint(base_url: str | None) -> str:
+    """For an OpenAI-compatible base_url that does not end in /v1: try it with /v1."""
+    if base_url is None:
+        return ""
+    base = shown_url(base_url).rstrip("/")
+    if not base or base.endswith("/v1"):
+        return ""
+    return (f"OpenAI-compatible servers usually serve under /v1 — try base_url {base}/v1")
+
+
+def anthropic_not_found_hint(base_url: str | None) -> str:
+    """For an Anthropic base_url that ends in /v1: the SDK adds /v1 itself, so try it without."""
+    if base_url is None:
+        return ""
+    base = shown_url(base_url).rstrip("/")
+    if not base.endswith("/v1"):
+        return ""
+    return (f"the Anthropic SDK adds /v1 to base_url itself — try base_url "
+            f"{base.removesuffix('/v1')}")
 
 
 def stream_broke(model_id: str, exc: Exception) -> AnswerCutOff:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from hearth.config import Config, ModelConfig
 from hearth.masking import know
+from hearth.models import setup
 from hearth.models.types import Provider
 
 OLLAMA_URL = "http://127.0.0.1:11434"
@@ -80,6 +81,12 @@ def _probe_ollama(url: str) -> ModelConfig | None:
 
 
 def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
+    """The provider of `model`; one whose named key is missing gets `setup.NoKey`, whose
+    calls end saying so: no SDK client is made for it."""
+    missing = setup.key_problem(model, environ)
+    if missing is not None:
+        return setup.NoKey(model, missing)
+    key = model.resolved_api_key(environ) or setup.KEYLESS
     if model.provider == "anthropic":
         from hearth.models.anthropic_provider import AnthropicProvider
 
@@ -87,7 +94,7 @@ def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
             model_id=model.id,
             model_name=model.model,
             base_url=model.base_url,
-            api_key=model.resolved_api_key(environ),
+            api_key=key,
             max_output_tokens=model.max_output_tokens,
             timeout=model.timeout_seconds,
         )
@@ -97,7 +104,7 @@ def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
         model_id=model.id,
         model_name=model.model,
         base_url=model.base_url,
-        api_key=model.resolved_api_key(environ),
+        api_key=key,
         max_output_tokens=model.max_output_tokens,
         timeout=model.timeout_seconds,
     )

@@ -109,6 +109,12 @@ class ProviderUnavailable(ModelError):
     code = "provider_unavailable"
 
 
+class KeyMissing(ProviderUnavailable):
+    """The model's key is named (`api_key_env`) but that variable is not set: nothing was sent."""
+
+    code = "key_missing"
+
+
 class ProviderUnreachable(ProviderUnavailable):
     """The connection to the provider failed or closed before any answer began."""
 
