@@ -12,9 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hearth import settings
 from hearth.config import Config, ConfigError, ModelConfig, load_config
 from hearth.models.registry import NO_MODEL_SENTENCE, ModelRegistry, fallback_models
 from hearth.models.types import Message, ModelRequest
+from hearth.settings import SettingsError
+from hearth.web.settings_forms import Invalid, model_of
 from tests.fakes.model_server import Recorded, Reply, ScriptedModelServer
 from tests.gateway import Gateway, kinds
 
@@ -128,6 +131,44 @@ def test_a_duplicate_model_id_is_refused(tmp_path: Path) -> None:
     assert "'a'" in message and "twice" in message
 
 
+SCHEME_FIX = "base_url must start with http:// or https://, e.g. http://localhost:11434/v1"
+
+
+@pytest.mark.parametrize("url", ["localhost:11434/v1", "127.0.0.1:8000", "ftp://host/v1"])
+def test_a_base_url_without_its_scheme_is_refused_naming_the_model_and_the_fix(
+        tmp_path: Path, url: str) -> None:
+    path = write(tmp_path, f'[[models]]\nid = "local"\nbase_url = "{url}"\nmodel = "m"\n')
+    message = error_of(path)
+    assert f'Model "local": {SCHEME_FIX}' in message and str(path) in message
+
+
+def test_a_base_url_with_no_host_or_a_bad_port_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[models]]\nid = "local"\nbase_url = "http://:99999/v1"\n'
+                           'model = "m"\n')
+    assert 'Model "local": base_url must be one web address with a host' in error_of(path)
+
+
+def test_a_good_base_url_is_kept_as_given(tmp_path: Path) -> None:
+    url = "https://user:pw@[::1]:8443/v1/"
+    path = write(tmp_path, f'[[models]]\nid = "local"\nbase_url = "{url}"\nmodel = "m"\n')
+    assert load_config(path, environ={}).models[0].base_url == url
+
+
+def test_the_settings_file_and_the_form_refuse_it_with_the_same_sentence(tmp_path: Path) -> None:
+    """One validator: settings.json's models and the Settings page's form say what
+    config.toml's say (`config.base_url_problem`)."""
+    kept = tmp_path / "settings.json"
+    kept.write_text('{"models": [{"id": "dash", "model": "m", "base_url": "localhost:1/v1"}]}',
+                    encoding="utf-8")
+    with pytest.raises(SettingsError) as bad_file:
+        settings.load(kept)
+    assert f'Model "dash": {SCHEME_FIX}' in str(bad_file.value)
+    with pytest.raises(Invalid) as bad_form:
+        model_of({"kind": "openai", "id": "dash", "model": "m",
+                  "base_url": "localhost:11434/v1"})
+    assert bad_form.value.sentence == f"{SCHEME_FIX}."
+
+
 # ---------------------------------------------------------------- HEARTH_* overrides
 
 
@@ -188,6 +229,18 @@ def test_both_keys_give_both_in_order() -> None:
     registry = ModelRegistry.from_config(Config(), environ)
     assert registry.ids() == ["openai", "anthropic"]
     assert registry.chat_chain == ["openai", "anthropic"]
+
+
+def test_a_fallback_base_url_without_its_scheme_leaves_that_model_out_saying_why(
+        caplog: pytest.LogCaptureFixture) -> None:
+    environ = {"OPENAI_API_KEY": "sk-o", "OPENAI_BASE_URL": "localhost:11434/v1",
+               "ANTHROPIC_API_KEY": "sk-a", "HEARTH_ANTHROPIC_MODEL": ""}
+    with caplog.at_level("WARNING", logger="hearth.models.registry"):
+        found = fallback_models(environ, probe_ollama=False)
+    assert [(m.id, m.model) for m in found] == [("anthropic", "claude-sonnet-4-5")]
+    assert ("OPENAI_BASE_URL must start with http:// or https://, e.g. "
+            "http://localhost:11434/v1; until it does, OPENAI_API_KEY gives no model."
+            ) in caplog.messages
 
 
 def test_an_answering_ollama_is_picked_up(model_server: ScriptedModelServer) -> None:

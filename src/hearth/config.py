@@ -3,6 +3,9 @@
 Owns the shape of the configuration and the one place it is read. A bad file is a
 `ConfigError` whose message names the key and the problem; the gateway does not start on it.
 Model fall-backs (environment keys, a local Ollama) are resolved in `models.registry`, not here.
+A model's `base_url` is checked here (`base_url_problem`), the one check config.toml,
+settings.json and the Settings page's add-model form all use: a URL without its http:// or
+https:// is refused at start with a sentence naming the model and the fix.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -22,8 +26,36 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+BASE_URL_EXAMPLE = "http://localhost:11434/v1"
+BASE_URL_MAX = 500
+BASE_URL_SCHEME = ("base_url must start with http:// or https://, "
+                   f"e.g. {BASE_URL_EXAMPLE}")
+BASE_URL_ADDRESS = ("base_url must be one web address with a host name (and a port from 1 to "
+                    f"65535, if any), without spaces, e.g. {BASE_URL_EXAMPLE}")
+
+
 class ConfigError(Exception):
     """The configuration cannot be used; the message says which key and why."""
+
+
+def base_url_problem(url: str) -> str | None:
+    """What is wrong with `url` as a model's base_url, as the fix to make; None: nothing.
+
+    The sentence never repeats the URL: it may carry a password (`https://user:pw@host`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced [ in the host
+        return BASE_URL_ADDRESS
+    if parts.scheme.lower() not in ("http", "https") or not url.lower().startswith(
+            f"{parts.scheme.lower()}://"):
+        return BASE_URL_SCHEME
+    if len(url) > BASE_URL_MAX or any(ch.isspace() for ch in url) or not parts.hostname:
+        return BASE_URL_ADDRESS
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or out of range
+        return BASE_URL_ADDRESS
+    return BASE_URL_ADDRESS if port == 0 else None
 
 
 class _Section(BaseModel):
@@ -55,6 +87,13 @@ class ModelConfig(_Section):
     # US dollars per million tokens; unset means unpriced (never "free") on the Usage page
     price_in_per_mtok: float | None = Field(None, ge=0)
     price_out_per_mtok: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _base_url_is_a_web_address(self) -> ModelConfig:
+        problem = None if self.base_url is None else base_url_problem(self.base_url)
+        if problem is not None:
+            raise ValueError(f'Model "{self.id}": {problem}')
+        return self
 
     def resolved_api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         if self.api_key:

@@ -130,9 +130,10 @@ def test_an_ollama_model_gets_its_default_url_and_a_dummy_key(client: TestClient
 
 
 @pytest.mark.parametrize(("fields", "sentence"), [
-    ({"base_url": "ftp://example.com/v1"}, "must be an http:// or https:// address"),
-    ({"base_url": "not a url"}, "must be an http:// or https:// address"),
-    ({"base_url": "http://:99999"}, "must be an http:// or https:// address"),
+    ({"base_url": "ftp://example.com/v1"}, "base_url must start with http:// or https://"),
+    ({"base_url": "localhost:11434/v1"}, "base_url must start with http:// or https://"),
+    ({"base_url": "not a url"}, "base_url must start with http:// or https://"),
+    ({"base_url": "http://:99999"}, "base_url must be one web address with a host"),
     ({"id": "bad id!"}, "A model&#39;s id is 1 to 64 letters"),
     ({"id": "x" * 65}, "A model&#39;s id is 1 to 64 letters"),
     ({"model": ""}, "Give the model&#39;s name"),

@@ -14,15 +14,18 @@ known, so no sentence ever shows it.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Mapping
+from typing import Literal
 
-from hearth.config import Config, ModelConfig
+from hearth.config import Config, ModelConfig, base_url_problem
 from hearth.masking import know
 from hearth.models import setup
 from hearth.models.types import Provider
 
+log = logging.getLogger(__name__)
 OLLAMA_URL = "http://127.0.0.1:11434"
 
 NO_MODEL_SENTENCE = (
@@ -34,32 +37,33 @@ NO_MODEL_SENTENCE = (
 
 
 def fallback_models(environ: Mapping[str, str], probe_ollama: bool = True) -> list[ModelConfig]:
-    found: list[ModelConfig] = []
-    if environ.get("OPENAI_API_KEY"):
-        found.append(
-            ModelConfig(
-                id="openai",
-                provider="openai",
-                base_url=environ.get("OPENAI_BASE_URL") or None,
-                api_key_env="OPENAI_API_KEY",
-                model=environ.get("HEARTH_OPENAI_MODEL", "gpt-4o-mini"),
-            )
-        )
-    if environ.get("ANTHROPIC_API_KEY"):
-        found.append(
-            ModelConfig(
-                id="anthropic",
-                provider="anthropic",
-                base_url=environ.get("ANTHROPIC_BASE_URL") or None,
-                api_key_env="ANTHROPIC_API_KEY",
-                model=environ.get("HEARTH_ANTHROPIC_MODEL", "claude-sonnet-4-5"),
-            )
-        )
+    found = [model for model in (
+        _from_environment(environ, "openai", "OPENAI", "gpt-4o-mini"),
+        _from_environment(environ, "anthropic", "ANTHROPIC", "claude-sonnet-4-5"),
+    ) if model is not None]
     if not found and probe_ollama:
         ollama = _probe_ollama(environ.get("HEARTH_OLLAMA_URL", OLLAMA_URL))
         if ollama is not None:
             found.append(ollama)
     return found
+
+
+def _from_environment(environ: Mapping[str, str], provider: Literal["openai", "anthropic"],
+                      prefix: str, default_model: str) -> ModelConfig | None:
+    """The model `<prefix>_API_KEY` gives (at `<prefix>_BASE_URL`, named by
+    `HEARTH_<prefix>_MODEL`), if the key is set; a base URL that is no web address leaves it
+    out, saying why."""
+    key_var, url_var = f"{prefix}_API_KEY", f"{prefix}_BASE_URL"
+    if not environ.get(key_var):
+        return None
+    base_url = environ.get(url_var) or None
+    problem = None if base_url is None else base_url_problem(base_url)
+    if problem is not None:
+        log.warning("%s %s; until it does, %s gives no model.",
+                    url_var, problem.removeprefix("base_url "), key_var)
+        return None
+    return ModelConfig(id=provider, provider=provider, base_url=base_url, api_key_env=key_var,
+                       model=environ.get(f"HEARTH_{prefix}_MODEL") or default_model)
 
 
 def _probe_ollama(url: str) -> ModelConfig | None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from hearth import settings
-from hearth.config import ModelConfig, NamedAgentConfig, ToolPolicyConfig
+from hearth.config import ModelConfig, NamedAgentConfig, ToolPolicyConfig, base_url_problem
 
 KINDS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic", "ollama": "Ollama"}
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
@@ -61,19 +60,12 @@ def model_of(form: dict[str, str]) -> ModelConfig:
 
 
 def _base_url(raw: str) -> str | None:
+    """The base URL given, checked as config.toml's are (`config.base_url_problem`)."""
     if not raw:
         return None
-    sentence = ("The base URL must be an http:// or https:// address, for example "
-                f"{OLLAMA_BASE_URL}.")
-    if len(raw) > 500 or any(ch.isspace() for ch in raw):
-        raise Invalid(sentence)
-    try:
-        parts = urlsplit(raw)
-        _ = parts.port  # a port out of range raises here
-    except ValueError as exc:
-        raise Invalid(sentence) from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Invalid(sentence)
+    problem = base_url_problem(raw)
+    if problem is not None:
+        raise Invalid(f"{problem}.")  # the same sentence config.toml gets
     return raw.rstrip("/")
 
 
