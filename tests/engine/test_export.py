@@ -34,6 +34,7 @@ def _fill(conn: Connection, key: str) -> None:
 
 def _talk(conn: Connection, key: str, arguments: Any) -> None:
     transcript.append(conn, key, "user", {"text": "Plan the trip to Lisbon please"})
+    transcript.append(conn, key, "assistant", {"text": "A lone \udc00 from the model"})
     transcript.append(conn, key, "tool_call",
                       {"call_id": "c1", "name": "shell", "arguments": arguments})
     transcript.append(conn, key, "tool_result", {"call_id": "c1", "output": "SECRET OUTPUT"})
@@ -50,6 +51,21 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 async def _chat(engine: Engine, mode: str = "persistent") -> str:
     return (await chats.open_chat(engine.db, memory_mode=mode)).session.key
+
+
+def test_json_export_is_strict_json_whatever_the_model_sent(engine: Engine) -> None:
+    async def body() -> bytes:
+        key = await _chat(engine)
+        await engine.db.writing(_talk, key, {"path": "\ud800", "n": float("nan")})
+        return (await export.export_chat(engine.db, key, "json")).body
+
+    loaded = json.loads(asyncio.run(body()), parse_constant=_refuse)
+    call = next(m for m in loaded["messages"] if m["kind"] == "tool_call")
+    assert call["content"]["arguments"] == {"path": "\ufffd", "n": None}
+
+
+def _refuse(constant: str) -> None:
+    raise AssertionError(f"{constant} is not JSON")
 
 
 def test_every_message_of_a_long_chat_is_exported_in_order(engine: Engine) -> None:
@@ -70,7 +86,7 @@ def test_every_message_of_a_long_chat_is_exported_in_order(engine: Engine) -> No
 
 
 def test_markdown_says_messages_calls_and_notices(engine: Engine) -> None:
-    nasty = {"command": "echo `x` ``y``\nrm -rf " + "z" * 5000}
+    nasty = {"command": "echo `x` ``y``\nrm -rf " + "z" * 5000, "n": float("nan")}
 
     async def body() -> tuple[str, str]:
         key = await _chat(engine)
@@ -91,6 +107,7 @@ def test_markdown_says_messages_calls_and_notices(engine: Engine) -> None:
     assert " ```echo `x` ``y`` rm -rf zzz" in call  # fenced by more backticks than inside
     assert "*It \\*stopped\\* here\\_now*" in lines  # one italic line, its stars escaped
     assert "SECRET OUTPUT" not in text  # a tool's output is not part of the conversation
+    assert "A lone \ufffd from the model" in text  # a lone surrogate cannot be UTF-8
 
 
 def test_a_title_names_the_file_safely() -> None:

@@ -5,6 +5,11 @@ request is persisted, shown as an `approval` frame, and its turn waits here unti
 answers (`allow_once`, `allow_always` — which leaves a standing grant — or `deny`). The row is
 the truth: a turn resumed after a restart waits on the same approval, and an answer given while
 no turn waits is read when one does.
+
+Every view of an approval carries a `preview` of its call (`engine.approval_preview`); the
+list of what waits, across every chat, adds each chat's title (or its first words) and
+`always_allowed`: False where an `allow_always` would be refused (a chat that keeps nothing
+makes no standing grant), so a page does not offer "Always" there.
 """
 
 from __future__ import annotations
@@ -14,22 +19,46 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hearth.engine.approval_preview import preview
 from hearth.engine.events import Bus
+from hearth.engine.views import sendable
 from hearth.errors import Refusal
 from hearth.privacy import reach
 from hearth.privacy.modes import mode_of
-from hearth.store import approvals, audit, sessions
+from hearth.store import approvals, audit, sessions, transcript
 from hearth.store.approvals import ApprovalRow
 from hearth.store.db import Database
+from hearth.store.sessions import SessionRow
+
+TITLE_CHARS = 60  # of an untitled chat's first message, standing for its title
 
 
 def approval_view(row: ApprovalRow) -> dict[str, Any]:
     return {
         "id": row.id, "run_id": row.run_id, "session": row.session_key, "call_id": row.call_id,
-        "agent": row.agent, "tool": row.tool, "arguments": row.arguments, "effect": row.effect,
+        "agent": row.agent, "tool": row.tool, "arguments": sendable(row.arguments),
+        "effect": row.effect,
         "target": row.target, "status": row.status, "decision": row.decision,
         "prefix": row.prefix, "created_at": row.created_at, "decided_at": row.decided_at,
+        "preview": preview(row.tool, row.arguments),
     }
+
+
+def waiting_view(row: ApprovalRow, chat: SessionRow | None, opening: str | None
+                 ) -> dict[str, Any]:
+    """An approval in the list of what waits: its view, its chat's title (or first words)
+    and whether "Always" may be answered."""
+    title = chat.title if chat is not None and chat.title else None
+    if title is None and opening:
+        title = " ".join(opening.split())[:TITLE_CHARS] or None
+    return {**approval_view(row), "title": title, "always_allowed": always_allowed(chat)}
+
+
+def always_allowed(chat: SessionRow | None) -> bool:
+    """Whether an `allow_always` for a call of this chat would be taken: not for a chat
+    that keeps nothing, nor one that is gone (the same rule `decide` holds)."""
+    mode = mode_of(chat.memory_mode if chat is not None else None)
+    return reach.lasting_refusal("a standing grant", mode) is None
 
 
 class ApprovalDesk:
@@ -74,8 +103,8 @@ class ApprovalDesk:
         raise reach.RestrictedSession(refusal)
 
     async def pending(self) -> list[dict[str, Any]]:
-        rows = await self._db.reading(approvals.pending)
-        return [approval_view(r) for r in rows]
+        """What waits on the owner, across every chat, oldest first."""
+        return await self._db.reading(_waiting)
 
     async def decide(self, approval_id: str, decision: str,
                      prefix: str | None) -> dict[str, Any]:
@@ -95,6 +124,16 @@ class ApprovalDesk:
             event = self._waiters.get(approval_id)
             if event is not None:
                 event.set()
+
+
+def _waiting(conn: Connection) -> list[dict[str, Any]]:
+    rows = approvals.pending(conn)
+    keys = sorted({row.session_key for row in rows})
+    chats = {key: sessions.get(conn, key) for key in keys}
+    untitled = [key for key, chat in chats.items() if chat is not None and not chat.title]
+    openings = transcript.openings(conn, untitled)
+    return [waiting_view(row, chats[row.session_key], openings.get(row.session_key))
+            for row in rows]
 
 
 def _with_chat(conn: Connection, approval_id: str) -> tuple[ApprovalRow | None, Any]:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hearth.engine.gate import target_of
-from hearth.engine.views import iso, message_view, session_view
+from hearth.engine.views import iso, message_view, sendable_text, session_view
 from hearth.errors import Refusal
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.reach import why
@@ -57,7 +57,8 @@ async def export_chat(db: Database, key: str, fmt: str = "json") -> Export:
     media_type, extension = FORMATS[fmt]
     text = (_as_json(session, events) if fmt == "json"
             else as_markdown(session, events, datetime.now(UTC)))
-    return Export(f"{file_name(session, events)}.{extension}", media_type, text.encode("utf-8"))
+    return Export(f"{file_name(session, events)}.{extension}", media_type,
+                  sendable_text(text).encode("utf-8"))
 
 
 def _refuse_restricted(session: SessionRow) -> None:
@@ -86,7 +87,7 @@ def _as_json(session: SessionRow, events: list[EventRow]) -> str:
     return json.dumps({"session": session_view(session),
                        "messages": [message_view(e) for e in events],
                        "exported_at": iso(datetime.now(UTC).timestamp())},
-                      ensure_ascii=False, indent=2)
+                      ensure_ascii=False, allow_nan=False, indent=2)
 
 
 def heading_of(session: SessionRow, events: list[EventRow]) -> str:

@@ -1,7 +1,15 @@
-"""How persisted events and runs look to every surface (one shape for API, SSE and CLI)."""
+"""How persisted events and runs look to every surface (one shape for API, SSE and CLI).
+
+What a model wrote is shown as it is, except what JSON cannot carry as UTF-8: a lone surrogate
+(a model may send one as a JSON escape) becomes U+FFFD and a number that is not finite
+becomes null (`sendable`), so no message of a chat can make a view that cannot be sent.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+import reprlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +26,32 @@ ROLES = {
     "notice": "system",
     "summary": "system",
 }
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+SENDABLE_DEPTH = 64  # deeper than this, a value is shown as text
+
+
+def sendable_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it can be sent as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def sendable(value: Any, depth: int = 0) -> Any:
+    """A JSON value that can be sent as it is: strings (keys too) made `sendable_text`,
+    numbers that are not finite made null, anything nested deeper than SENDABLE_DEPTH (or
+    not JSON at all) made text."""
+    if isinstance(value, str):
+        return sendable_text(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if depth >= SENDABLE_DEPTH or not isinstance(value, dict | list | tuple):
+        return sendable_text(reprlib.repr(value))  # bounded in length and depth
+    if isinstance(value, dict):
+        return {sendable_text(str(k)): sendable(v, depth + 1) for k, v in value.items()}
+    return [sendable(v, depth + 1) for v in value]
 
 
 def iso(stamp: float | None) -> str | None:
@@ -39,9 +73,9 @@ def message_view(event: EventRow) -> dict[str, Any]:
         "id": event.event_id,
         "role": ROLES.get(event.kind, "system"),
         "kind": event.kind,
-        "text": event_text(event),
-        "content": event.content,
-        "meta": event.meta,
+        "text": sendable_text(event_text(event)),
+        "content": sendable(event.content),
+        "meta": sendable(event.meta),
         "run_id": event.run_id,
         "source": {"channel": event.source_channel},
         "variants": {"count": 1, "index": 0},
