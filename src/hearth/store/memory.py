@@ -2,7 +2,8 @@
 
 An item is one thing the agent was taught (a fact, preference, lesson or commitment), written
 by someone (`written_by`: a tool, the learning chore, the owner) and filed under the chat it
-came from (`filed_under`; NULL once a second chat, or the owner, stands behind it too). The
+came from (`filed_under`; NULL once a second chat, or the owner, stands behind it too: says it
+again, or rewrites its words). An item's words may be revised, never into another item's. The
 passages of the markdown memory documents are rows of kind `document` whose `source` is the
 file. Recall over them is `store.recall`'s. Whether the work running now may read or change
 these tables is not decided here: `privacy.stores` refuses it at the connection.
@@ -93,6 +94,47 @@ def remember(conn: Connection, *, kind: str, words: str, written_by: str,
     made = get(conn, int(inserted[0]))
     assert made is not None
     return Remembered(made, created=True)
+
+
+@dataclass(frozen=True)
+class Revised:
+    """What revising an item did: the item as it now is (None: no taught item by that id),
+    or the item whose words the new words already are (nothing changed)."""
+
+    item: MemoryItem | None
+    duplicate_of: int | None = None
+    text_changed: bool = False
+    changed: bool = False
+
+
+def revise(conn: Connection, item_id: int, *, kind: str | None, words: str | None,
+           filed_under: str | None) -> Revised:
+    """Change a taught item's kind and/or words. New words that are another item's (by
+    fingerprint) change nothing (`duplicate_of`); new words make the item no one chat's
+    alone unless `filed_under` is the chat it is filed under (as `remember` does)."""
+    item = get(conn, item_id)
+    if item is None or item.kind == DOCUMENT:
+        return Revised(None)
+    values: dict[str, Any] = {}
+    if words is not None and words != item.text:
+        mark = fingerprint(words)
+        other = conn.execute(select(memory_items.c.id).where(
+            memory_items.c.fingerprint == mark, memory_items.c.kind != DOCUMENT,
+            memory_items.c.id != item_id).limit(1)).scalar()
+        if other is not None:
+            return Revised(item, duplicate_of=int(other))
+        values.update(text=words, fingerprint=mark)
+        if item.filed_under is not None and item.filed_under != filed_under:
+            values["filed_under"] = None
+    if kind is not None and kind != item.kind:
+        values["kind"] = kind
+    if not values:
+        return Revised(item)
+    conn.execute(update(memory_items).where(memory_items.c.id == item_id)
+                 .values(**values, updated_at=now()))
+    if "text" in values:
+        _merge_index(conn)  # the old words leave the keyword index at once, as on forgetting
+    return Revised(get(conn, item_id), text_changed="text" in values, changed=True)
 
 
 def get(conn: Connection, item_id: int) -> MemoryItem | None:

@@ -1,4 +1,7 @@
-"""Routes for memory: list and search what the agent was taught, teach it, forget an item.
+"""Routes for memory: list and search what the agent was taught, teach it, revise an item's
+kind or words, forget an item. An item's view names the chat it is filed under
+(`filed_under`, null when no one chat stands behind it) and the document a passage is from
+(`source`), so a page can link to them.
 
 A request is the owner's unless it names a chat with `X-Hearth-Session: <key>`. Then it is
 that chat's work: it runs inside the chat's work scope (`privacy.scope.as_work_of`, with the
@@ -18,6 +21,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from hearth.engine.memory_edit import revise_memory
 from hearth.engine.rows import MemoryItem, SessionRow
 from hearth.engine.runtime import Engine
 from hearth.engine.views import iso
@@ -41,6 +45,12 @@ class Teach(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(min_length=1, max_length=MAX_TEXT, pattern=r"\S")
     kind: Kind
+
+
+class Revise(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str | None = Field(None, min_length=1, max_length=MAX_TEXT, pattern=r"\S")
+    kind: Kind | None = None
 
 
 def item_view(item: MemoryItem) -> dict[str, Any]:
@@ -117,6 +127,25 @@ async def teach_memory(body: Teach, engine: EngineDep,
                      written_by="owner" if chat is None else f"api:{chat.key}",
                      filed_under=None if chat is None else chat.key)
     return JSONResponse(item_view(kept.item), status_code=201 if kept.created else 200)
+
+
+@router.patch("/api/memory/{item_id}")
+async def revise_item(
+    item_id: Annotated[int, Path(ge=1, le=MAX_ID)],
+    body: Revise,
+    engine: EngineDep,
+    session: SessionHeader = None,
+) -> dict[str, Any]:
+    """Change an item's kind and/or words (409 `memory_duplicate` when the words are another
+    item's)."""
+    chat = await _chat_of(engine, session)
+    if chat is None:
+        item = await revise_memory(engine.memory, item_id, kind=body.kind, text=body.text)
+    else:
+        with as_work_of(chat.key, chat.memory_mode):  # as that chat's work, in its mode
+            item = await revise_memory(engine.memory, item_id, kind=body.kind, text=body.text,
+                                       filed_under=chat.key)
+    return item_view(item)
 
 
 @router.delete("/api/memory/{item_id}")
