@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import os
+import re
+import socket
 import stat
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from hearth import __version__ as hearth_version
+from hearth.cli import app
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.gateway import TOKEN, Api, Gateway, kinds, write_config
+from tests.gateway import TOKEN, Api, Gateway, free_port, kinds, write_config
 
 ANSWER = "Hello from the fake."
 
@@ -126,7 +133,7 @@ def test_the_repl_answers_each_line_until_exit(
     done = hearth("chat", "--url", gateway.url, home=home, stdin="hello\n\nagain\n/exit\nlost\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count(ANSWER) == 2
-    key = done.stderr.split("Chat ", 1)[1].split()[0]
+    key = done.stderr.split("hearth chat --session ", 1)[1].split("`")[0]
     messages = api.messages(key)
     assert kinds(messages) == ["user", "assistant", "user", "assistant"]
     assert [m["text"] for m in messages][::2] == ["hello", "again"]
@@ -141,3 +148,129 @@ def test_chat_finds_the_gateway_from_hearth_port(
     done = hearth("chat", "-m", "hi", home=home, extra_env={"HEARTH_PORT": str(gateway.port)})
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{ANSWER}\n"
+
+
+# ---------------------------------------------------------------------------------- the command
+
+
+def test_version_prints_the_version(home: Path) -> None:
+    done = hearth("--version", home=home)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"hearth {hearth_version}\n"
+
+
+TYPE_TAG = re.compile(r"<(?:bool|str|int|float|path|text|integer)>", re.I)
+
+
+def command_paths() -> list[list[str]]:
+    """Every command and group of `hearth`, as the words that name it."""
+    found: list[list[str]] = [[]]
+
+    def walk(group: Any, path: list[str]) -> None:
+        for name, command in group.commands.items():
+            found.append([*path, name])
+            if hasattr(command, "commands"):
+                walk(command, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+def test_no_help_shows_a_type_tag() -> None:
+    """Before: typer showed `<bool>` after every flag and `<str>`/`<int>` after each value."""
+    runner = CliRunner()
+    paths = command_paths()
+    assert ["chat"] in paths and ["db", "upgrade"] in paths and ["tools", "explain"] in paths
+    for path in paths:
+        shown = runner.invoke(app, [*path, "--help"], terminal_width=100)
+        assert shown.exit_code == 0, (path, shown.output)
+        assert "--help" in shown.output
+        assert not TYPE_TAG.search(shown.output), (path, shown.output)
+
+
+def test_positive_control_typers_own_help_has_type_tags() -> None:
+    plain = typer.Typer()
+
+    @plain.command()
+    def run(verbose: bool = False, port: int = 1) -> None:
+        """Run."""
+
+    shown = CliRunner().invoke(plain, ["--help"], terminal_width=100)
+    assert TYPE_TAG.search(shown.output), shown.output
+
+
+def test_chat_help_names_each_options_value(home: Path) -> None:
+    done = hearth("chat", "--help", home=home, extra_env={"COLUMNS": "100"})
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"--session\s+KEY", done.stdout), done.stdout
+    assert re.search(r"--url\s+URL", done.stdout), done.stdout
+    assert not TYPE_TAG.search(done.stdout), done.stdout
+
+
+# ---------------------------------------------------------------------------------- the gateway
+
+
+def start_gateway(home: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
+    write_config(home, None)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_"))}
+    env.update({"HEARTH_HOME": str(home), "HEARTH_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1",
+                "HEARTH_OLLAMA_URL": "http://127.0.0.1:9"})
+    proc = subprocess.Popen([sys.executable, "-m", "hearth", "gateway", "--port", str(port),
+                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    return proc, port
+
+
+def output_until(proc: subprocess.Popen[str], line_start: str) -> list[str]:
+    """The gateway's lines up to the first that starts with `line_start` (then it stops)."""
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith(line_start):
+                break
+        else:
+            raise AssertionError(f"the gateway ended first: {lines}")
+        return lines
+    finally:
+        proc.terminate()
+        lines += proc.stdout.read().splitlines()  # (not communicate: it skips what is buffered)
+        proc.wait(30)
+
+
+def test_the_start_says_where_it_serves_and_logs_no_library_chatter(home: Path) -> None:
+    """A first start migrates the database: before, each Alembic step was an INFO line."""
+    proc, port = start_gateway(home)
+    serving = f"Hearth is serving on http://127.0.0.1:{port} — open it and sign in with the " \
+              "token `hearth token` prints."
+    lines = output_until(proc, "Hearth is serving")
+    assert serving in lines
+    assert any(line.startswith("Shell: ") for line in lines)
+    assert not [line for line in lines if "alembic" in line or "httpx" in line], lines
+    assert not [line for line in lines if line.startswith("INFO:")], lines  # uvicorn's banner
+
+
+def test_verbose_logs_the_libraries_too(home: Path) -> None:
+    proc, _port = start_gateway(home, "--verbose")
+    lines = output_until(proc, "Hearth is serving")
+    assert [line for line in lines if "alembic.runtime.migration" in line], lines
+
+
+def test_a_busy_port_is_one_sentence_naming_the_setting(home: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc, _ = start_gateway(home)  # on another port: only its home is used
+        proc.kill()
+        proc.wait()
+        done = hearth("gateway", "--port", str(port), home=home)
+    assert done.returncode != 0
+    said = (done.stdout + done.stderr).strip()
+    assert said.count("\n") == 0, said  # one sentence, and no "serving" line before it
+    assert f"Port {port} on 127.0.0.1 is already in use" in said
+    assert "`port` under [gateway] in config.toml" in said and "HEARTH_PORT" in said
+    assert "serving" not in said

@@ -1,26 +1,66 @@
-"""The `hearth` command: gateway, chat, token, db."""
+"""The `hearth` command: gateway, chat, token, db, tools, mcp.
+
+Its help shows no type tags: a flag is shown bare (`--verbose`, not `--verbose <bool>`) and an
+option that takes a value names it (`--port PORT`, not `--port <int>`), by `HearthCommand` and
+`HearthGroup`, the classes every command here is made with.
+"""
 
 from __future__ import annotations
 
-import logging
-import sys
-from typing import Annotated
+import socket
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from hearth import settings
+from hearth import __version__, settings
 from hearth.config import Config, ConfigError, load_config
 from hearth.home import Home, private_umask
 
-app = typer.Typer(help="Hearth: a local-first personal AI agent gateway.", no_args_is_help=True)
-db_app = typer.Typer(help="The database.", no_args_is_help=True)
+
+def _named(params: list[Any]) -> list[Any]:
+    """The parameters, each flag without a tag and each value named by its metavar (its own
+    name in capitals when it has none)."""
+    for param in params:
+        if param.metavar is None:
+            param.metavar = "" if getattr(param, "is_flag", False) else str(param.name).upper()
+    return params
+
+
+class HearthCommand(TyperCommand):
+    """A command whose help shows no type tags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _named(super().get_params(ctx))
+
+
+class HearthGroup(TyperGroup):
+    """A group of commands whose help shows no type tags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _named(super().get_params(ctx))
+
+
+app = typer.Typer(help="Hearth: a local-first personal AI agent gateway.", no_args_is_help=True,
+                  cls=HearthGroup)
+db_app = typer.Typer(help="The database.", no_args_is_help=True, cls=HearthGroup)
 app.add_typer(db_app, name="db")
-tools_app = typer.Typer(help="The agent's tools.", no_args_is_help=True)
+tools_app = typer.Typer(help="The agent's tools.", no_args_is_help=True, cls=HearthGroup)
 app.add_typer(tools_app, name="tools")
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"hearth {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _private_files() -> None:
+def _start(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print Hearth's version and exit", is_eager=True,
+        callback=_print_version)] = False,
+) -> None:
     # before any command: whatever it writes into the home is the owner's alone (0600/0700)
     private_umask()
 
@@ -34,34 +74,61 @@ def _load() -> tuple[Home, Config]:
         raise typer.Exit(2) from error
 
 
-@app.command()
+@app.command(cls=HearthCommand)
 def gateway(
-    host: Annotated[str | None, typer.Option(help="Address to listen on")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to listen on")] = None,
+    host: Annotated[str | None, typer.Option(
+        metavar="HOST",
+        help="Address to listen on (default: host in config.toml, or HEARTH_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(
+        metavar="PORT",
+        help="Port to listen on (default: port in config.toml, or HEARTH_PORT)")] = None,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Log every library's INFO lines too (migrations, requests)")] = False,
 ) -> None:
-    """Run the gateway (HTTP API, turns, live events) in the foreground."""
+    """Run the gateway (HTTP API, dashboard, turns, live events) in the foreground."""
+    from hearth.web.server import ListenRefused, listen, set_up_logging
+
+    home, config = _load()
+    set_up_logging(verbose)
+    bind_host = host or config.gateway.host
+    bind_port = port or config.gateway.port
+    try:
+        sock = listen(bind_host, bind_port)
+    except ListenRefused as refused:
+        typer.echo(f"Hearth cannot start: {refused}", err=True)
+        raise typer.Exit(2) from refused
+    _serve(home, config, sock, verbose)
+
+
+def _serve(home: Home, config: Config, sock: socket.socket, verbose: bool) -> None:
     from hearth.web.app import create_app
     from hearth.web.server import serve
 
-    home, config = _load()
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    bind_host = host or config.gateway.host
-    bind_port = port or config.gateway.port
     application = create_app(home, config)
-    typer.echo(f"Hearth gateway on http://{bind_host}:{bind_port} (home {home.root})", err=True)
-    typer.echo(f"Shell: {application.state.engine.placement.describe()}", err=True)
-    serve(application, host=bind_host, port=bind_port)
+    host, port = sock.getsockname()[:2]
+
+    def started() -> None:
+        typer.echo(f"Hearth is serving on {_address(host, port)} — open it and sign in with "
+                   "the token `hearth token` prints.", err=True)
+        typer.echo(f"Home: {home.root}", err=True)
+        typer.echo(f"Shell: {application.state.engine.placement.describe()}", err=True)
+
+    serve(application, sock=sock, verbose=verbose, on_started=started)
 
 
-@app.command()
+def _address(host: str, port: int) -> str:
+    """The URL to open: an address that means "every address" is reached at this machine's."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, f"[{host}]" if ":" in host else host)
+    return f"http://{shown}:{port}"
+
+
+@app.command(cls=HearthCommand)
 def token() -> None:
     """Print the gateway's bearer token (made on first use)."""
     typer.echo(Home.from_env().token())
 
 
-@db_app.command("upgrade")
+@db_app.command("upgrade", cls=HearthCommand)
 def db_upgrade() -> None:
     """Apply the database migrations (the gateway also does this at start)."""
     from hearth.engine.compose import upgrade_store
@@ -71,42 +138,25 @@ def db_upgrade() -> None:
     typer.echo(f"Database is up to date: {url}")
 
 
-@app.command()
+@app.command(cls=HearthCommand)
 def chat(
-    message: Annotated[str | None, typer.Option("-m", "--message", help="Send one message")] = None,
-    session: Annotated[str | None, typer.Option("--session", help="Continue this chat")] = None,
-    url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
+    message: Annotated[str | None, typer.Option(
+        "-m", "--message", metavar="TEXT", help="Send one message, print the answer, exit")] = None,
+    session: Annotated[str | None, typer.Option(
+        "--session", metavar="KEY", help="Continue this chat (its last messages first)")] = None,
+    url: Annotated[str | None, typer.Option(
+        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
 ) -> None:
-    """Talk to the agent: a REPL that streams answers, or one message with -m."""
-    from hearth.client.chat import ChatClient, GatewayUnavailable
+    """Talk to the agent: a prompt that streams answers and asks approvals, or one message
+    with -m. At the prompt /help lists the commands; Ctrl-C stops a turn, Ctrl-D leaves."""
+    from hearth.client.chat import run
 
     home, config = _load()
     base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    client = ChatClient(base, home.token() or "")
-    try:
-        key = client.open(session)
-        if message is not None:
-            ok = client.say(key, message, out=sys.stdout)
-            raise typer.Exit(0 if ok else 1)
-        typer.echo(f"Chat {key} — type a message, /exit to leave.", err=True)
-        while True:
-            try:
-                line = input("you> ")
-            except (EOFError, KeyboardInterrupt):
-                typer.echo("", err=True)
-                break
-            if line.strip() in ("/exit", "/quit"):
-                break
-            if line.strip():
-                client.say(key, line, out=sys.stdout)
-    except GatewayUnavailable as error:
-        typer.echo(str(error), err=True)
-        raise typer.Exit(3) from error
-    finally:
-        client.close()
+    raise typer.Exit(run(base, home.token() or "", session, message))
 
 
-@tools_app.command("explain")
+@tools_app.command("explain", cls=HearthCommand)
 def tools_explain(
     agent: Annotated[str, typer.Option(help="The agent whose tools to explain")] = "default",
 ) -> None:
@@ -134,9 +184,10 @@ def tools_explain(
                + (", elevated runs allowed" if where.elevated else ""))
 
 
-@app.command()
+@app.command(cls=HearthCommand)
 def mcp(
-    session: Annotated[str, typer.Option("--session", help="The chat whose tools to serve")],
+    session: Annotated[str, typer.Option(
+        "--session", metavar="KEY", help="The chat whose tools to serve")],
     url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
 ) -> None:
     """Serve Hearth's tools over MCP stdio to an agent CLI, each call run as the chat."""

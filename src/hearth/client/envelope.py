@@ -1,6 +1,7 @@
 """The gateway's error envelope, read by a client: the sentence to show a person for an error
-answer. The gateway writes every error as `{"error": {"code", "message"}}` (hearth.web.errors);
-a proxy in between, or a gateway that failed before its handlers, may answer anything else."""
+answer, and its code. The gateway writes every error as `{"error": {"code", "message"}}`
+(hearth.web.errors); a proxy in between, or a gateway that failed before its handlers, may
+answer anything else."""
 
 from __future__ import annotations
 
@@ -21,3 +22,12 @@ def error_sentence(response: httpx.Response) -> str:
         if not message:
             message = response.reason_phrase
     return f"The gateway answered {response.status_code}: {message}"
+
+
+def error_code(response: httpx.Response) -> str | None:
+    """The envelope's `code` (`unknown_model`, `already_decided`…), None without the envelope."""
+    try:
+        code = response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return code if isinstance(code, str) else None

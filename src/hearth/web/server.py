@@ -12,12 +12,22 @@ opening or the request's first byte; the body's waits are timed by `web.limits.B
 A response sent before its request's body had all come ends the connection, so a body nobody
 reads cannot be trickled in for ever either. A request that is served (an event stream
 included) is never cut by these limits.
+
+`hearth gateway` binds its address before it builds anything (`listen`): an address it cannot
+have is one sentence naming the setting to change (`ListenRefused`), said before any start-up
+line. It says where it serves only once the server is up (`on_started`). Its logs
+(`set_up_logging`) are Hearth's own facts, a line each; other libraries' chatter (Alembic's
+migration steps, httpx's requests, uvicorn's banner) only with `--verbose`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import logging
+import socket
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -30,12 +40,68 @@ from hearth.engine.runtime import Engine
 
 GRACE_SECONDS = 10
 HEADER_TIMEOUT_SECONDS = 15.0
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PORT_SETTING = ("`port` under [gateway] in config.toml, the HEARTH_PORT environment variable, "
+                "or `hearth gateway --port`")
+HOST_SETTING = ("`host` under [gateway] in config.toml, the HEARTH_HOST environment variable, "
+                "or `hearth gateway --host`")
+
+
+class ListenRefused(Exception):
+    """The gateway cannot listen where it was asked to; the message names what to change."""
+
+
+def set_up_logging(verbose: bool) -> None:
+    """Hearth's records from INFO up; every other library's from WARNING up, or from INFO up
+    too when `verbose`."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT)
+    logging.getLogger("hearth").setLevel(logging.INFO)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port`, for `serve` (ListenRefused saying why not)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as error:
+        raise ListenRefused(f"The gateway cannot listen on {host!r}, a name that does not "
+                            f"resolve ({error.strerror}); set another with {HOST_SETTING}.") \
+            from error
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as error:
+        sock.close()
+        raise ListenRefused(_bind_refusal(host, port, error)) from error
+    return sock
+
+
+def _bind_refusal(host: str, port: int, error: OSError) -> str:
+    if error.errno == errno.EADDRINUSE:
+        return (f"Port {port} on {host} is already in use (by another Hearth gateway or "
+                f"another program); choose another with {PORT_SETTING}.")
+    if error.errno == errno.EACCES:
+        return (f"Port {port} on {host} needs privileges this user does not have; choose a "
+                f"port above 1023 with {PORT_SETTING}.")
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (f"The address {host} is not one of this machine's; set another with "
+                f"{HOST_SETTING}.")
+    return (f"The gateway cannot listen on {host}:{port} ({error.strerror}); change "
+            f"{HOST_SETTING}, or {PORT_SETTING}.")
 
 
 class GatewayServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, engine: Engine) -> None:
+    def __init__(self, config: uvicorn.Config, engine: Engine,
+                 on_started: Callable[[], None] | None = None) -> None:
         super().__init__(config)
         self._engine = engine
+        self._on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and self._on_started is not None:
+            self._on_started()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         try:
@@ -111,17 +177,24 @@ class TimedHttpProtocol(HttpToolsProtocol):
 
 
 def gateway_server(app: FastAPI, *, host: str, port: int,
-                   log_config: dict[str, Any] | None = LOGGING_CONFIG) -> GatewayServer:
+                   log_config: dict[str, Any] | None = LOGGING_CONFIG,
+                   log_level: str = "warning",
+                   on_started: Callable[[], None] | None = None) -> GatewayServer:
     """The server `serve` runs: its protocol, limits and shutdown. `log_config` is uvicorn's
-    own logging set-up (its default); None leaves logging as the caller set it up."""
+    own logging set-up (its default); None leaves logging as the caller set it up.
+    `on_started` is called once it serves."""
     engine: Engine = app.state.engine
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS,
+        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACE_SECONDS,
         http=TimedHttpProtocol.timed(engine.config.gateway.header_timeout_seconds),
         log_config=log_config,
     )
-    return GatewayServer(config, engine)
+    return GatewayServer(config, engine, on_started)
 
 
-def serve(app: FastAPI, *, host: str, port: int) -> None:
-    gateway_server(app, host=host, port=port).run()
+def serve(app: FastAPI, *, sock: socket.socket, verbose: bool = False,
+          on_started: Callable[[], None] | None = None) -> None:
+    """Serve `app` on `sock` (from `listen`) until a signal stops it."""
+    host, port = sock.getsockname()[:2]
+    gateway_server(app, host=host, port=port, log_level="info" if verbose else "warning",
+                   on_started=on_started).run(sockets=[sock])

@@ -1,0 +1,149 @@
+"""The gateway's HTTP API as the terminal chat calls it: chats, messages, stops, approvals, and
+one chat's event stream (Server-Sent Events, decoded to frames).
+
+Every refusal becomes `GatewayRefused` carrying the gateway's own sentence, and a gateway that
+cannot be reached becomes `GatewayUnavailable` saying how to start it; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from hearth.client.envelope import error_code, error_sentence
+
+JSON = dict[str, Any]
+CALL_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 10.0
+
+
+class GatewayError(Exception):
+    """A request the gateway did not answer as asked; the message is a sentence to show."""
+
+
+class GatewayUnavailable(GatewayError):
+    """The gateway could not be reached; the message says how to start it."""
+
+
+class GatewayRefused(GatewayError):
+    """The gateway answered an error: its status, its code and its sentence."""
+
+    def __init__(self, sentence: str, status: int, code: str | None) -> None:
+        super().__init__(sentence)
+        self.status = status
+        self.code = code
+
+
+def _path(key: str) -> str:
+    return f"/api/sessions/{quote(key, safe='')}"
+
+
+class GatewayApi:
+    """A client of one gateway, signed in with its token."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._http = httpx.Client(base_url=self.base_url, headers=self._headers,
+                                  timeout=httpx.Timeout(CALL_TIMEOUT, connect=CONNECT_TIMEOUT))
+
+    def close(self) -> None:
+        self._http.close()
+
+    # ------------------------------------------------------------------ chats
+
+    def check(self) -> None:
+        """The gateway answers and takes the token (GatewayError saying why not)."""
+        self._call("GET", "/api/sessions", params={"limit": 1})
+
+    def find_chat(self, key: str, limit: int = 1) -> JSON | None:
+        """The chat and its last `limit` messages (`GET /api/sessions/{key}`); None if there is
+        no such chat."""
+        try:
+            return self._call("GET", _path(key), params={"limit": limit})
+        except GatewayRefused as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def create_chat(self, name: str | None, model: str | None) -> JSON:
+        """Make the chat (or open the kept chat of that name): its view."""
+        body = {k: v for k, v in (("name", name), ("model", model)) if v is not None}
+        return self._call("POST", "/api/sessions", json=body)
+
+    def set_model(self, key: str, model: str) -> JSON:
+        return self._call("PATCH", _path(key), json={"model": model})
+
+    def send(self, key: str, text: str, client_message_id: str) -> JSON:
+        """Admit a message: `{run_id, status, ...}`."""
+        return self._call("POST", f"{_path(key)}/messages",
+                          json={"text": text, "client_message_id": client_message_id})
+
+    def stop(self, key: str) -> str | None:
+        """Stop the chat's running turn: the run stopped, or None when none was running."""
+        stopped = self._call("POST", f"{_path(key)}/stop").get("stopped")
+        return str(stopped) if stopped else None
+
+    # ------------------------------------------------------------------ approvals
+
+    def pending_approvals(self) -> list[JSON]:
+        return list(self._call("GET", "/api/approvals").get("approvals", []))
+
+    def answer_approval(self, approval_id: str, decision: str) -> JSON:
+        return self._call("POST", f"/api/approvals/{quote(approval_id, safe='')}",
+                          json={"decision": decision})
+
+    # ------------------------------------------------------------------ events
+
+    @contextmanager
+    def events(self, key: str, after: int) -> Iterator[Iterator[JSON]]:
+        """The chat's frames after seq `after`, on a connection of its own (so that a stream
+        left in the middle, by Ctrl-C, leaves nothing half-read on the calls' connections).
+        The stream is subscribed when this is entered."""
+        stream = httpx.Client(base_url=self.base_url, headers=self._headers,
+                              timeout=httpx.Timeout(CALL_TIMEOUT, connect=CONNECT_TIMEOUT,
+                                                    read=None))
+        try:
+            with stream.stream("GET", f"{_path(key)}/events", params={"after": after}) as answer:
+                if answer.status_code >= 400:
+                    answer.read()
+                    raise _refused(answer)
+                yield _frames(answer.iter_lines())
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from error
+        finally:
+            stream.close()
+
+    # ------------------------------------------------------------------ the calls
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> JSON:
+        try:
+            answer = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from error
+        if answer.status_code >= 400:
+            raise _refused(answer)
+        body = answer.json()
+        return body if isinstance(body, dict) else {}
+
+    def _unreachable(self, error: httpx.TransportError) -> GatewayUnavailable:
+        return GatewayUnavailable(
+            f"Cannot reach the gateway at {self.base_url} ({type(error).__name__}). "
+            "Start it with `hearth gateway` (or `make run`).")
+
+
+def _refused(answer: httpx.Response) -> GatewayRefused:
+    return GatewayRefused(error_sentence(answer), answer.status_code, error_code(answer))
+
+
+def _frames(lines: Iterator[str]) -> Iterator[JSON]:
+    for line in lines:
+        if line.startswith("data: "):
+            frame = json.loads(line[6:])
+            if isinstance(frame, dict):
+                yield frame

@@ -1,0 +1,400 @@
+"""`hearth chat` at a real terminal: the command runs in a pty (pexpect), typed at and
+interrupted (Ctrl-C is the terminal's own interrupt character), against a real gateway whose
+model is the scripted fake.
+
+The gateway is shared by the module (served in this process). Its chat chain is the model
+`fake` and its background chain another model, `bg`: the after-turn learning a turn starts
+asks `bg`, and the replies scripted here are queued for `fake-model` (or `other-model`) alone,
+so a learning call never takes a reply meant for a turn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.gateway import TOKEN, Api, Gateway, write_config
+from tests.inprocess import InProcessGateway
+
+PROMPT = "you> "
+QUESTION = "[o]nce, [a]lways, [d]eny? "
+CHAT_MODEL = "fake-model"
+OTHER_MODEL = "other-model"
+LEAVE_LINE = re.compile(r"hearth chat --session (\S+)`")
+
+
+def model(model_id: str, url: str, name: str) -> str:
+    return (f'[[models]]\nid = "{model_id}"\nprovider = "openai"\nbase_url = "{url}"\n'
+            f'api_key = "sk-test"\nmodel = "{name}"\n\n')
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as model_server:
+        yield model_server
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory,
+            server: ScriptedModelServer) -> Iterator[Gateway]:
+    home = tmp_path_factory.mktemp("chat-terminal") / "home"
+    url = server.openai_base_url
+    extra = (model("other", url, OTHER_MODEL) + model("bg", url, "bg-model")
+             + '[chains]\nchat = ["fake"]\nbackground = ["bg"]\n')
+    write_config(home, url, extra)
+    started = InProcessGateway(home).start()
+    yield started
+    started.kill()
+
+
+@pytest.fixture(scope="module")
+def api(gateway: Gateway) -> Iterator[Api]:
+    client = gateway.client()
+    yield client
+    client.http.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_script(server: ScriptedModelServer) -> None:
+    server.reset()
+
+
+def script(server: ScriptedModelServer, *replies: Reply, model: str = CHAT_MODEL) -> None:
+    server.push(*replies, model=model)
+
+
+class Terminal:
+    """`hearth chat ARGS` in a pty of its own."""
+
+    def __init__(self, gateway: Gateway, home: Path, *args: str) -> None:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_"))}
+        env.update({"HEARTH_HOME": str(home), "HEARTH_TOKEN": TOKEN, "TERM": "dumb",
+                    "PYTHONUNBUFFERED": "1"})
+        self.child = pexpect.spawn(sys.executable,
+                                   ["-m", "hearth", "chat", "--url", gateway.url, *args],
+                                   env=env, encoding="utf-8", timeout=20, dimensions=(50, 200))
+        self.seen = ""  # everything read so far
+
+    def expect(self, text: str) -> str:
+        """Read up to and including `text`: what came before it."""
+        self.child.expect_exact(text)
+        before = str(self.child.before)
+        self.seen += before + text
+        return before
+
+    def type(self, line: str) -> None:
+        self.child.sendline(line)
+
+    def interrupt(self) -> None:
+        self.child.sendintr()
+
+    def leave(self) -> str:
+        """Ctrl-D at the prompt: the key of the chat it names to continue (None when none)."""
+        self.child.sendeof()
+        return self.ended()
+
+    def ended(self) -> str:
+        """Read to the end; the process must have exited 0. What it printed last."""
+        self.child.expect(pexpect.EOF)
+        rest = str(self.child.before)
+        self.seen += rest
+        self.child.close()
+        assert self.child.exitstatus == 0, self.seen
+        return rest
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+@pytest.fixture
+def terminal(gateway: Gateway, tmp_path: Path) -> Iterator[Any]:
+    opened: list[Terminal] = []
+
+    def start(*args: str) -> Terminal:
+        term = Terminal(gateway, tmp_path / "client-home", *args)
+        opened.append(term)
+        return term
+
+    yield start
+    for term in opened:
+        term.close()
+
+
+def chat_key(printed: str) -> str:
+    found = LEAVE_LINE.search(printed)
+    assert found, printed
+    return found.group(1)
+
+
+def run_of(api: Api, key: str, text: str) -> dict[str, Any]:
+    """The run that answered the message `text` of chat `key`."""
+    asked = next(m for m in api.messages(key) if m["kind"] == "user" and m["text"] == text)
+    answer = api.http.get(f"/api/runs/{asked['run_id']}")
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def turn_calls(server: ScriptedModelServer) -> list[Any]:
+    """The model calls of turns (not of the learning that follows them)."""
+    return [r for r in server.calls("/v1/chat/completions") if r.model != "bg-model"]
+
+
+def chat_keys(api: Api) -> set[str]:
+    answer = api.http.get("/api/sessions", params={"limit": 200})
+    assert answer.status_code == 200, answer.text
+    return {s["key"] for s in answer.json()["sessions"]}
+
+
+# ---------------------------------------------------------------------------------- approvals
+
+
+def test_an_approval_is_shown_and_allowed_once_then_the_tool_runs(
+        server: ScriptedModelServer, gateway: Gateway, api: Api, terminal: Any) -> None:
+    content = "first line\nsecond line\n"
+    script(server, Reply(tool_calls=[Call("write_file", {"path": "cli/once.txt",
+                                                         "content": content})]),
+           Reply(text="I wrote the file."))
+    written = gateway.home / "workspace" / "cli" / "once.txt"
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("write it")
+    term.expect("Approval needed: write_file")
+    shown = term.expect(QUESTION)
+    assert "cli/once.txt" in shown and "first line" in shown and "second line" in shown
+    assert not written.exists()  # the call waits for the answer
+    term.type("o")
+    term.expect("Allowed once.")
+    after = term.expect(PROMPT)
+    assert "I wrote the file." in after
+    assert written.read_text() == content
+    key = chat_key(term.leave())
+    run = run_of(api, key, "write it")
+    assert run["status"] == "complete"
+    assert [c["status"] for c in run["tool_calls"]] == ["finished"]
+    assert api.http.get("/api/approvals").json()["approvals"] == []  # answered, not left
+
+
+def test_a_denied_call_does_not_run_and_the_turn_goes_on(
+        server: ScriptedModelServer, gateway: Gateway, api: Api, terminal: Any) -> None:
+    script(server, Reply(tool_calls=[Call("shell", {"command": "touch cli-denied.txt"})]),
+           Reply(text="Understood, I left it."))
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("make the file")
+    shown = term.expect(QUESTION)
+    assert "$ touch cli-denied.txt" in shown
+    term.type("d")
+    term.expect("Denied")
+    assert "Understood, I left it." in term.expect(PROMPT)
+    key = chat_key(term.leave())
+    run = run_of(api, key, "make the file")
+    assert [c["status"] for c in run["tool_calls"]] == ["denied"]
+    assert not (gateway.home / "workspace" / "cli-denied.txt").exists()
+
+
+def test_an_unknown_answer_is_asked_again(
+        server: ScriptedModelServer, gateway: Gateway, terminal: Any) -> None:
+    script(server, Reply(tool_calls=[Call("write_file", {"path": "cli/again.txt",
+                                                         "content": "x\n"})]),
+           Reply(text="Done."))
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("write")
+    term.expect(QUESTION)
+    term.type("maybe")
+    term.expect("Type o to allow it once")
+    term.expect(QUESTION)
+    assert not (gateway.home / "workspace" / "cli" / "again.txt").exists()
+    term.type("once")
+    assert "Done." in term.expect(PROMPT)
+    assert (gateway.home / "workspace" / "cli" / "again.txt").read_text() == "x\n"
+    term.leave()
+
+
+# ---------------------------------------------------------------------------------- Ctrl-C
+
+
+def test_ctrl_c_stops_the_turn_and_a_second_one_at_the_prompt_leaves(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    asked, release = threading.Event(), threading.Event()
+    script(server, Reply(text="never shown", hold=release, started=asked))
+    try:
+        term = terminal()
+        term.expect(PROMPT)
+        term.type("take your time")
+        assert asked.wait(20), "the model was never asked"
+        term.interrupt()
+        term.expect("Stopping the turn")
+        term.expect("[stopped]")
+        term.expect(PROMPT)
+        term.interrupt()  # nothing typed: leave
+        key = chat_key(term.ended())
+    finally:
+        release.set()
+    run = run_of(api, key, "take your time")
+    assert run["status"] == "stopped"
+    assert "never shown" not in term.seen
+
+
+def test_ctrl_c_with_a_line_typed_drops_the_line_and_stays(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    before = chat_keys(api)
+    term = terminal()
+    term.expect(PROMPT)
+    term.child.send("half a thought")
+    term.expect("half a thought")  # echoed: the prompt has read it
+    term.interrupt()
+    term.expect(PROMPT)  # still here, the line not sent
+    assert term.child.isalive()
+    term.leave()
+    assert chat_keys(api) == before
+    assert turn_calls(server) == []
+
+
+# ---------------------------------------------------------------------------------- commands
+
+
+def test_help_and_an_unknown_command_list_the_commands(terminal: Any) -> None:
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("/help")
+    listed = term.expect(PROMPT)
+    for command in ("/help", "/new", "/stop", "/history", "/model NAME", "/exit"):
+        assert command in listed, listed
+    term.type("/frobnicate")
+    unknown = term.expect(PROMPT)
+    assert "There is no command /frobnicate" in unknown
+    assert "/history" in unknown and "/model NAME" in unknown
+    term.type("/exit")
+    term.ended()
+
+
+def test_new_starts_a_fresh_chat_made_only_by_its_first_message(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    script(server, Reply(text="first answer"), Reply(text="second answer"))
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("in the first chat")
+    assert "first answer" in term.expect(PROMPT)
+    made = chat_keys(api)
+    term.type("/new")
+    term.expect(PROMPT)
+    assert chat_keys(api) == made  # /new makes nothing yet
+    term.type("in the second chat")
+    assert "second answer" in term.expect(PROMPT)
+    second = chat_key(term.leave())
+    (first,) = {k for k in made if any(m["text"] == "in the first chat"
+                                       for m in api.messages(k))}
+    assert second != first
+    assert [m["text"] for m in api.messages(second) if m["kind"] == "user"] \
+        == ["in the second chat"]
+
+
+def test_model_before_the_chat_exists_makes_it_with_that_model(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    script(server, Reply(text="from the other model"), model=OTHER_MODEL)
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("/model other")
+    term.expect(PROMPT)
+    term.type("which model?")
+    assert "from the other model" in term.expect(PROMPT)
+    key = chat_key(term.leave())
+    assert api.http.get(f"/api/sessions/{key}").json()["session"]["model"] == "other"
+    turns = [r.model for r in turn_calls(server)
+             if r.messages and r.messages[-1].get("content") == "which model?"]
+    assert turns == [OTHER_MODEL]
+
+
+def test_model_on_a_kept_chat_changes_the_next_turn(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    script(server, Reply(text="the usual model"))
+    script(server, Reply(text="the other model"), model=OTHER_MODEL)
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("before")
+    assert "the usual model" in term.expect(PROMPT)
+    term.type("/model other")
+    said = term.expect(PROMPT)
+    assert "From the next turn, this chat answers with other" in said, said
+    term.type("after")
+    assert "the other model" in term.expect(PROMPT)
+    key = chat_key(term.leave())
+    assert api.http.get(f"/api/sessions/{key}").json()["session"]["model"] == "other"
+    by_text = {r.messages[-1].get("content"): r.model
+               for r in turn_calls(server) if r.messages}
+    assert by_text["before"] == CHAT_MODEL and by_text["after"] == OTHER_MODEL
+
+
+def test_history_prints_the_last_messages_again(
+        server: ScriptedModelServer, terminal: Any) -> None:
+    script(server, Reply(text="an answer to remember"))
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("/history")
+    assert "no messages yet" in term.expect(PROMPT)
+    term.type("remember this")
+    term.expect(PROMPT)
+    term.type("/history")
+    shown = term.expect("an answer to remember")  # (a past message of yours shows the prompt)
+    assert shown.endswith(f"{PROMPT}remember this\r\n"), shown
+    term.expect(PROMPT)
+    term.leave()
+
+
+# ---------------------------------------------------------------------------------- sessions
+
+
+def test_session_prints_the_chats_last_messages_before_the_prompt(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    script(server, Reply(tool_calls=[Call("write_file", {"path": "cli/kept.txt",
+                                                         "content": "kept\n"})]),
+           Reply(text="kept answer"))
+    key = api.new_chat(name="kept-chat")  # trusted: its call runs without asking
+    run_id = api.send(key, "an earlier question")["run_id"]
+    assert api.wait(run_id)["status"] == "complete"
+    term = terminal("--session", key)
+    before = term.expect(f"Chat {key}:")  # said after the messages, before the prompt
+    assert "you> an earlier question" in before
+    assert "kept answer" in before
+    calls = [line for line in before.splitlines() if "cli/kept.txt" in line]
+    assert len(calls) == 1, before  # a tool call is one line
+    assert before.index("an earlier question") < before.index("kept answer")
+    term.expect(PROMPT)
+    term.leave()
+
+
+def test_a_new_session_name_is_made_by_its_first_message(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    script(server, Reply(text="hello, named chat"))
+    term = terminal("--session", "named-later")
+    term.expect(PROMPT)
+    assert "named-later" not in chat_keys(api)
+    term.type("hi")
+    assert "hello, named chat" in term.expect(PROMPT)
+    assert chat_key(term.leave()) == "named-later"
+    assert [m["text"] for m in api.messages("named-later") if m["kind"] == "user"] == ["hi"]
+
+
+def test_starting_and_leaving_without_a_word_keeps_no_chat(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    before = chat_keys(api)
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("/new")
+    term.expect(PROMPT)
+    printed = term.leave()
+    assert "--session" not in printed  # there is no chat to continue
+    assert chat_keys(api) == before
+    assert turn_calls(server) == []
