@@ -3,9 +3,13 @@ CSRF token the page would carry (shared by the in-process dashboard tests)."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi.testclient import TestClient
 
 from hearth.web import signin
+
+INLINE_SCRIPT = re.compile(r"<script(?![^>]*\ssrc=)")  # a script element without a src
 
 
 def token_of(client: TestClient) -> str:
@@ -15,6 +19,11 @@ def token_of(client: TestClient) -> str:
 def bearer(client: TestClient) -> dict[str, str]:
     """The API's auth header for the in-process gateway's token."""
     return {"Authorization": f"Bearer {token_of(client)}"}
+
+
+def main_of(page: str) -> str:
+    """A dashboard page's own part: what is inside <main>, without the sidebar around it."""
+    return page.split('<main id="main"', 1)[1].split("</main>", 1)[0]
 
 
 def sign_in(client: TestClient) -> str:

@@ -24,7 +24,7 @@ from hearth.store.db import Database
 from hearth.store.schema import sessions as sessions_table
 from hearth.web.app import create_app
 from tests.engine_harness import blocking_chats
-from tests.pages import bearer, sign_in
+from tests.pages import bearer, main_of, sign_in
 
 HOSTILE = '<script>alert(1)</script>'
 SENTENCE = re.compile(r"^[A-Za-z].{10,}\.$")  # a sentence a person can read and act on
@@ -342,21 +342,21 @@ def test_the_list_page_shows_pinned_first_with_the_folders_and_tags(
     older, newer = _make(client, name="older-chat"), _make(client, name="newer-chat")
     _patch(client, older, {"folder": "Work", "tags": ["alpha"], "pinned": True})
     _patch(client, newer, {"tags": ["beta"]})
-    page = client.get("/").text
-    assert "<h2 id=\"pinned-heading\">Pinned</h2>" in page
+    page = main_of(client.get("/chats").text)
     assert page.index("/chats/older-chat") < page.index("/chats/newer-chat")
-    assert page.index("pinned-heading") < page.index("/chats/older-chat")
-    assert '<a href="/?folder=Work">Work</a>' in page  # the nav and the row link to it
-    assert '<a href="/?tag=alpha">#alpha</a>' in page and '<a href="/?tag=beta">#beta</a>' in page
-    assert '<a href="/" aria-current="page">All chats</a>' in page
+    assert page.index('class="pill">Pinned<') < page.index("/chats/newer-chat")
+    assert '<a href="/chats?folder=Work">Work</a>' in page  # the filters and the row link to it
+    assert '<a href="/chats?tag=alpha">#alpha</a>' in page
+    assert '<a href="/chats?tag=beta">#beta</a>' in page
+    assert '<a href="/chats" aria-current="page">All chats</a>' in page
     assert 'value="alpha"' in page and 'value="Work"' in page  # the row's form holds them
     assert ">Unpin<" in page and ">Pin<" in page and csrf in page
-    in_work = client.get("/", params={"folder": "Work"}).text
-    assert '<a href="/?folder=Work" aria-current="page">Work</a>' in in_work
+    in_work = main_of(client.get("/chats", params={"folder": "Work"}).text)
+    assert '<a href="/chats?folder=Work" aria-current="page">Work <' in in_work
     assert "/chats/older-chat" in in_work and "/chats/newer-chat" not in in_work
     assert 'aria-current="page">All chats' not in in_work
-    tagged = client.get("/", params={"tag": "BETA"}).text
-    assert '<a href="/?tag=beta" aria-current="page">#beta</a>' in tagged
+    tagged = main_of(client.get("/chats", params={"tag": "BETA"}).text)
+    assert '<a href="/chats?tag=beta" aria-current="page">#beta <' in tagged
     assert "/chats/newer-chat" in tagged and "/chats/older-chat" not in tagged
 
 
@@ -364,16 +364,16 @@ def test_the_forms_pin_and_file_a_chat_and_go_back_to_the_view(client: TestClien
     csrf = sign_in(client)
     key = _make(client)
     pinned = _organize(client, key, csrf, pinned="1", back="folder=Work&next=//evil.example")
-    assert pinned.status_code == 303 and pinned.headers["location"] == "/?folder=Work"
+    assert pinned.status_code == 303 and pinned.headers["location"] == "/chats?folder=Work"
     filed = _organize(client, key, csrf, folder="  Work ", tags="Alpha, beta, , alpha",
                       back="")
-    assert filed.status_code == 303 and filed.headers["location"] == "/"
+    assert filed.status_code == 303 and filed.headers["location"] == "/chats"
     engine = client.app.state.engine  # type: ignore[attr-defined]
     row = blocking_chats.get_chat(engine.db, key)
     assert (row.folder, row.tags, row.pinned) == ("Work", ("alpha", "beta"), True)
     cleared = _organize(client, key, csrf, folder="", tags="", pinned="0",
                         back="https://evil.example/")
-    assert cleared.status_code == 303 and cleared.headers["location"] == "/"
+    assert cleared.status_code == 303 and cleared.headers["location"] == "/chats"
     row = blocking_chats.get_chat(engine.db, key)
     assert (row.folder, row.tags, row.pinned) == (None, (), False)
 
@@ -424,11 +424,12 @@ def test_hostile_folder_and_tag_names_are_escaped_on_the_page(client: TestClient
     hostile_tag = '"><img src=x onerror=alert(2)>'
     filed = _organize(client, key, csrf, folder=HOSTILE, tags=hostile_tag)
     assert filed.status_code == 303
-    for page in (client.get("/").text, client.get("/", params={"folder": HOSTILE}).text,
-                 client.get("/", params={"tag": hostile_tag}).text):
+    listed = (client.get("/chats", params=view).text
+              for view in ({}, {"folder": HOSTILE}, {"tag": hostile_tag}))
+    for page in listed:
         assert "<script>alert" not in page and "<img" not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    tagged = client.get("/", params={"tag": hostile_tag}).text
+    tagged = client.get("/chats", params={"tag": hostile_tag}).text
     assert f"/chats/{key}" in tagged  # the filter still finds it
 
 
@@ -470,7 +471,7 @@ def test_every_control_on_the_list_is_labelled(client: TestClient) -> None:
         key = _make(client)
     _patch(client, key, {"pinned": True, "folder": "Work", "tags": ["a"]})
     parser = _Controls()
-    parser.feed(client.get("/").text)
+    parser.feed(client.get("/chats").text)
     assert len(parser.controls) >= 7  # search + a folder and a tags field per chat
     for control in parser.controls:
         assert control.get("id") in parser.labelled, control

@@ -76,7 +76,7 @@ def _settled(frames: list[dict[str, Any]]) -> dict[int, str]:
             continue
         if frame["message"]["kind"] == "tool_result" and frame["target"] in cards:
             seq = cards[frame["target"]]
-            waiting = '<p class="muted waiting">Running…</p>'
+            waiting = '<p class="waiting">Running…</p>'
             assert waiting in items[seq]
             items[seq] = items[seq].replace(waiting, _norm(frame["html"]))
             continue

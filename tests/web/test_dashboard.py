@@ -60,11 +60,12 @@ def test_a_cookie_from_another_token_or_forged_is_refused() -> None:
 
 def test_every_change_a_cookie_makes_needs_the_csrf_token(client: TestClient) -> None:
     csrf = sign_in(client)
-    refused = client.post("/chats/new", data={"memory_mode": "persistent"})
+    refused = client.post("/chats/new", data={"memory_mode": "persistent", "text": "hi"})
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "csrf_failed"
     api_refused = client.post("/api/sessions", json={})
     assert api_refused.status_code == 403
-    made = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
+    made = client.post("/chats/new", data={"memory_mode": "persistent", "text": "hi",
+                                           "csrf": csrf})
     assert made.status_code == 303 and made.headers["location"].startswith("/chats/chat-")
     by_header = client.post("/api/sessions", json={}, headers={"X-CSRF-Token": csrf})
     assert by_header.status_code == 201
@@ -72,7 +73,8 @@ def test_every_change_a_cookie_makes_needs_the_csrf_token(client: TestClient) ->
                              headers={"X-CSRF-Token": csrf, "Origin": "https://evil.example"})
     assert other_site.status_code == 403
     assert other_site.json()["error"]["code"] == "forbidden_origin"
-    opaque = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf},
+    opaque = client.post("/chats/new", data={"memory_mode": "persistent", "text": "hi",
+                                             "csrf": csrf},
                          headers={"Origin": "null"})  # a sandboxed or privacy-stripped page
     assert opaque.status_code == 403
 
@@ -85,19 +87,55 @@ def test_every_response_carries_the_security_headers(client: TestClient) -> None
         assert answer.headers["x-content-type-options"] == "nosniff"
 
 
+def _main(page: str) -> str:
+    """The page's own part, without the sidebar around it."""
+    return page.split('<main id="main"', 1)[1]
+
+
+def _sidebar(page: str) -> str:
+    return page.split('<aside class="sidebar"', 1)[1].split("</aside>", 1)[0]
+
+
 def test_the_list_shows_kept_chats_only_and_a_chat_says_its_mode(client: TestClient) -> None:
     csrf = sign_in(client)
-    kept = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
-    hidden = client.post("/chats/new", data={"memory_mode": "incognito", "csrf": csrf})
+    kept = client.post("/chats/new", data={"memory_mode": "persistent", "text": "kept one",
+                                           "csrf": csrf})
+    hidden = client.post("/chats/new", data={"memory_mode": "incognito", "text": "hidden one",
+                                             "csrf": csrf})
     kept_key = kept.headers["location"].rsplit("/", 1)[1]
     hidden_key = hidden.headers["location"].rsplit("/", 1)[1]
-    listing = client.get("/").text
-    assert kept_key in listing and hidden_key not in listing
-    assert "New Incognito chat" in listing and "New Temporary chat" in listing
-    assert "No model is set up" in listing  # the first-run path: this gateway has none
+    listing = client.get("/chats").text
+    assert kept_key in _main(listing) and hidden_key not in _main(listing)
+    found = client.get("/chats", params={"q": hidden_key}).text
+    assert f'href="/chats/{hidden_key}"' not in _main(found)  # never found by search either
+    side = _sidebar(listing)  # the sidebar keeps the Incognito chat apart, to find and end it
+    restricted = side.split("Incognito and Temporary", 1)[1]
+    assert hidden_key in restricted and kept_key not in restricted
+    start = client.get("/").text
+    assert 'value="incognito"' in start and 'value="temporary"' in start
+    assert "No model is set up" in start  # the first-run path: this gateway has none
     page = client.get(hidden.headers["location"])
     assert page.status_code == 200 and "Incognito chat." in page.text
     assert "keeps nothing" in page.text
+
+
+def test_a_new_chat_is_made_only_with_its_first_message_and_once(client: TestClient) -> None:
+    csrf = sign_in(client)
+    before = client.get("/api/sessions", headers={"X-CSRF-Token": csrf}).json()["sessions"]
+    empty = client.post("/chats/new", data={"memory_mode": "persistent", "text": "  ",
+                                            "csrf": csrf})
+    assert empty.status_code == 422 and "first message" in empty.text
+    assert "<html" in empty.text  # the page again, with the sentence, not JSON
+    form = {"memory_mode": "persistent", "text": "only once", "csrf": csrf,
+            "client_message_id": "a" * 32}
+    first, again = (client.post("/chats/new", data=form) for _ in range(2))
+    assert first.headers["location"] == again.headers["location"]  # a double click: one chat
+    after = client.get("/api/sessions", headers={"X-CSRF-Token": csrf}).json()["sessions"]
+    assert len(after) == len(before) + 1
+    key = first.headers["location"].rsplit("/", 1)[1]
+    texts = [m["text"] for m in client.get(f"/api/sessions/{key}").json()["messages"]
+             if m["kind"] == "user"]
+    assert texts == ["only once"]
 
 
 def test_hostile_text_is_rendered_inert(client: TestClient) -> None:
@@ -108,7 +146,7 @@ def test_hostile_text_is_rendered_inert(client: TestClient) -> None:
                         headers=headers).status_code == 200
     sent = client.post(f"/api/sessions/{key}/messages", json={"text": HOSTILE}, headers=headers)
     assert sent.status_code == 202
-    for page in (client.get("/").text, client.get(f"/chats/{key}").text):
+    for page in (client.get("/chats").text, client.get(f"/chats/{key}").text):
         assert "<script>alert" not in page and "<img" not in page
         assert 'href="javascript:' not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -123,7 +161,8 @@ def test_signing_out_ends_the_cookie(client: TestClient) -> None:
 
 def test_the_composer_sends_once_however_often_the_form_is_posted(client: TestClient) -> None:
     csrf = sign_in(client)
-    made = client.post("/chats/new", data={"memory_mode": "persistent", "csrf": csrf})
+    made = client.post("/chats/new", data={"memory_mode": "persistent", "text": "first",
+                                           "csrf": csrf})
     page = client.get(made.headers["location"]).text
     assert 'src="/static/composer.js"' in page and 'name="client_message_id"' in page
     message_id = page.split('name="client_message_id" value="', 1)[1].split('"', 1)[0]
@@ -134,7 +173,7 @@ def test_the_composer_sends_once_however_often_the_form_is_posted(client: TestCl
         assert sent.status_code == 303 and sent.headers["location"] == f"/chats/{key}"
     texts = [m["text"] for m in client.get(f"/api/sessions/{key}").json()["messages"]
              if m["kind"] == "user"]
-    assert texts == ["hello from the page"]
+    assert texts == ["first", "hello from the page"]
     refused = client.post(f"/chats/{key}/send", data={**form, "csrf": "forged"})
     assert refused.status_code == 403
     empty = client.post(f"/chats/{key}/send", data={"text": " ", "csrf": csrf})
@@ -186,7 +225,7 @@ def test_an_untitled_chat_is_called_by_its_first_words(client: TestClient) -> No
         assert sent.status_code == 202
     empty = client.post("/api/sessions", json={}, headers=headers).json()["key"]
     shown = "Plan the &lt;b&gt;trip&lt;/b&gt; to Lisbon next spring: a list of baker…"
-    listing = client.get("/").text
+    listing = client.get("/chats").text
     assert shown in listing and "Kept name" in listing and empty in listing
-    assert f"<h1>{shown}</h1>" in client.get(f"/chats/{untitled}").text
-    assert "<h1>Kept name</h1>" in client.get(f"/chats/{titled}").text
+    assert f'<h1 class="page-title">{shown}</h1>' in client.get(f"/chats/{untitled}").text
+    assert '<h1 class="page-title">Kept name</h1>' in client.get(f"/chats/{titled}").text
