@@ -13,7 +13,7 @@ Fixtures:
   errors (a CSP violation is a console error), each `console: <text> [<url>]` or
   `pageerror: <error>`; the browser's own /favicon.ico request is left out.
 - `signed_in` (function): `signed_in(gateway) -> Page` opens `/login` on `page`, types the
-  token and submits; returns `page` on the chat list.
+  token and submits; returns `page` on the front page (a new chat).
 - `shot` (function): `shot(page, name) -> Path` saves a full-page screenshot to
   `test-artifacts/screenshots/<name>.png` under the repository root.
 """
@@ -99,7 +99,7 @@ def signed_in(page: Page) -> Callable[[Gateway], Page]:
         page.get_by_label("Token").fill(TOKEN)
         page.get_by_role("button", name="Sign in").click()
         expect(page).to_have_url(f"{gateway.url}/")
-        expect(page.get_by_role("heading", name="Chats")).to_be_visible()
+        expect(page.get_by_role("heading", name="New chat")).to_be_visible()
         return page
 
     return sign_in
