@@ -80,7 +80,7 @@ async def admit(
     lane after."""
     validate(text, client_message_id)
     idem = idempotency_key or (f"client:{client_message_id}" if client_message_id else None)
-    admitted, event = await db.writing(_admit, session_key, text, idem, source_channel, kind,
+    admitted, event = await db.writing(admit_in, session_key, text, idem, source_channel, kind,
                                        meta)
     if event is None:
         return admitted
@@ -89,9 +89,11 @@ async def admit(
     return admitted
 
 
-def _admit(conn: Connection, session_key: str, text: str, idem: str | None,
-           source_channel: str | None, kind: str,
-           meta: dict[str, Any] | None) -> tuple[Admitted, EventRow | None]:
+def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
+             source_channel: str | None, kind: str,
+             meta: dict[str, Any] | None) -> tuple[Admitted, EventRow | None]:
+    """The user's event and its run, in the caller's transaction (`text` already validated);
+    the event is None when `idem` names a message already admitted (the same run again)."""
     session = session_store.get(conn, session_key)
     if session is None:
         raise AdmissionError(
@@ -100,7 +102,7 @@ def _admit(conn: Connection, session_key: str, text: str, idem: str | None,
     if idem is not None:
         kept = transcript.find(conn, session_key, idem)
         if kept is not None and kept.run_id is not None:
-            return _again(conn, kept.run_id, session_key, kept.seq), None
+            return again(conn, kept.run_id, session_key, kept.seq), None
     run_id = run_store.new_run_id()
     queued = run_store.any_active(conn, session_key)
     # The one writer runs this whole job at once, so the lookup above and this append are one
@@ -116,7 +118,8 @@ def _admit(conn: Connection, session_key: str, text: str, idem: str | None,
     return Admitted(run_id, status, False, session_key, event.seq), event
 
 
-def _again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted:
+def again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted:
+    """The acknowledgement of a message admitted before (`duplicate`)."""
     run = run_store.get(conn, run_id)
     status = "started"
     if run is not None and run.status == "admitted":

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 
 from hearth.config import Config
-from hearth.engine import admission, deletion, endings, invoke, recovery, repeat_guard
+from hearth.engine import (
+    admission,
+    deletion,
+    endings,
+    first_message,
+    invoke,
+    recovery,
+    repeat_guard,
+)
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.chores import Chores
@@ -160,6 +168,19 @@ class Engine:
         if dispatch and not admitted.duplicate:
             self.dispatch(session_key)
         return admitted
+
+    async def send_first(
+        self, text: str, *, memory_mode: str | None = None, agent: str | None = None,
+        model: str | None = None, client_message_id: str | None = None,
+        trust: str | None = None, workspace_dir: str | None = None, origin: str = "api",
+        dispatch: bool = True,
+    ) -> first_message.FirstSent:
+        """Open a new chat with its first message, both written at once (a failed send leaves
+        no empty chat): see engine.first_message."""
+        return await first_message.send_first(
+            self, text, memory_mode=memory_mode, agent=agent, model=model,
+            client_message_id=client_message_id, trust=trust, workspace_dir=workspace_dir,
+            origin=origin, dispatch=dispatch)
 
     async def delete_chat(self, session_key: str) -> DeleteReport:
         """Delete the chat and everything of it (see engine.deletion)."""

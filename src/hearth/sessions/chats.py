@@ -145,6 +145,37 @@ async def open_chat(
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
 
 
+@dataclass(frozen=True)
+class NewChat:
+    """A new chat's settings, checked (`checked_new`): what `insert_new` makes it with."""
+
+    memory_mode: str | None
+    agent: str | None
+    model: str | None
+    workspace_dir: str | None
+    trust: str | None
+    origin: str
+
+
+def checked_new(*, memory_mode: str | None = None, agent: str | None = None,
+                model: str | None = None, workspace_dir: str | None = None,
+                trust: str | None = None, origin: str = "api", keep_out: tuple[str, ...] = (),
+                choices: Choices | None = None) -> NewChat:
+    """A new chat's settings checked as `open_chat` checks them, before anything is written,
+    for a caller that makes the chat inside a transaction of its own (`insert_new`)."""
+    _check_opening(None, memory_mode, model, agent, choices)
+    if trust is not None and trust not in TRUST:
+        raise ChatError("invalid_trust", 422, f"trust must be one of {', '.join(TRUST)}.")
+    folder = _checked_folder(workspace_dir, keep_out) if workspace_dir is not None else None
+    return NewChat(memory_mode, agent, model, folder, trust, origin)
+
+
+def insert_new(conn: Connection, new: NewChat) -> SessionRow:
+    """Make a chat named by `naming` with `new`'s settings, in the caller's transaction."""
+    return _open_or_insert(conn, None, new.memory_mode, new.agent, new.model,
+                           new.workspace_dir, new.origin, new.trust).session
+
+
 def _check_opening(name: str | None, memory_mode: str | None, model: str | None,
                    agent: str | None, choices: Choices | None) -> None:
     """What `open_chat` refuses before it writes anything (422 with a sentence)."""

@@ -125,6 +125,18 @@ def find(conn: Connection, session_key: str, idempotency_key: str) -> EventRow |
     return EventRow.of(row) if row else None
 
 
+def first_with_key(conn: Connection, idempotency_key: str, since: float) -> EventRow | None:
+    """The first event of a chat active since `since` (UNIX seconds) whose idempotency key
+    is `idempotency_key`: a chat opened by that message. Read through the chats active since
+    then (an index range) and each one's first event (its primary key), so the cost is the
+    number of recent chats, whatever the transcripts hold."""
+    recent = select(sessions.c.key).where(sessions.c.updated_at >= since)
+    row = conn.execute(_EVENT.where(
+        transcript_events.c.session_key.in_(recent), transcript_events.c.seq == 1,
+        transcript_events.c.idempotency_key == idempotency_key).limit(1)).first()
+    return EventRow.of(row) if row else None
+
+
 def window(
     conn: Connection, session_key: str, limit: int, before: int | None = None
 ) -> list[EventRow]:
