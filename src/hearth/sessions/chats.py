@@ -382,7 +382,8 @@ class FilingIndex:
 
 
 async def filing_index(db: Database) -> FilingIndex:
-    folders, tags = await db.reading(session_store.filing_counts, modes=LISTED_MODES)
+    folders, tags = await db.reading(session_store.filing_counts, modes=LISTED_MODES,
+                                     archived=False)  # the listed chats: archived ones aren't
     return FilingIndex(
         folders=sorted(folders.items(), key=lambda item: (item[0].casefold(), item[0])),
         tags=sorted(tags.items()),

@@ -167,12 +167,15 @@ def _has_tag(conn: Connection, tag: str) -> ColumnElement[bool]:
 
 
 def filing_counts(
-    conn: Connection, *, modes: tuple[str, ...]
+    conn: Connection, *, modes: tuple[str, ...], archived: bool | None = None
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """How many chats in `modes` are in each folder and carry each tag."""
+    """How many chats in `modes` (and archived or not, when `archived` says) are in each
+    folder and carry each tag."""
     folders: dict[str, int] = {}
     tags: dict[str, int] = {}
     stmt = select(sessions.c.folder, sessions.c.tags).where(sessions.c.memory_mode.in_(modes))
+    if archived is not None:
+        stmt = stmt.where(sessions.c.archived == archived)
     for folder, chat_tags in conn.execute(stmt):
         if folder is not None:
             folders[folder] = folders.get(folder, 0) + 1
