@@ -102,6 +102,24 @@ def test_a_reconnect_shows_nothing_twice_and_an_unstreamed_answer_whole() -> Non
                               "[stopped] You stopped this turn.\n")
 
 
+@pytest.mark.parametrize("kept", [False, True])
+def test_after_a_restart_the_resumed_answer_is_shown_once(kept: bool) -> None:
+    """The restarted gateway counts offsets from 0 again; the answer that was streaming may
+    come back as a partial message (`kept`) before the resumed turn streams its own."""
+    drawn, out = screen()
+    printer = RunPrinter(drawn, "r1")
+    printer.delta({"offset": 0, "text": "part one, "})
+    printer.restarted()
+    if kept:
+        printer.message({"kind": "assistant", "text": "part one, "})
+    printer.message({"kind": "notice", "text": "This turn was interrupted by a restart and "
+                     "resumed.", "meta": {"recovered": True}})
+    printer.delta({"offset": 0, "text": "resumed"})
+    printer.message({"kind": "assistant", "text": "resumed"})
+    assert out.getvalue() == ("part one, \n[This turn was interrupted by a restart and "
+                              "resumed.]\nresumed\n")
+
+
 def test_history_draws_a_tool_call_as_one_line() -> None:
     messages = [
         {"kind": "user", "text": "write it"},

@@ -222,6 +222,50 @@ def test_an_unknown_answer_is_asked_again(
     term.leave()
 
 
+def test_always_is_not_offered_where_the_chat_keeps_nothing(
+        server: ScriptedModelServer, gateway: Gateway, api: Api, terminal: Any) -> None:
+    script(server, Reply(tool_calls=[Call("write_file", {"path": "cli/incognito.txt",
+                                                         "content": "x\n"})]),
+           Reply(text="Written."))
+    key = api.new_chat(memory_mode="incognito", trust="ask")
+    term = terminal("--session", key)
+    term.expect(f"Chat {key}:")
+    term.expect(PROMPT)
+    term.type("write")
+    term.expect("Allow write_file? [o]nce, [d]eny? ")
+    term.type("a")  # not offered: asked again
+    term.expect("Type o to allow it once or d to deny it.")
+    term.type("o")
+    assert "Written." in term.expect(PROMPT)
+    assert "[a]lways" not in term.seen
+    term.leave()
+
+
+def test_ctrl_d_at_a_question_leaves_it_waiting_and_session_asks_it_again(
+        server: ScriptedModelServer, gateway: Gateway, api: Api, terminal: Any) -> None:
+    script(server, Reply(tool_calls=[Call("write_file", {"path": "cli/later.txt",
+                                                         "content": "later\n"})]),
+           Reply(text="Written at last."))
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("write it later")
+    term.expect(QUESTION)
+    term.child.sendeof()
+    key = chat_key(term.ended())
+    assert "The approval still waits" in term.seen
+    waiting = api.http.get("/api/approvals").json()["approvals"]
+    assert [(a["session"], a["tool"]) for a in waiting] == [(key, "write_file")]
+    again = terminal("--session", key)
+    again.expect("A turn is running")
+    again.expect("Approval needed: write_file on cli/later.txt")
+    again.expect(QUESTION)
+    again.type("o")
+    assert "Written at last." in again.expect(PROMPT)
+    assert (gateway.home / "workspace" / "cli" / "later.txt").read_text() == "later\n"
+    assert run_of(api, key, "write it later")["status"] == "complete"
+    again.leave()
+
+
 # ---------------------------------------------------------------------------------- Ctrl-C
 
 
@@ -262,6 +306,32 @@ def test_ctrl_c_with_a_line_typed_drops_the_line_and_stays(
     assert turn_calls(server) == []
 
 
+def test_a_turn_is_followed_across_a_gateway_restart(
+        gateway_factory: Any, model_server: ScriptedModelServer, tmp_path: Path) -> None:
+    """The gateway goes away while the answer streams (its turn left unfinished in the store);
+    its next start resumes the turn, and the terminal waits for it and shows the resumed
+    answer, once."""
+    model_server.push(Reply(text="part one, part two", chunks=2, stall=10, stall_after=1))
+    model_server.default = Reply(text="the resumed answer")
+    restarting = gateway_factory()  # its kill leaves the running turn to the next start
+    term = Terminal(restarting, tmp_path / "client-home")
+    try:
+        term.expect(PROMPT)
+        term.type("go on")
+        term.expect("part one")
+        restarting.kill()
+        restarting.start()
+        term.expect("The gateway went away")
+        after = term.expect(PROMPT)
+        key = chat_key(term.leave())
+    finally:
+        term.close()
+    assert after.count("the resumed answer") == 1, after
+    assert "interrupted by a restart and resumed" in after
+    run = run_of(restarting.client(), key, "go on")
+    assert run["status"] == "complete" and run["recovery_attempts"] == 1
+
+
 # ---------------------------------------------------------------------------------- commands
 
 
@@ -276,6 +346,8 @@ def test_help_and_an_unknown_command_list_the_commands(terminal: Any) -> None:
     unknown = term.expect(PROMPT)
     assert "There is no command /frobnicate" in unknown
     assert "/history" in unknown and "/model NAME" in unknown
+    term.type("/stop")
+    assert "No turn is running" in term.expect(PROMPT)
     term.type("/exit")
     term.ended()
 
@@ -335,6 +407,22 @@ def test_model_on_a_kept_chat_changes_the_next_turn(
     by_text = {r.messages[-1].get("content"): r.model
                for r in turn_calls(server) if r.messages}
     assert by_text["before"] == CHAT_MODEL and by_text["after"] == OTHER_MODEL
+
+
+def test_an_unknown_model_is_said_and_nothing_is_sent(
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
+    before = chat_keys(api)
+    term = terminal()
+    term.expect(PROMPT)
+    term.type("/model no-such-model")
+    term.expect(PROMPT)
+    term.type("hello?")
+    said = term.expect(PROMPT)
+    assert "no-such-model" in said and "The message was not sent." in said, said
+    assert "/model NAME" in said
+    term.leave()
+    assert chat_keys(api) == before
+    assert turn_calls(server) == []
 
 
 def test_history_prints_the_last_messages_again(

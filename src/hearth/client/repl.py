@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hearth.client import history
-from hearth.client.api import GatewayApi, GatewayError
+from hearth.client.api import GatewayApi, GatewayError, GatewayRefused
 from hearth.client.terminal import Screen, typed_so_far
 from hearth.client.turn import Leave, TurnFollower, take_turn
 
@@ -127,8 +127,9 @@ class Repl:
     def _say(self, text: str) -> None:
         try:
             key = self._chat()
-        except GatewayError as error:
-            self._screen.note(f"{error} The message was not sent.")
+        except GatewayRefused as refused:
+            other = " Choose another with /model NAME." if refused.code == "unknown_model" else ""
+            self._screen.note(f"{refused} The message was not sent.{other}")
             return
         take_turn(self._api, self._screen, key, text)
 

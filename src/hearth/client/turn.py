@@ -11,6 +11,9 @@ An approval is asked when an `approval` frame of this run says `pending`, and al
 connection opens on a running turn (its `status` frame): an approval announced while no
 connection was open is not replayed, so the pending ones are read from `GET /api/approvals`.
 
+A gateway that goes away (a restart) is waited for, a few seconds, and the turn followed on
+where the restart resumed it; past that, `GatewayUnavailable` says so.
+
 Ctrl-C stops the turn (`POST /api/sessions/{key}/stop`) and goes on reading until the turn
 ends; a second Ctrl-C, or Ctrl-D at an approval's question, raises `Leave`.
 """
@@ -22,11 +25,13 @@ import uuid
 from typing import Any
 
 from hearth.client import approval
-from hearth.client.api import GatewayApi, GatewayRefused
+from hearth.client.api import GatewayApi, GatewayRefused, GatewayUnavailable
 from hearth.client.printer import RunPrinter
 from hearth.client.terminal import Screen
 
 RECONNECT_PAUSE = 0.2  # seconds before opening a stream the gateway ended by itself
+RECONNECT_TRIES = 30  # a gateway gone is tried again this many times…
+RECONNECT_WAIT = 0.5  # …this many seconds apart
 LEFT_STOPPING = "Left while the turn was stopping."
 
 
@@ -47,6 +52,7 @@ class TurnFollower:
         self._printer = RunPrinter(screen, run_id)
         self._asked: set[str] = set()
         self._stopping = False
+        self._lost = 0  # connections in a row that found no gateway
 
     def follow(self) -> str:
         """Until the run ends: its outcome (`complete`, `stopped`, `error`…)."""
@@ -57,6 +63,8 @@ class TurnFollower:
                     return step
                 if step is not None:
                     self._ask(step)
+            except GatewayUnavailable as gone:
+                self._gone(gone)
             except KeyboardInterrupt:
                 try:
                     self._interrupted()
@@ -74,7 +82,19 @@ class TurnFollower:
         time.sleep(RECONNECT_PAUSE)
         return None
 
+    def _gone(self, gone: GatewayUnavailable) -> None:
+        """The gateway could not be reached: wait a moment before the next try, or give up."""
+        self._lost += 1
+        if self._lost > RECONNECT_TRIES:
+            raise gone
+        if self._lost == 1:
+            self._screen.note("The gateway went away; waiting for it to come back "
+                              "(Ctrl-C to stop waiting).")
+            self._printer.restarted()
+        time.sleep(RECONNECT_WAIT)
+
     def _take(self, frame: dict[str, Any]) -> str | dict[str, Any] | None:
+        self._lost = 0
         kind = frame.get("type")
         if kind == "message":
             self._last = max(self._last, int(frame.get("seq", 0)))
