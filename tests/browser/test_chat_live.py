@@ -48,7 +48,7 @@ def test_a_message_sent_from_the_page_streams_its_answer_in(
     answer = page.locator(".item.assistant .markdown strong")
     expect(answer).to_have_text("end")
     expect(page.locator("#streaming")).to_have_count(0)
-    expect(page.locator(".turn-footer .model")).to_have_text("fake-model")
+    expect(page.locator(".turn-details .model")).to_have_text("fake-model")
     expect(page.get_by_role("button", name="Stop")).to_be_hidden()
     assert _same_document(page) and page.get_by_label("Message").input_value() == ""
     shot(page, "chat-answered")

@@ -70,6 +70,18 @@ def tab_until(page: Page, target: Locator, limit: int = 30) -> int:
     raise AssertionError(f"{target} was not reached with {limit} presses of Tab")
 
 
+def start_chat(page: Page, gateway: Gateway, text: str, mode: str = "Chat") -> str:
+    """Make a chat from the front page, as the owner does: pick the kind, write, press Enter;
+    the key of the chat it opens."""
+    page.goto(f"{gateway.url}/")
+    page.get_by_role("radio", name=mode, exact=True).check()
+    box = page.get_by_role("textbox", name="Message")
+    box.fill(text)
+    box.press("Enter")
+    expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
+    return chat_key(page, gateway)
+
+
 def user_texts(gateway: Gateway, key: str) -> list[str]:
     return [m["text"] for m in gateway.client().messages(key) if m["kind"] == "user"]
 
@@ -105,12 +117,12 @@ def test_signing_in_in_a_browser(gateway: Gateway, page: Page, shot: Shot,
     page.get_by_label("Token").fill(TOKEN)
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(f"{gateway.url}/")
-    expect(page.get_by_role("heading", name="Chats")).to_be_visible()
-    shot(page, "chat-list")
+    expect(page.get_by_role("heading", name="New chat")).to_be_visible()
+    shot(page, "start-page")
 
     page.reload()
     expect(page).to_have_url(f"{gateway.url}/")
-    expect(page.get_by_role("heading", name="Chats")).to_be_visible()
+    expect(page.get_by_role("heading", name="New chat")).to_be_visible()
 
     cookies = {c["name"]: c for c in page.context.cookies()}
     assert cookies[signin.COOKIE]["httpOnly"] is True
@@ -127,24 +139,25 @@ def test_a_new_incognito_or_temporary_chat_is_not_listed(
         gateway: Gateway, page: Page, signed_in: SignedIn, shot: Shot,
         console_errors: list[str], mode: str) -> None:
     signed_in(gateway)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
-    kept = chat_key(page, gateway)
+    kept = start_chat(page, gateway, "a kept one")
     expect(page.get_by_role("note")).to_have_count(0)  # a kept chat has no mode line
 
-    page.goto(f"{gateway.url}/")
-    page.get_by_role("button", name=f"New {mode} chat").click()
-    expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
-    hidden = chat_key(page, gateway)
+    hidden = start_chat(page, gateway, "a hidden one", mode=mode)
     assert hidden != kept
     expect(page.get_by_role("note")).to_contain_text(f"{mode} chat.")
     shot(page, f"{mode.lower()}-chat-page")
 
-    page.goto(f"{gateway.url}/")
+    page.goto(f"{gateway.url}/chats")
     links = page.locator("main a[href^='/chats/']")
     expect(links).to_have_count(1)
     expect(links).to_have_attribute("href", f"/chats/{kept}")
-    assert hidden not in page.content()
+    page.goto(f"{gateway.url}/chats?q=hidden")
+    expect(page.locator(f"main a[href='/chats/{hidden}']")).to_have_count(0)
+    apart = page.locator(".chat-links.restricted a")  # the sidebar keeps it apart, to end it
+    expect(apart).to_have_count(1)
+    expect(apart).to_have_attribute("href", f"/chats/{hidden}")
+    expect(page.locator(f".chat-links:not(.restricted) a[href='/chats/{hidden}']")
+           ).to_have_count(0)
     assert console_errors == []
 
 
@@ -184,7 +197,7 @@ def test_hostile_text_is_inert_in_the_browser(
     shot(page, "hostile-chat-page")
 
     # A query is echoed on the list ("No chat matches …"): inert there too.
-    page.goto(f"{gateway.url}/?q=" + "%3Cscript%3Ewindow.__pwned%3D11%3C%2Fscript%3E")
+    page.goto(f"{gateway.url}/chats?q=" + "%3Cscript%3Ewindow.__pwned%3D11%3C%2Fscript%3E")
     expect(page.locator("main")).to_contain_text("<script>window.__pwned=11</script>")
     assert_inert(page, gateway)
     assert console_errors == []
@@ -196,11 +209,9 @@ def test_hostile_text_is_inert_in_the_browser(
 def test_enter_sends_the_message_once(gateway: Gateway, page: Page, signed_in: SignedIn,
                                       shot: Shot, console_errors: list[str]) -> None:
     signed_in(gateway)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
+    key = start_chat(page, gateway, "the first words")
     expect(page.locator("html[data-stream=open]")).to_have_count(1)  # its scripts run
-    key = chat_key(page, gateway)
-    shot(page, "chat-page-empty")
+    assert user_texts(gateway, key) == ["the first words"]  # made with it, once
 
     box = page.get_by_role("textbox", name="Message")
     box.click()
@@ -212,7 +223,7 @@ def test_enter_sends_the_message_once(gateway: Gateway, page: Page, signed_in: S
     expect(box).to_have_value("")
     page.reload()
     expect(main.get_by_text("hello from the browser", exact=True)).to_have_count(1)
-    assert user_texts(gateway, key) == ["hello from the browser"]
+    assert user_texts(gateway, key) == ["the first words", "hello from the browser"]
     shot(page, "chat-page")
     assert console_errors == []
 
@@ -220,12 +231,7 @@ def test_enter_sends_the_message_once(gateway: Gateway, page: Page, signed_in: S
 def test_shift_enter_starts_a_new_line_and_does_not_send(
         gateway: Gateway, page: Page, signed_in: SignedIn, console_errors: list[str]) -> None:
     signed_in(gateway)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)  # its scripts run
-    key = chat_key(page, gateway)
     url = page.url
-
     box = page.get_by_role("textbox", name="Message")
     box.click()
     box.type("first line")
@@ -234,13 +240,11 @@ def test_shift_enter_starts_a_new_line_and_does_not_send(
     expect(box).to_have_value("first line\nsecond line")
     time.sleep(0.5)  # what a wrongly sent form would need to arrive
     assert page.url == url
-    assert user_texts(gateway, key) == []
+    assert gateway.client().http.get("/api/sessions").json()["sessions"] == []  # no chat yet
 
-    box.press("Enter")  # and Enter then sends both lines as one message
-    deadline = time.monotonic() + 10
-    while not user_texts(gateway, key) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert user_texts(gateway, key) == ["first line\nsecond line"]
+    box.press("Enter")  # and Enter then sends both lines as one message, making the chat
+    expect(page).to_have_url(re.compile(re.escape(gateway.url) + "/chats/"))
+    assert user_texts(gateway, chat_key(page, gateway)) == ["first line\nsecond line"]
     assert console_errors == []
 
 
@@ -259,22 +263,17 @@ def test_sign_in_and_new_chats_by_keyboard(gateway: Gateway, page: Page, shot: S
     page.keyboard.press("Enter")
     expect(page).to_have_url(f"{gateway.url}/")
 
-    names = ["New chat", "New Incognito chat", "New Temporary chat"]
-    buttons = [page.get_by_role("button", name=name, exact=True) for name in names]
-    for found in buttons:
-        expect(found).to_have_count(1)
-    reached = []
-    for _ in range(40):
-        page.keyboard.press("Tab")
-        reached += [name for name, found in zip(names, buttons, strict=True) if focused(found)]
-        if focused(buttons[1]):
-            break
-    assert reached == names[:2], reached  # in order, each on its own stop
-    page.keyboard.press("Enter")  # the focused "New Incognito chat"
+    box = page.get_by_role("textbox", name="Message")
+    expect(box).to_be_focused()  # the front page is ready to type into
+    page.keyboard.type("typed by keyboard")
+    incognito = page.get_by_role("radio", name="Incognito")
+    tab_until(page, page.get_by_role("radio", name="Chat"))
+    page.keyboard.press("ArrowRight")  # a radio group moves by arrows
+    expect(incognito).to_be_checked()
+    shot(page, "start-page-keyboard-focus")
+    page.keyboard.press("Enter")  # Enter in a form's field sends it
     expect(page.get_by_role("note")).to_contain_text("Incognito chat.")
 
-    page.goto(f"{gateway.url}/")
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    tab_until(page, buttons[2])
-    shot(page, "chat-list-keyboard-focus")
+    page.keyboard.press("Control+Shift+O")  # New chat, from anywhere
+    expect(page).to_have_url(f"{gateway.url}/")
     assert console_errors == []

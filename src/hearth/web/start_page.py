@@ -12,7 +12,6 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
 from hearth.errors import Refusal
-from hearth.sessions import chats
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.shell import agent_names, page
@@ -50,26 +49,14 @@ async def new_chat(request: Request, engine: EngineDep) -> Response:
 
 
 async def _open_with_first(engine: EngineDep, form: dict[str, str]) -> str:
-    text = form.get("text", "").strip()
-    if not text:
+    """The chat and its first message, written at once (`Engine.send_first`: a failed send
+    leaves no empty chat; the same `client_message_id` is the same chat)."""
+    if not form.get("text", "").strip():
         raise Refusal("empty_message", 422, "Write a first message: the chat is made when "
                       "you send it.")
-    mode = form.get("memory_mode") or "persistent"
-    if mode not in chats.MEMORY_MODES:
-        raise Refusal("invalid_memory_mode", 422,
-                      f"memory_mode must be one of {', '.join(chats.MEMORY_MODES)}.")
-    model = form.get("model") or None
-    if model is not None and model not in engine.deps.models.ids():
-        raise Refusal("unknown_model", 422, f"There is no model {model!r}.")
-    agent = form.get("agent") or "default"
-    if agent not in agent_names(engine):
-        raise Refusal("unknown_agent", 422, f"There is no agent {agent!r}.")
-    message_id = form.get("client_message_id") or uuid.uuid4().hex
-    opened = await chats.open_chat(engine.db, name=f"chat-{message_id[:16]}",
-                                   memory_mode=mode, agent=agent, model=model,
-                                   origin="dashboard")
-    admitted = await engine.send(opened.session.key, text, client_message_id=message_id,
-                                 dispatch=False)
-    if not admitted.duplicate:
-        engine.dispatch(opened.session.key)
-    return opened.session.key
+    sent = await engine.send_first(
+        form["text"], memory_mode=form.get("memory_mode") or "persistent",
+        agent=form.get("agent") or None, model=form.get("model") or None,
+        client_message_id=form.get("client_message_id") or uuid.uuid4().hex,
+        origin="dashboard")
+    return sent.session.key

@@ -71,8 +71,10 @@ def fragment(name: str, **values: Any) -> str:
 
 
 async def form_of(request: Request) -> dict[str, str]:
+    """A posted form's fields (the first of each name). A browser sends a textarea's line
+    breaks as CRLF; they are kept as the LF every other client sends."""
     raw = (await request.body()).decode("utf-8", "replace")
-    return {k: v[0] for k, v in parse_qs(raw).items()}
+    return {k: v[0].replace("\r\n", "\n") for k, v in parse_qs(raw).items()}
 
 
 def csrf_of(request: Request) -> str:
