@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
 
@@ -98,10 +98,9 @@ async def _approvals_page(request: Request, engine: EngineDep, *, status: int = 
 
 
 @pages.get("/approvals")
-async def approvals_page(
-    request: Request, engine: EngineDep,
-    done: Annotated[str | None, Query(max_length=20)] = None,
-) -> Response:
+async def approvals_page(request: Request, engine: EngineDep,
+                         done: str | None = None) -> Response:
+    """What waits, then the grants; `done` names what the last form did, to say so."""
     return await _approvals_page(request, engine, done=done)
 
 
