@@ -231,6 +231,10 @@ def test_memory_is_added_and_edited_from_the_page(
                                                              " .error"))
     expect(refused.get_by_role("alert")).to_contain_text("already keeps these words")
     expect(refused.locator("textarea")).to_have_value("The cat is called Mochi.")
+    weekend = _chat(api, "Weekend plans")
+    api.http.post("/api/memory", json={"text": "Sam is vegetarian; plan the Saturday dinner "
+                                               "around that.", "kind": "fact"},
+                  headers={"X-Hearth-Session": weekend})
     _shots(page, gateway, shot, "/memory", "memory")
     # the refused forms above answered 422 and 409 (as pages): nothing else went wrong
     assert [e for e in console_errors if "status of 422" not in e
