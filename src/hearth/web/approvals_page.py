@@ -46,16 +46,12 @@ DONE = {
     "revoked": "Revoked. The next call it covered is asked about again.",
 }
 
-# The card's form posts to the chat page's route; here it posts to this page's own.
-_CHAT_ACTION = re.compile(r'action="/chats/[^"]*/approvals/[^"]*"')
-
-
 def _card(view: dict[str, Any], csrf: str) -> Markup:
     """The chat page's approval card (`_items.html`'s `approval` macro), answered here."""
+    here = f'/approvals/{quote(view["id"], safe="")}'  # answered on this page's own route
     drawn = templates.get_template("_items.html").module.approval(  # type: ignore[attr-defined]
-        view, view["session"], csrf)
-    action = f'action="/approvals/{quote(view["id"], safe="")}"'
-    return Markup(_CHAT_ACTION.sub(action, str(drawn), count=1))
+        view, view["session"], csrf, here)
+    return Markup(str(drawn))
 
 
 async def chat_names(engine: Engine, keys: set[str]) -> dict[str, str]:

@@ -69,23 +69,28 @@ async def logout(request: Request, engine: EngineDep) -> Response:
 async def chat_list(request: Request, engine: EngineDep,
                     q: Annotated[str | None, Query(max_length=200)] = None,
                     folder: Annotated[str | None, Query(max_length=200)] = None,
-                    tag: Annotated[str | None, Query(max_length=200)] = None) -> Response:
-    return await _list_page(request, engine, {"q": q, "folder": folder, "tag": tag})
+                    tag: Annotated[str | None, Query(max_length=200)] = None,
+                    archived: bool = False) -> Response:
+    return await _list_page(request, engine, {"q": q, "folder": folder, "tag": tag},
+                            archived=archived)
 
 
 async def _list_page(request: Request, engine: EngineDep, view: Mapping[str, str | None],
-                     error: str | None = None, status: int = 200) -> Response:
-    """The chat list for a view (search, folder, tag), with the folders and tags in use."""
+                     error: str | None = None, status: int = 200,
+                     archived: bool = False) -> Response:
+    """The chat list for a view (search, folder, tag; the archived chats, or the others),
+    with the folders and tags in use."""
     q = (view.get("q") or "").strip() or None
     folder = (view.get("folder") or "").strip() or None
     tag = (view.get("tag") or "").strip().lower() or None
     rows, _ = await chats.list_chats(engine.db, limit=100, query=q, cursor=None,
-                                     folder=folder, tag=tag)
+                                     folder=folder, tag=tag, archived=archived)
     index = await chats.filing_index(engine.db)
     openings = await chats.openings(engine.db, [r.key for r in rows])
     here = urlencode({k: v for k, v in (("q", q), ("folder", folder), ("tag", tag)) if v})
     return await page(request, engine, "chats.html", status=status, chats=rows, query=q,
                       folder=folder, tag=tag, filing=index, openings=openings, view=here,
+                      archived=archived,
                       error=error, here="/chats")
 
 

@@ -29,12 +29,13 @@ OPENING_CHARS = 60  # an untitled chat is shown by this much of its first messag
 
 
 def shown_name(title: str | None, opening: str | None, key: str) -> str:
-    """What a chat is called on a page: its title, else its first words, else its key."""
+    """What a chat is called on a page: its title, else its first words, else "New chat"
+    (never its key: that is an address, not a name)."""
     if title:
         return title
     words = " ".join((opening or "").split())
     if not words:
-        return key
+        return "New chat"
     return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
 
 

@@ -42,11 +42,20 @@ window.addEventListener("scroll", () => {
   following = atBottom();
   if (following && jump) jump.hidden = true;
 }, { passive: true });
+// The reader moving up lets go at once, before the next frame could pull the page down.
+window.addEventListener("wheel", (event) => { if (event.deltaY < 0) following = false; },
+                        { passive: true });
+window.addEventListener("touchmove", () => { following = atBottom(); }, { passive: true });
+document.addEventListener("keydown", (event) => {
+  if (["PageUp", "ArrowUp", "Home"].includes(event.key) && event.target === document.body) {
+    following = false;
+  }
+});
 
 jump?.addEventListener("click", () => {
   following = true;
   jump.hidden = true;
-  toBottom(true);
+  toBottom();
 });
 
 // --- copy buttons ---------------------------------------------------------------------------
@@ -89,7 +98,7 @@ function decorate(scope) {
     const holder = document.createElement("div");
     holder.className = "code-block";
     pre.replaceWith(holder);
-    holder.append(pre, copyButton("the code", () => pre.innerText));
+    holder.append(pre, copyButton("the code", () => pre.innerText.replace(/\n$/, "")));
   }
 }
 
