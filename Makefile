@@ -34,7 +34,7 @@ lint: install-dev
 	$(BIN)/lint-imports
 
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 bench: install-dev
 	$(BIN)/python bench/admission.py
