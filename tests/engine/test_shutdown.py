@@ -84,6 +84,7 @@ def test_a_streamed_answer_is_checkpointed_and_kept_partial_after_a_kill(
     words = " ".join(f"w{i}" for i in range(40))
     model_server.push(Reply(text=words, chunks=40, delay=0.1))
     run_id = api.send(key, "stream a lot")["run_id"]
+    assert model_server.wait_for_requests(1, timeout=10)  # a loaded machine starts it late
     time.sleep(2.5)  # more than two checkpoints' worth of streaming
     gateway.kill()
     model_server.reset()

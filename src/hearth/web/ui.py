@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader
 
+from hearth.sessions import naming
 from hearth.web import markdown, signin
 from hearth.web.icons import icon
 
@@ -29,14 +30,15 @@ OPENING_CHARS = 60  # an untitled chat is shown by this much of its first messag
 
 
 def shown_name(title: str | None, opening: str | None, key: str) -> str:
-    """What a chat is called on a page: its title, else its first words, else "New chat"
-    (never its key: that is an address, not a name)."""
+    """What a chat is called on a page: its title, else its first words, else the name it was
+    opened with, else "Chat N" (its number), never a made-up key: that is an address."""
     if title:
         return title
     words = " ".join((opening or "").split())
-    if not words:
-        return "New chat"
-    return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
+    if words:
+        return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
+    number = naming.chat_number_of(key)
+    return key if number is None else f"Chat {number}"
 
 
 templates.globals["shown_name"] = shown_name
