@@ -83,7 +83,8 @@ def test_the_sidebar_groups_marks_and_keeps_restricted_chats_apart(
         shot: Shot, console_errors: list[str]) -> None:
     api = gateway.client()
     pinned = _chat(api, model_server, "A pinned plan")
-    assert api.http.patch(f"/api/sessions/{pinned}", json={"pinned": True}).status_code == 200
+    filed = {"pinned": True, "folder": "Home", "tags": ["plans"]}
+    assert api.http.patch(f"/api/sessions/{pinned}", json=filed).status_code == 200
     today = _chat(api, model_server, "Lentil recipes")
     hidden = api.new_chat(memory_mode="incognito")
     model_server.push(Reply(text="ok"))
@@ -102,6 +103,8 @@ def test_the_sidebar_groups_marks_and_keeps_restricted_chats_apart(
     expect(pinned_links).to_have_attribute("href", f"/chats/{pinned}")
     expect(page.locator(f".chat-link[href='/chats/{waiting}'] .pill.waiting")).to_be_visible()
     expect(page.locator(".page-nav .count")).to_have_text("1")  # one call waits on you
+    for filter_link in ("/chats?folder=Home", "/chats?tag=plans"):  # the filing, a click away
+        expect(page.locator(f".filing-nav a[href='{filter_link}']")).to_have_count(1)
     restricted = page.locator(".chat-links.restricted a")
     expect(restricted).to_have_count(1)
     expect(restricted).to_have_attribute("href", f"/chats/{hidden}")
@@ -273,6 +276,26 @@ def test_the_menu_renames_sets_model_and_agent_archives_and_exports(
     page.goto(f"{gateway.url}/chats?archived=1")
     page.get_by_role("button", name="Restore").click()
     expect(page.locator(f".chat-link[href='/chats/{key}']")).to_have_count(1)
+    assert console_errors == []
+
+
+def test_a_new_chat_is_made_with_the_agent_and_model_picked(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer,
+        signed_in: SignedIn, console_errors: list[str]) -> None:
+    gateway = gateway_factory(SECOND_MODEL.format(url=model_server.openai_base_url))
+    page = signed_in(gateway)
+    page.get_by_label("Agent").select_option("coder")
+    page.get_by_label("Model").select_option("other")
+    model_server.push(Reply(text="From the other model."), model="other-model")
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("hello, coder")
+    box.press("Enter")
+    expect(page.locator(".item.assistant .markdown")).to_have_text("From the other model.")
+    key = page.url.rsplit("/", 1)[1]
+    session = gateway.client().http.get(f"/api/sessions/{key}").json()["session"]
+    assert (session["agent"], session["model"]) == ("coder", "other")
+    asked = [r for r in model_server.requests if r.model == "other-model"]
+    assert asked and "You write code." in json.dumps(asked[0].body)  # the agent's prompt
     assert console_errors == []
 
 

@@ -1,5 +1,6 @@
 """What the dashboard's sidebar shows beside every page, read in one transaction: the kept
-chats (pinned first, then by last activity; archived ones left out), the restricted chats
+chats (pinned first, then by last activity; archived ones left out) and the folders and tags
+they are filed in, the restricted chats
 (Incognito and Temporary: never in the kept list or its search, so in a list of their own),
 which chats are running a turn or waiting on an approval, and the first words an untitled
 chat is called by."""
@@ -38,6 +39,8 @@ class Sidebar:
     kept: list[SidebarChat]
     restricted: list[SidebarChat]
     waiting: int  # approvals pending across every chat
+    folders: list[tuple[str, int]]  # each folder in use, with how many kept chats are in it
+    tags: list[tuple[str, int]]
 
 
 async def sidebar(db: Database) -> Sidebar:
@@ -45,8 +48,8 @@ async def sidebar(db: Database) -> Sidebar:
 
 
 def _sidebar(conn: Connection) -> Sidebar:
-    kept = [row for row in session_store.list_page(conn, modes=KEPT_MODES, limit=KEPT_LIMIT)
-            if not row.archived]
+    kept = session_store.list_page(conn, modes=KEPT_MODES, limit=KEPT_LIMIT, archived=False)
+    folders, tags = session_store.filing_counts(conn, modes=KEPT_MODES, archived=False)
     restricted = session_store.list_page(conn, modes=RESTRICTED_MODES, limit=RESTRICTED_LIMIT)
     pending = approvals.pending(conn)
     waiting = {approval.session_key for approval in pending}
@@ -60,4 +63,6 @@ def _sidebar(conn: Connection) -> Sidebar:
                            waiting=row.key in waiting)
 
     return Sidebar(kept=[shown(row) for row in kept],
-                   restricted=[shown(row) for row in restricted], waiting=len(pending))
+                   restricted=[shown(row) for row in restricted], waiting=len(pending),
+                   folders=sorted(folders.items(), key=lambda f: (f[0].casefold(), f[0])),
+                   tags=sorted(tags.items()))
