@@ -105,7 +105,8 @@ def test_a_lost_connection_after_a_change_is_not_resent(
 def test_a_stop_ends_the_stream_at_once_and_frees_the_chat(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url), [])
-    model_server.push(Reply(text="one two three four", chunks=4, delay=0.3, stall=30),
+    model_server.push(Reply(text="one two three four", chunks=4, delay=0.3, stall=30,
+                            stall_after=1),  # a first word streams, then the model stalls
                       Reply(text="next answer"))
 
     async def body() -> tuple[dict[str, Any], dict[str, Any], list[Any], float]:
