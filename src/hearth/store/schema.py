@@ -232,3 +232,22 @@ signins = Table(
     Column("issued_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
 )
+
+# Owed chores: a background chore no model of the background chain could do (each failed or
+# answered in the wrong shape), tried again from `next_at` on. `attempts` counts the tries
+# made so far; `run_id` names the turn whose exchange the chore reads. No text is kept here:
+# a retry reads the exchange from the transcript again. Deleting a chat drops its rows.
+owed_chores = Table(
+    "owed_chores",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(40), nullable=False),
+    Column("session_key", String(200), nullable=False),
+    Column("run_id", String(64)),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_at", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_owed_chores_due", "next_at"),
+    Index("ix_owed_chores_session", "session_key"),
+    sqlite_autoincrement=True,
+)

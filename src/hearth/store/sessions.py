@@ -200,6 +200,19 @@ def update_fields(conn: Connection, key: str, **values: Any) -> bool:
     return result.rowcount == 1
 
 
+def title_if_untitled(conn: Connection, key: str, title: str) -> bool:
+    """Give a kept chat its first title, in one conditional write: only while it is still
+    untitled and persistent (a title the owner gave it, even a moment ago, wins); whether it
+    was written."""
+    result = conn.execute(
+        update(sessions)
+        .where(sessions.c.key == key, sessions.c.title.is_(None),
+               sessions.c.memory_mode == "persistent")
+        .values(title=title)
+    )
+    return result.rowcount == 1
+
+
 _CLAIM = (
     update(sessions)
     .where(sessions.c.key == bindparam("b_key"))
