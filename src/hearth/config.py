@@ -120,6 +120,11 @@ class LimitsConfig(_Section):
     unattended_idle_seconds: float = Field(900.0, gt=0)
     temporary_idle_seconds: float = Field(3600.0, gt=0)  # a Temporary chat idle this long ends
     tool_output_chars: int = Field(50_000, ge=1000)
+    # a model's breaker opens after this many failures in a row, and lets one call through
+    # again after this pause (models.breakers)
+    breaker_failures: int = Field(3, ge=1)
+    breaker_pause_seconds: float = Field(30.0, ge=0)
+    retry_after_max_seconds: float = Field(5.0, ge=0)  # a 429's wait honoured before failover
 
 
 class AgentConfig(_Section):
@@ -138,6 +143,7 @@ class ToolPolicyConfig(_Section):
 
 class NamedAgentConfig(_Section):
     system_prompt: str | None = None
+    model: str | None = None  # the agent's pin: its turns run on this model, before the chain
     tools: ToolPolicyConfig = Field(default_factory=ToolPolicyConfig)
 
 

@@ -150,7 +150,7 @@ class Reply:
       no usage and no terminator (``[DONE]`` / ``message_delta`` + ``message_stop``).  The stream
       ends this way even if the answer has fewer content chunks than ``cut_after``.
     * ``status`` — FAULT: answer this HTTP status with the provider's JSON error body (429 adds
-      ``retry-after: 0``).
+      ``retry-after: <retry_after>``, "0" unless said; None: no such header).
     * ``echo_key`` — FAULT, with ``status``: the error body's message repeats the API key the
       request carried (``Authorization: Bearer …`` or ``x-api-key``), whole, as a careless
       provider or proxy does (``Incorrect API key provided: <key>``).
@@ -172,6 +172,7 @@ class Reply:
     echo_key: bool = False
     stall: float | None = None
     stall_after: int = 0
+    retry_after: str | None = "0"
 
     def resolved_usage(self) -> tuple[int, int]:
         if self.usage is not None:
@@ -471,7 +472,7 @@ class _Handler(BaseHTTPRequestHandler):
                 message = f"Scripted error {reply.status}"
                 if reply.echo_key:
                     message = f"Incorrect API key provided: {_key_of(recorded.headers)}"
-                self._send_error(reply.status, message, anthropic)
+                self._send_error(reply.status, message, anthropic, reply.retry_after)
             elif anthropic:
                 self._anthropic(recorded, reply)
             else:
@@ -508,8 +509,10 @@ class _Handler(BaseHTTPRequestHandler):
             {"error": {"message": f"Unknown path {self.path}", "type": "not_found", "code": None}},
         )
 
-    def _send_error(self, status: int, message: str, anthropic: bool) -> None:
-        headers = {"retry-after": "0"} if status == 429 else {}
+    def _send_error(self, status: int, message: str, anthropic: bool,
+                    retry_after: str | None = "0") -> None:
+        headers = ({"retry-after": retry_after}
+                   if status == 429 and retry_after is not None else {})
         if anthropic:
             err_type = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
             payload: dict[str, Any] = {

@@ -64,13 +64,22 @@ def test_the_start_warns_once_per_model_and_its_turns_say_the_same_without_calli
     assert 'Model "ok"' not in log
 
     api = gateway.client()
-    for model_id, sentence in (("gpt", MISSING), ("claude", EMPTY)):
+    for model_id, variable in (("gpt", "OPENAI_KEY"), ("claude", "CLAUDE_KEY")):
+        # a pick that cannot run is kept: the turn runs on the chain and says so
+        model_server.push(Reply(text="fine"))
         key = api.new_chat(model=model_id)
         run = api.wait(api.send(key, "hello")["run_id"])
-        assert (run["status"], run["ending"]) == ("error", "model_error"), run
-        assert run["sentence"] == f"The model call failed: {sentence}"
-        assert api.messages(key)[-1]["text"] == run["sentence"]
-    assert model_server.requests == []  # no placeholder key (nor any) was sent for them
+        assert run["status"] == "complete", run
+        meta = api.messages(key)[-1]["meta"]
+        assert meta["model_substitution"] == (
+            f"Ran on ok instead of this chat's pick {model_id}: its key ({variable}) is not set "
+            "in the gateway's environment.")
+        chat = api.http.get(f"/api/sessions/{key}").json()["session"]
+        assert chat["model"] == model_id  # never rewritten
+    # no placeholder key (nor any) was sent for them: only `ok`, with its own
+    assert {c.headers["authorization"] for c in model_server.requests} == {
+        "Bearer sk-ok-0123456789"}
+    model_server.requests.clear()
 
     model_server.push(Reply(text="fine"))  # the model that has its key is called with it
     run = api.wait(api.send(api.new_chat(model="ok"), "hello")["run_id"])

@@ -76,6 +76,28 @@ def output_cap(tokens: int | None) -> Ending:
     )
 
 
+def models_failed(account: str) -> Ending:
+    """Every model the turn could run on failed before it answered; `account` names each."""
+    return Ending("model_error", "error",
+                  f"No model could answer: {account}. Send the message again to retry.")
+
+
+def not_moved(ending: Ending, step: str) -> Ending:
+    """The model failed after a step that may have changed something: the turn stays ended
+    rather than move to another model, which could repeat the step."""
+    return replace(ending, sentence=(
+        f"{ending.sentence} The turn was not moved to another model: the step “{step}” "
+        "may have changed something, and another model could repeat it."))
+
+
+def capped_notice(model_id: str, tokens: int | None) -> str:
+    """The notice under an answer its model stopped at its output cap (the turn completes)."""
+    cap = f" ({tokens:,} tokens)" if tokens else ""
+    return (f"This answer stopped at {model_id}'s output cap{cap}, so it may be unfinished. "
+            f"To allow longer answers, raise max_output_tokens for {model_id} in config.toml "
+            "or on the Settings page.")
+
+
 def no_answer(steps: int) -> Ending:
     if steps:
         noun = "step" if steps == 1 else "steps"

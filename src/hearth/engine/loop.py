@@ -8,7 +8,14 @@ the model. The endings table's retries live here, each used at most once a turn:
 cut off before anything was shown, an output cap hit with nothing written, tools run and no
 reply written, an empty answer; a connection lost before an answer is resent up to three
 times unless a step that may have changed something was finished. The final answer is
-appended at most once (its idempotency key is the run's).
+appended at most once (its idempotency key is the run's); one stopped at the model's output
+cap is kept, marked `capped`, and followed by a notice naming the cap and how to raise it.
+
+When the model fails before anything of the turn was shown, `_failed` raises
+`failover.ModelFailed` instead of ending the turn, so the turn can move to its next model
+(`engine.turn`): after a connection lost's one resend, a cut-off's one retry, a 429's short
+Retry-After honoured once; never after a step that may have changed something (the turn then
+ends naming it).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine import endings, record
+from hearth.engine import endings, failover, record
 from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
 from hearth.engine.toolbatch import run_batch
@@ -31,6 +38,7 @@ from hearth.models.types import (
     Message,
     ModelError,
     ModelRequest,
+    ProviderUnavailable,
     ProviderUnreachable,
     TextDelta,
     ToolCall,
@@ -74,15 +82,17 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
             if not turn.streamed and turn.once("cut_off"):
                 continue  # nothing of it was shown: asked once more, on its own
             await keep_partial(turn, cut.code)
-            return endings.cut_off(cut.sentence)
+            return await _failed(turn, endings.cut_off(cut.sentence), cut, messages)
         except ProviderUnreachable as lost:
-            retry = await _after_lost_connection(turn, lost)
+            retry = await _after_lost_connection(turn, lost, messages)
             if isinstance(retry, Ending):
                 return retry
             continue
         except ModelError as error:
+            if await _waited_for_rate_limit(turn, error):
+                continue
             await keep_partial(turn, error.code)
-            return endings.model_error(error.sentence)
+            return await _failed(turn, endings.model_error(error.sentence), error, messages)
         if answer.done.tool_calls:
             step = await _tool_step(turn, answer, answer.done.tool_calls)
             if isinstance(step, Ending):
@@ -92,6 +102,8 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
             continue
         if answer.text:
             await _append_final(turn, answer)
+            if answer.done.finish_reason == "length":
+                await _say_capped(turn)
             return endings.complete()
         if answer.done.finish_reason == "length":
             if turn.once("output_cap"):
@@ -120,6 +132,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
             if isinstance(event, TextDelta):
                 first = not turn.streamed
                 turn.streamed += event.text
+                turn.shown = True
                 turn.bus.delta(turn.session_key, turn.run_id, event.text)
                 keeper.arrived()
                 if first:
@@ -130,6 +143,8 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
         keeper.close()
     if done is None:  # an adapter must raise AnswerCutOff instead; hold the rule here too
         raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
+    if turn.breakers is not None:
+        turn.breakers.succeeded(turn.provider.model_id)
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
     await pricing.count(turn.db, turn.provider.model_id, turn.model_config, done.usage)
@@ -194,16 +209,48 @@ async def keep_partial(turn: Turn, why: str) -> None:
     turn.streamed = ""
 
 
-async def _after_lost_connection(turn: Turn, lost: ProviderUnreachable) -> Ending | None:
+async def _after_lost_connection(turn: Turn, lost: ProviderUnreachable,
+                                 messages: list[Message]) -> Ending | None:
+    """None: send the call again (after a pause). A model another may stand in for gets one
+    resend; one alone gets `RESEND_LIMIT`."""
     changed = await turn.db.reading(ledger.changed_something, turn.run_id)
     if changed:
         return endings.connection_lost_after_steps(changed)
-    if turn.resends >= RESEND_LIMIT:
-        return endings.connection_lost(lost.sentence, turn.resends + 1)
+    limit = 1 if turn.may_fail_over and not turn.shown else RESEND_LIMIT
+    if turn.resends >= limit:
+        ending = endings.connection_lost(lost.sentence, turn.resends + 1)
+        return await _failed(turn, ending, lost, messages)
     await asyncio.sleep(RESEND_BACKOFF[turn.resends])
     turn.resends += 1
     turn.model_calls -= 1  # a resend is the same call again, not another step
     return None
+
+
+async def _failed(turn: Turn, ending: Ending, error: ModelError,
+                  messages: list[Message]) -> Ending:
+    """The model failed: the turn ends as `ending`, unless another model may take it (nothing
+    of the turn shown, no step begun that may have changed something): then `ModelFailed`."""
+    if not turn.may_fail_over or turn.shown:
+        return ending
+    step = await failover.changing_step(turn.db, turn.run_id)
+    if step is not None:
+        return endings.not_moved(ending, step.tool)
+    raise failover.ModelFailed(ending, failover.why_failed(error), messages)
+
+
+async def _waited_for_rate_limit(turn: Turn, error: ModelError) -> bool:
+    """A 429 asking for a short wait (`limits.retry_after_max_seconds` at most) is honoured
+    once per model: True once it has waited, and the same call goes again."""
+    if not isinstance(error, ProviderUnavailable) or error.status != 429:
+        return False
+    wait = error.retry_after
+    if wait is None or wait > turn.limits.retry_after_max_seconds:
+        return False
+    if not turn.once(f"rate_limited:{turn.provider.model_id}"):
+        return False
+    await asyncio.sleep(wait)
+    turn.model_calls -= 1  # the same call again, not another step
+    return True
 
 
 async def _tool_step(
@@ -240,12 +287,21 @@ async def checkpoint_cleared(turn: Turn) -> None:
 
 
 async def _append_final(turn: Turn, answer: Answer) -> None:
-    meta = {"finish_reason": answer.done.finish_reason, "turn_telemetry": turn.telemetry(),
-            "context_fed": turn.context_fed}
+    meta: dict[str, object] = {"finish_reason": answer.done.finish_reason,
+                               "turn_telemetry": turn.telemetry(),
+                               "context_fed": turn.context_fed, **turn.notes}
+    if answer.done.finish_reason == "length":
+        meta["capped"] = True
     await record.append(turn, "assistant", {"text": answer.text}, meta=meta,
                         idempotency_key=f"final:{turn.run_id}")
     turn.streamed = ""
     crash_point("answer_persisted")
+
+
+async def _say_capped(turn: Turn) -> None:
+    """The answer above stopped at the model's output cap: say which, and how to raise it."""
+    await record.append(turn, "notice", {"text": endings.capped_notice(
+        turn.provider.model_id, _cap_of(turn))}, meta={"about": "output_cap"})
 
 
 def _cap_of(turn: Turn) -> int | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from hearth.config import Config, LimitsConfig, ModelConfig
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.events import Bus
+from hearth.models.breakers import Breakers
 from hearth.models.types import Provider
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
@@ -70,6 +71,10 @@ class Turn(CallScope):
     context_fed: str | None = None  # what memory the context was given, or why none
     chosen_by: str = ""  # how the model was chosen (the footer says it)
     model_config: ModelConfig | None = None  # its entry, as the registry has it now (prices)
+    shown: bool = False  # some text of this turn was shown: it no longer moves to another model
+    may_fail_over: bool = False  # another model may take the turn if this one fails early
+    breakers: Breakers | None = None  # the models' breakers (told of each answer)
+    notes: dict[str, str] = field(default_factory=dict)  # model_substitution, failover
 
     def once(self, retry: str) -> bool:
         """True the first time a retry of this kind is asked for in this turn."""
@@ -96,4 +101,5 @@ class Turn(CallScope):
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
             "chosen_by": self.chosen_by,
+            **self.notes,
         }

@@ -1,7 +1,10 @@
 """One turn: claim the session, revalidate, assemble context, drive the loop, settle.
 
 The turn is a short composition of the steps that own each part; it holds the session's writer
-claim from its start to its ending.
+claim from its start to its ending. Its model comes from the chat's plan (`engine.failover`):
+the chat's pick, its agent's pin, then its use case's chain; when the model fails before
+anything of the turn was shown, the turn moves to the next (`_drive_in_order`), saying so live
+(a `status` frame's `note`) and on the answer's meta (`failover`, `model_substitution`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.config import Config, ModelConfig
-from hearth.engine import context, endings, loop, recovery
+from hearth.config import Config
+from hearth.engine import context, endings, failover, loop, recovery
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus
@@ -25,8 +28,8 @@ from hearth.engine.supervise import ActiveTurns
 from hearth.engine.toolbatch import run_batch
 from hearth.faults import crash_point
 from hearth.memory.service import Memory
-from hearth.models.registry import ModelRegistry
-from hearth.models.types import Provider, ToolCall
+from hearth.models.registry import Candidate, ModelRegistry
+from hearth.models.types import Message, Provider, ToolCall
 from hearth.privacy.scope import answered_by, as_work_of
 from hearth.sessions import folders
 from hearth.store import runs as run_store
@@ -42,6 +45,7 @@ from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import Placement
 
 log = logging.getLogger(__name__)
+MODEL_FAILURES = frozenset({"model_error", "cut_off", "connection_lost"})  # count on breakers
 
 
 @dataclass(frozen=True)
@@ -92,22 +96,32 @@ def _claim(conn: Connection, run: RunRow) -> SessionRow | Ending:
 
 
 async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Ending:
+    limits = deps.config.limits  # the breakers follow the snapshot the turn runs from
+    deps.models.breakers.configure(limits.breaker_failures, limits.breaker_pause_seconds)
+    plan = failover.Plan.of(deps.models, deps.config, session)
+    first = plan.next(deps.models, needs_tools=False)
+    if first is None:
+        return endings.models_failed(plan.account()) if plan.tried else endings.no_model()
     # built in a worker thread: the first build of a provider imports its SDK
-    provider = await asyncio.to_thread(deps.models.for_chat, session.model)
+    provider = await asyncio.to_thread(deps.models.provider, first.model_id)
     if provider is None:
         return endings.no_model()
     await deps.db.writing(run_store.set_model, run.run_id, provider.model_id, durable=False)
     with answered_by(provider.model_id):  # in a restricted chat, the one model its work reaches
-        return await _run_on(deps, run, session, provider)
+        return await _run_on(deps, run, session, provider, plan, first)
 
 
-async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
-                  provider: Provider) -> Ending:
+async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
+                  plan: failover.Plan, first: Candidate) -> Ending:
     model_config = deps.models.config_of(provider.model_id)
     try:
         turn = _compose(deps, run, session, provider,
                         offer_tools=model_config.tools if model_config else True)
         turn.model_config = model_config
+        turn.chosen_by = first.chosen_by
+        _say_substitution(turn, plan)
+        if plan.tried:  # models before it passed over (an open breaker, no tools)
+            _say_moved(turn, first, plan)
         if turn.offer_tools and policy.may_use_mcp(deps.config, session.agent):
             await deps.prepare_tools()
         waiting: list[ToolCall] = []
@@ -116,7 +130,7 @@ async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
             if isinstance(resumed, Ending):
                 return resumed
             waiting = resumed
-        return await deps.active.supervise(turn, _work(deps, turn, model_config, waiting))
+        return await deps.active.supervise(turn, _work(deps, turn, plan, waiting))
     except WriterClaimLost:
         return endings.stale("it lost its hold on the chat while it ran.")
     except Exception as error:  # the turn boundary: a bug must end the turn, not wedge the chat
@@ -127,16 +141,21 @@ async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow,
 def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
              offer_tools: bool) -> Turn:
     return Turn(**scope_fields(deps, run, session), provider=provider, offer_tools=offer_tools,
-                chosen_by=chosen_by(deps.models.chat_chain, session.model, provider.model_id))
+                breakers=deps.models.breakers)
 
 
-def chosen_by(chain: list[str], pinned: str | None, model_id: str) -> str:
-    """How the turn's model was chosen, in the words its footer says."""
-    if pinned == model_id:
-        return "this chat's own model"
-    if chain and chain[0] == model_id:
-        return "first in the chat chain"
-    return "the only model set up"
+def _say_substitution(turn: Turn, plan: failover.Plan) -> None:
+    """A pick or pin that could not run: said live now, and on the answer's meta."""
+    said = plan.resolution.substitution(turn.provider.model_id)
+    if said is not None:
+        turn.notes["model_substitution"] = said
+        _say_live(turn, said)
+
+
+def _say_live(turn: Turn, sentence: str) -> None:
+    turn.bus.publish(turn.session_key, {"type": "status", "running": True,
+                                        "run_id": turn.run_id, "model": turn.provider.model_id,
+                                        "note": sentence})
 
 
 def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, Any]:
@@ -156,7 +175,7 @@ def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, 
             "agent": session.agent, "trust": session.trust}
 
 
-async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,
+async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
                 waiting: list[ToolCall]) -> Ending:
     """Finish the calls a resumed run left waiting on the owner, then the loop."""
     if waiting:
@@ -170,10 +189,64 @@ async def _work(deps: TurnDeps, turn: Turn, model_config: ModelConfig | None,
         deps.db, turn.run,
         system_prompt=system_prompt,
         history_messages=deps.config.limits.history_messages,
-        context_window=model_config.context_window if model_config else 128_000,
-        max_output_tokens=model_config.max_output_tokens if model_config else 8192,
+        context_window=turn.model_config.context_window if turn.model_config else 128_000,
+        max_output_tokens=(turn.model_config.max_output_tokens if turn.model_config
+                           else 8192),
     )
-    return await loop.drive(turn, messages)
+    return await _drive_in_order(deps, turn, plan, messages)
+
+
+async def _drive_in_order(deps: TurnDeps, turn: Turn, plan: failover.Plan,
+                          messages: list[Message]) -> Ending:
+    """The loop on the turn's model; when it fails before anything was shown, again on the
+    next model of the plan (each once), until one answers or none is left."""
+    needs_tools = bool(turn.offered())
+    while True:
+        turn.may_fail_over = len(plan.resolution.order) > 1  # the last one names them all
+        try:
+            with answered_by(turn.provider.model_id):  # the model the turn now runs on
+                ending = await loop.drive(turn, messages)
+        except failover.ModelFailed as failed:
+            deps.models.breakers.failed(turn.provider.model_id)
+            plan.failed(turn.provider.model_id, failed.why)
+            candidate = plan.next(deps.models, needs_tools)
+            if candidate is None:
+                return _all_failed(plan, failed.ending)
+            await _move_to(deps, turn, candidate, plan)
+            messages = failed.messages
+            continue
+        if ending.code in MODEL_FAILURES:
+            deps.models.breakers.failed(turn.provider.model_id)
+        return ending
+
+
+def _all_failed(plan: failover.Plan, last: Ending) -> Ending:
+    """No model left: one tried alone ends as it failed; several are each named."""
+    if len(plan.tried) == 1:
+        return last
+    return endings.models_failed(plan.account())
+
+
+async def _move_to(deps: TurnDeps, turn: Turn, candidate: Candidate,
+                   plan: failover.Plan) -> None:
+    """Run the rest of the turn on `candidate`, saying so live and on the answer."""
+    provider = await asyncio.to_thread(deps.models.provider, candidate.model_id)
+    if provider is None:  # resolve names known models only
+        raise LookupError(f"model {candidate.model_id} vanished from the registry")
+    failed_id, why = plan.tried[-1]
+    turn.provider = provider
+    turn.model_config = deps.models.config_of(candidate.model_id)
+    turn.resends = 0
+    _say_substitution(turn, plan)
+    _say_moved(turn, candidate, plan)
+    await deps.db.writing(run_store.set_model, turn.run_id, candidate.model_id, durable=False)
+    _say_live(turn, f"Moved to {candidate.model_id}: {failed_id} failed ({why}).")
+
+
+def _say_moved(turn: Turn, candidate: Candidate, plan: failover.Plan) -> None:
+    """The answer's footer and meta say which model answered, and why not the ones before."""
+    turn.chosen_by = f"{candidate.chosen_by}, after {plan.account()}"
+    turn.notes["failover"] = f"Answered by {candidate.model_id}: {plan.account()}."
 
 
 def _system_prompt(config: Config, agent: str | None) -> str:

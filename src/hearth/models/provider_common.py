@@ -44,12 +44,29 @@ def request_error(model_id: str, exc: Exception, sdk: SdkErrors,
     if isinstance(exc, sdk.status):
         status_code = getattr(exc, "status_code", None)
         if status_code == 404 and not_found_hint:
-            return ProviderUnavailable(
+            refused = ProviderUnavailable(
                 f"{model_id} answered HTTP 404{at}; {not_found_hint} (it said: {brief(exc)})")
-        return ProviderUnavailable(f"{model_id} answered HTTP {status_code}{at}: {brief(exc)}")
+        else:
+            refused = ProviderUnavailable(
+                f"{model_id} answered HTTP {status_code}{at}: {brief(exc)}")
+        refused.status = status_code if isinstance(status_code, int) else None
+        refused.retry_after = retry_after(exc)
+        return refused
     if isinstance(exc, sdk.connection):
         return ProviderUnreachable(f"{model_id} could not be reached{at}: {brief(exc)}")
     return ProviderUnavailable(f"{model_id} could not be reached{at}: {brief(exc)}")
+
+
+def retry_after(exc: Exception) -> float | None:
+    """The seconds an HTTP error's Retry-After header asks for (a number of seconds only;
+    None when there is none or it is a date)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return None if seconds is None or seconds < 0 else seconds
 
 
 def tried_url(exc: Exception) -> str:

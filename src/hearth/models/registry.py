@@ -10,6 +10,12 @@ asks this registry for the next one (`adopt`), which keeps the providers already
 models that did not change; a turn already running keeps the registry it started with.
 Every model's API key is told to the masker (`hearth.masking.know`) as the model becomes
 known, so no sentence ever shows it.
+
+`resolve` answers the order a turn tries its models in (see `Resolution`): the model picked for
+the chat, then its agent's pin, then the chain of the chat's use case (`AXES`; an empty chain is
+the chat chain). A pick or pin that cannot run is left out of the order and said
+(`Resolution.unavailable`), never rewritten. The registry hands its `Breakers` on to the next
+snapshot's registry, so a model's breaker outlives a settings change.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from hearth.config import Config, ModelConfig, base_url_problem
 from hearth.masking import know
 from hearth.models import setup
+from hearth.models.breakers import Breakers
 from hearth.models.types import Provider
 
 log = logging.getLogger(__name__)
@@ -34,6 +42,35 @@ NO_MODEL_SENTENCE = (
     "gateway's environment, start Ollama on 127.0.0.1:11434, or add a [[models]] entry to "
     "config.toml in the Hearth home folder and restart the gateway; then send the message again."
 )
+
+
+AXES = ("chat", "code_tools", "background", "loops")
+AXIS_WORDS = {"chat": "chat", "code_tools": "code & tools", "background": "background",
+              "loops": "loops"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One model a turn may run on, and how it came to be in the order (the footer's words)."""
+
+    model_id: str
+    chosen_by: str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The models a turn tries, in order, once each; and the pick or pin that could not run
+    (`unavailable`: who chose it, its id and why), which the turn says it ran without."""
+
+    order: tuple[Candidate, ...]
+    unavailable: tuple[tuple[str, str, str], ...] = ()
+
+    def substitution(self, ran_on: str) -> str | None:
+        """"Ran on X instead of Y: why." for the first choice that could not run."""
+        if not self.unavailable:
+            return None
+        who, model_id, why = self.unavailable[0]
+        return f"Ran on {ran_on} instead of {who} {model_id}: {why}."
 
 
 def fallback_models(environ: Mapping[str, str], probe_ollama: bool = True) -> list[ModelConfig]:
@@ -126,6 +163,8 @@ class ModelRegistry:
         background_chain: list[str] | None = None,
         fallbacks: list[ModelConfig] | None = None,
         providers: dict[str, Provider] | None = None,
+        chains: Mapping[str, list[str]] | None = None,
+        breakers: Breakers | None = None,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self._fallbacks = list(fallbacks or [])  # found at start; used while no model is set
@@ -137,6 +176,9 @@ class ModelRegistry:
         known = [m for m in chat_chain if m in self._configs] if models else []
         self.chat_chain = known or list(self._configs)  # not picked: every model, in order
         self.background_chain = [m for m in background_chain or [] if m in self._configs]
+        self._chains = {axis: [m for m in (chains or {}).get(axis, []) if m in self._configs]
+                        for axis in AXES}
+        self.breakers = breakers or Breakers()
 
     @classmethod
     def from_config(
@@ -146,8 +188,11 @@ class ModelRegistry:
         once, here, when the snapshot names no model."""
         environ = os.environ if environ is None else environ
         fallbacks = [] if config.models else fallback_models(environ)
+        limits = config.limits
         return cls(config.models, config.chains.chat, environ,
-                   background_chain=config.chains.background, fallbacks=fallbacks)
+                   background_chain=config.chains.background, fallbacks=fallbacks,
+                   chains=config.chains.model_dump(),
+                   breakers=Breakers(limits.breaker_failures, limits.breaker_pause_seconds))
 
     def adopt(self, config: Config) -> ModelRegistry:
         """The registry of a new snapshot: the fall-backs found at start stand while it names
@@ -155,9 +200,12 @@ class ModelRegistry:
         with self._lock:
             kept = {model_id: provider for model_id, provider in self._providers.items()
                     if _same(self._configs.get(model_id), config, self._fallbacks, model_id)}
+        self.breakers.configure(config.limits.breaker_failures,
+                                config.limits.breaker_pause_seconds)
         return ModelRegistry(config.models, config.chains.chat, self._environ,
                              background_chain=config.chains.background,
-                             fallbacks=self._fallbacks, providers=kept)
+                             fallbacks=self._fallbacks, providers=kept,
+                             chains=config.chains.model_dump(), breakers=self.breakers)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
         return self._configs.get(model_id)
@@ -171,6 +219,59 @@ class ModelRegistry:
             model_id = pinned if pinned in self._configs else None
             if model_id is None and self.chat_chain:
                 model_id = self.chat_chain[0]
+            return self._provider(model_id)
+
+    def chain(self, axis: str) -> list[str]:
+        """The chain of a use case (`AXES`): its own, else the chat chain."""
+        return list(self._chains.get(axis) or self.chat_chain)
+
+    def problem(self, model_id: str) -> str | None:
+        """Why `model_id` cannot run as it is set up (not set up, its key missing); None: it
+        can."""
+        model = self._configs.get(model_id)
+        if model is None:
+            return "it is not set up (Settings → Models)"
+        if setup.key_problem(model, self._environ) is not None:
+            return f"its key ({model.api_key_env}) is not set in the gateway's environment"
+        return None
+
+    def resolve(self, axis: str, picked: str | None = None, pinned: str | None = None,
+                agent: str | None = None,
+                chains: Mapping[str, list[str]] | None = None) -> Resolution:
+        """The order a turn on `axis` tries its models in: the chat's pick, the agent's pin,
+        then the axis's chain (`chains`' when given, a snapshot's, else this registry's), each
+        once; a pick or pin that cannot run is left out, and said."""
+        if chains is not None:
+            own = [m for m in chains.get(axis, []) if m in self._configs]
+            axis = axis if own else "chat"
+            chain = own or self.chat_chain
+        else:
+            chain = self.chain(axis)
+            axis = axis if self._chains.get(axis) else "chat"
+        order: list[Candidate] = []
+        unavailable: list[tuple[str, str, str]] = []
+        agent_words = f"the {agent or 'default'} agent's"
+        for chosen_by, who, model_id in (
+                ("this chat's own model", "this chat's pick", picked),
+                (f"{agent_words} own model", f"{agent_words} model", pinned)):
+            if not model_id or any(c.model_id == model_id for c in order):
+                continue
+            why = self.problem(model_id)
+            if why is None:
+                order.append(Candidate(model_id, chosen_by))
+            else:
+                unavailable.append((who, model_id, why))
+        words = AXIS_WORDS.get(axis, axis)
+        left_out = {model_id for _, model_id, _ in unavailable}
+        for position, model_id in enumerate(chain):
+            if model_id not in left_out and all(c.model_id != model_id for c in order):
+                place = "first" if position == 0 else "next"
+                order.append(Candidate(model_id, f"{place} in the {words} chain"))
+        return Resolution(tuple(order), tuple(unavailable))
+
+    def provider(self, model_id: str) -> Provider | None:
+        """The provider of a known model (built once); None for an unknown id."""
+        with self._lock:
             return self._provider(model_id)
 
     def for_background(self) -> Provider | None:

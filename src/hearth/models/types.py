@@ -104,9 +104,18 @@ class AnswerCutOff(ModelError):
 
 
 class ProviderUnavailable(ModelError):
-    """The provider could not be reached, or refused the request, before any answer began."""
+    """The provider could not be reached, or refused the request, before any answer began.
+
+    `status` is the HTTP status it answered (None: it was not reached), `retry_after` the
+    seconds its Retry-After header asked for (None: it asked for none)."""
 
     code = "provider_unavailable"
+    status: int | None = None
+    retry_after: float | None = None
+
+    def why(self) -> str:
+        """The failure in a few words ("HTTP 503", "unreachable")."""
+        return f"HTTP {self.status}" if self.status is not None else "unreachable"
 
 
 class KeyMissing(ProviderUnavailable):
