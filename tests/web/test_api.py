@@ -97,6 +97,9 @@ def test_healthz_answers_without_a_token(anonymous: httpx.Client) -> None:
     assert answer.status_code == 200
     body = answer.json()
     assert body["ok"] is True and body["version"] == __version__ and body["db"] == "sqlite"
+    assert body["models"] and set(body["breakers"]) == set(body["models"])
+    assert all(b == {"state": "closed", "since": None, "failures": 0}
+               for b in body["breakers"].values())
 
 
 BAD_AUTH: list[dict[str, Any]] = [

@@ -81,6 +81,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
         return {"ok": True, "version": __version__, "db": engine.db.dialect,
                 "store": {"transactions": writer.batches, "writes": writer.jobs},
                 "models": engine.deps.models.ids(),
+                "breakers": _breakers(engine),
                 "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,
                             "says": where.describe()}}
 
@@ -90,3 +91,12 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
         protected.include_router(module.router)
     app.include_router(protected)
     return app
+
+
+def _breakers(engine: Engine) -> dict[str, dict[str, object]]:
+    """Each model's breaker for /healthz: closed, open or half-open, since when (epoch
+    seconds; None: never changed), and its failures in a row."""
+    models = engine.deps.models
+    return {view.model_id: {"state": view.state, "since": view.since or None,
+                            "failures": view.failures}
+            for view in models.breakers.views(models.ids())}
