@@ -62,6 +62,47 @@ def test_every_model_call_goes_through_the_guard() -> None:
     assert violations == []
 
 
+def guard_calls_without_a_purpose(name: str, tree: ast.Module) -> list[str]:
+    """`guard.stream(...)` calls that do not name their purpose (the per-call record's word
+    for what the call was for), so no call is recorded as nothing in particular."""
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "stream" and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "guard"
+                and not any(k.arg == "purpose" for k in node.keywords)):
+            found.append(f"{name}:{node.lineno} calls guard.stream() without purpose=")
+    return found
+
+
+def test_detector_finds_a_guard_call_without_a_purpose() -> None:
+    planted = ast.parse(
+        "async def sneak(provider, request):\n"
+        "    async for event in guard.stream(provider, request):\n"
+        "        yield event\n"
+        "    async for event in guard.stream(provider, request, purpose='turn'):\n"
+        "        yield event\n"
+    )
+    assert len(guard_calls_without_a_purpose("engine/sneak.py", planted)) == 1
+
+
+def test_every_guarded_call_names_its_purpose() -> None:
+    violations = [v for name, tree in _sources().items()
+                  for v in guard_calls_without_a_purpose(name, tree)]
+    assert violations == []
+
+
+def test_the_guard_records_every_stream_it_opens() -> None:
+    """The guard's stream ends in a `finally` that hands the call to the recorder, so a call
+    ended by an error or a cancellation is recorded as one that finished is."""
+    tree = ast.parse((SRC / GUARD).read_text())
+    recorded = next(n for n in ast.walk(tree)
+                    if isinstance(n, ast.AsyncFunctionDef) and n.name == "_recorded")
+    tries = [n for n in ast.walk(recorded) if isinstance(n, ast.Try) and n.finalbody]
+    assert tries and any("_ended(" in ast.unparse(t.finalbody) for t in tries)
+    assert "async for event in events" in ast.unparse(tries[0].body)
+
+
 def test_the_guard_is_what_the_loop_calls() -> None:
     loop = (SRC / "engine" / "loop.py").read_text()
     assert "guard.stream(" in loop

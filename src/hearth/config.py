@@ -120,6 +120,7 @@ class LimitsConfig(_Section):
     unattended_idle_seconds: float = Field(900.0, gt=0)
     temporary_idle_seconds: float = Field(3600.0, gt=0)  # a Temporary chat idle this long ends
     tool_output_chars: int = Field(50_000, ge=1000)
+    autocompact_pct: int = Field(80, ge=10, le=95)  # % of the window a chat's view compacts at
     # a model's breaker opens after this many failures in a row, and lets one call through
     # again after this pause (models.breakers)
     breaker_failures: int = Field(3, ge=1)

@@ -75,6 +75,17 @@ def test_a_503_before_anything_was_shown_moves_to_the_next_model_and_says_so(
     assert telemetry["model_id"] == "b" and "after a failed (HTTP 503)" in telemetry["chosen_by"]
 
 
+def test_a_restricted_chat_never_moves_to_another_model(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    engine = make_engine(tmp_path, _config(model_server.openai_base_url), [])
+    model_server.push(Reply(status=503), model="ma")
+    model_server.push(Reply(text="From b."), model="mb")
+    [(view, rows)] = _turns(engine, ["a private question"], memory_mode="incognito")
+    assert _models_called(model_server) == ["ma"]  # nothing of it reached b (invariant 8)
+    assert view["ending"] == "model_error" and "503" in view["sentence"]
+    assert not [r for r in rows if r.kind == "assistant"]
+
+
 def test_a_500_and_a_refused_connection_each_move_on(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     dead = "http://127.0.0.1:9/v1"  # nothing listens there: connection refused

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from hearth.config import ModelConfig
 from hearth.memory.learning import Learned, learn_after_turn
 from hearth.memory.service import Memory
+from hearth.models import guard
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider
 from hearth.privacy import stores
 from hearth.store.db import Database
-from hearth.store.schema import audit, usage_daily
+from hearth.store.schema import audit
 from tests.engine_harness import make_config
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
@@ -39,7 +39,7 @@ class Setup:
     def learn(self, mode: object = "persistent", question: str = QUESTION,
               answer: str = ANSWER) -> Learned:
         result: Learned = asyncio.run(learn_after_turn(
-            self.memory, self.provider, db=self.db, session_key=CHAT, recorded_mode=mode,
+            self.memory, [self.provider], db=self.db, session_key=CHAT, recorded_mode=mode,
             run_id="run-1", question=question, answer=answer))
         return result
 
@@ -196,15 +196,22 @@ def test_no_background_chain_means_no_learning_provider(model_server: ScriptedMo
     assert ModelRegistry(config.models, config.chains.chat).for_background() is None
 
 
-def test_the_learning_call_is_counted_in_usage_at_the_models_price(setup: Setup) -> None:
-    priced = ModelConfig(id="fake", model="fake-model", price_in_per_mtok=1.0,
-                         price_out_per_mtok=2.0)
+class SeenCalls:
+    """A stand-in for the guard's call recorder: what each call was for."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str | None]] = []
+
+    def ended(self, call: Any, error: BaseException | None) -> None:
+        self.calls.append((call.model_id, call.purpose, call.session_key))
+
+
+def test_the_learning_call_is_recorded_by_the_guard_as_learning(setup: Setup) -> None:
+    seen = SeenCalls()
     setup.server.push(Reply(text='{"items": []}', usage=(1000, 500)))
-    asyncio.run(learn_after_turn(
-        setup.memory, setup.provider, db=setup.db, session_key=CHAT,
-        recorded_mode="persistent", run_id="run-1", question=QUESTION, answer=ANSWER,
-        model=priced))
-    with setup.db.read() as conn:
-        (row,) = conn.execute(select(usage_daily)).all()
-    assert (row.model_id, row.calls, row.tokens_in, row.tokens_out) == ("fake", 1, 1000, 500)
-    assert row.cost_usd == pytest.approx(0.002)
+    before = guard.install(seen)  # type: ignore[arg-type]
+    try:
+        setup.learn()
+    finally:
+        guard.install(before)
+    assert seen.calls == [("fake", "learning", CHAT)]

@@ -212,13 +212,13 @@ def test_restricted_work_reaches_only_its_own_turns_model() -> None:
     request = ModelRequest(messages=[], tools=[])
     with as_work_of("chat-1", "incognito"):
         with pytest.raises(reach.OtherModelRefused, match="not told which model"):
-            guard.stream(own, request)  # type: ignore[arg-type]
+            guard.stream(own, request, purpose="turn")  # type: ignore[arg-type]
         with answered_by("own"):
-            guard.stream(own, request)  # type: ignore[arg-type]
+            guard.stream(own, request, purpose="turn")  # type: ignore[arg-type]
             with pytest.raises(reach.OtherModelRefused, match="was not asked"):
-                guard.stream(other, request)  # type: ignore[arg-type]
+                guard.stream(other, request, purpose="turn")  # type: ignore[arg-type]
     with as_work_of("chat-2", "persistent"):
-        guard.stream(other, request)  # type: ignore[arg-type]
+        guard.stream(other, request, purpose="turn")  # type: ignore[arg-type]
     assert (own.called, other.called) == (1, 1)
 
 

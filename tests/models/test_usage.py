@@ -1,8 +1,8 @@
-"""The Usage page and the usage totals behind it: every model call of a turn is added to its
-UTC day's row for the model (at the model's price, or counted unpriced), Incognito and
-Temporary chats included without any chat or text in the row; the page draws tokens per day
-as inline SVG and tables per model and per day with the same numbers. In-process, real turns
-against the scripted model server."""
+"""The Usage page and the usage totals behind it: every model call of a turn is a row of the
+per-call record, added up per UTC day and model (at the model's price, or counted unpriced),
+Incognito and Temporary chats included without any chat or text in the row; the page draws
+tokens per day as inline SVG and tables per model, purpose, provider and day with the same
+numbers. In-process, real turns against the scripted model server."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from hearth.config import Config
 from hearth.home import Home
 from hearth.store import usage as usage_store
 from hearth.store.db import Database, now
-from hearth.store.schema import usage_daily
+from hearth.store.model_calls import CallRow, insert_call
+from hearth.store.schema import model_calls
 from hearth.web import signin
 from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
@@ -73,7 +74,15 @@ def _chat(client: TestClient, **body: Any) -> str:
 
 def _rows(client: TestClient) -> list[dict[str, Any]]:
     with _db(client).read() as conn:
-        return [dict(r._mapping) for r in conn.execute(select(usage_daily))]
+        return [dict(r._mapping) for r in conn.execute(select(model_calls))]
+
+
+def _call(conn: Any, model_id: str, tokens_in: int, tokens_out: int, cost: float | None,
+          at: float) -> None:
+    insert_call(conn, CallRow(created_at=at, model_id=model_id, provider="openai",
+                              purpose="turn", outcome="ok", tokens_in=tokens_in,
+                              tokens_out=tokens_out, cost_usd=cost, duration_ms=5,
+                              session_key=None))
 
 
 def _model_row(page: str, model_id: str) -> list[str]:
@@ -110,8 +119,7 @@ def test_a_model_without_prices_shows_unpriced_never_free(
     assert _turn(client, key, "hello")["status"] == "complete"
     [row] = _rows(client)
     assert row["model_id"] == "plain" and row["cost_usd"] is None
-    assert (row["calls"], row["tokens_in"], row["tokens_out"], row["unpriced_calls"]) == (
-        1, 40, 7, 1)
+    assert (row["calls"], row["tokens_in"], row["tokens_out"]) == (1, 40, 7)
     page = client.get("/usage").text
     assert _model_row(page, "plain") == ["1", "40", "7", "unpriced"]
     assert "$0" not in page
@@ -123,10 +131,8 @@ def test_two_models_on_two_days_both_appear_and_older_days_do_not(
     assert _turn(client, _chat(client), "hi")["status"] == "complete"
     yesterday = now() - DAY
     with _db(client).write() as conn:
-        usage_store.record(conn, model_id="plain", tokens_in=50, tokens_out=5,
-                           price_in_per_mtok=None, price_out_per_mtok=None, now=yesterday)
-        usage_store.record(conn, model_id="ancient", tokens_in=9, tokens_out=9,
-                           price_in_per_mtok=1.0, price_out_per_mtok=1.0, now=now() - 40 * DAY)
+        _call(conn, "plain", 50, 5, None, yesterday)
+        _call(conn, "ancient", 9, 9, 18 / 1_000_000, now() - 40 * DAY)
     page = client.get("/usage").text
     assert _model_row(page, "priced")[:3] == ["1", "300", "30"]
     assert _model_row(page, "plain") == ["1", "50", "5", "unpriced"]
@@ -155,24 +161,28 @@ def test_an_incognito_or_temporary_turn_is_counted_with_no_chat_or_text(
         model_server.push(Reply(text=f"secret reply {mode}", usage=(11, 3)))
         key = _chat(client, memory_mode=mode)
         assert _turn(client, key, f"my secret {mode} passphrase")["status"] == "complete"
-        [row] = _rows(client)
+        row = _rows(client)[-1]
         values = " ".join(str(v) for v in row.values())
         assert key not in values and "secret" not in values and "passphrase" not in values
-        assert set(row) == {"day", "model_id", "calls", "tokens_in", "tokens_out", "cost_usd",
-                            "unpriced_calls"}
-    assert (row["calls"], row["tokens_in"], row["tokens_out"]) == (2, 22, 6)
+        assert row["session_key"] is None
+    rows = _rows(client)
+    assert [(r["calls"], r["tokens_in"], r["tokens_out"]) for r in rows] == [(1, 11, 3)] * 2
 
 
 def test_a_failed_usage_write_never_ends_the_turn(
         client: TestClient, model_server: ScriptedModelServer,
         caplog: pytest.LogCaptureFixture) -> None:
     with _db(client).write() as conn:
-        conn.execute(text("DROP TABLE usage_daily"))
+        conn.execute(text("DROP TABLE model_calls"))
     model_server.push(Reply(text="still answered", usage=(5, 5)))
     ended = _turn(client, _chat(client), "the private words")
     assert ended["status"] == "complete"
-    logged = [r.getMessage() for r in caplog.records if r.name == "hearth.models.pricing"]
-    assert logged and "not counted" in logged[0]
+    deadline = time.monotonic() + 5
+    while not [r for r in caplog.records if r.name == "hearth.models.calls"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    logged = [r.getMessage() for r in caplog.records if r.name == "hearth.models.calls"]
+    assert logged and "not recorded" in logged[0]
     assert "private words" not in " ".join(logged) and "still answered" not in " ".join(logged)
 
 
@@ -205,41 +215,39 @@ def test_the_page_needs_sign_in(tmp_path: Path) -> None:
     assert answer.status_code == 303 and answer.headers["location"] == "/login"
 
 
-def test_record_adds_up_a_day_and_keeps_priced_and_unpriced_apart(tmp_path: Path) -> None:
+def test_the_totals_add_up_a_day_and_keep_priced_and_unpriced_apart(tmp_path: Path) -> None:
     db = Database(f"sqlite:///{tmp_path / 'u.db'}")
     db.upgrade()
     noon = 1_764_936_000.0  # 2025-12-05 12:00 UTC
     with db.write() as conn:
-        usage_store.record(conn, model_id="m", tokens_in=100, tokens_out=10,
-                           price_in_per_mtok=None, price_out_per_mtok=None, now=noon)
-        usage_store.record(conn, model_id="m", tokens_in=1_000_000, tokens_out=0,
-                           price_in_per_mtok=3.0, price_out_per_mtok=None, now=noon + 60)
+        _call(conn, "m", 100, 10, None, noon)
+        _call(conn, "m", 1_000_000, 0, None, noon + 60)
         [unpriced] = usage_store.by_day(conn, "2025-12-05")
-        usage_store.record(conn, model_id="m", tokens_in=1_000_000, tokens_out=500_000,
-                           price_in_per_mtok=3.0, price_out_per_mtok=4.0, now=noon + 120)
-        usage_store.record(conn, model_id="m", tokens_in=1, tokens_out=1,
-                           price_in_per_mtok=3.0, price_out_per_mtok=4.0, now=noon + DAY)
+        _call(conn, "m", 1_000_000, 500_000, 5.0, noon + 120)
+        _call(conn, "m", 1, 1, 7 / 1_000_000, noon + DAY)
         days = usage_store.by_day(conn, "2025-12-05")
         later = usage_store.by_model(conn, "2025-12-06")
     db.close()
-    assert unpriced.cost_usd is None and unpriced.unpriced_calls == 2  # one price is no price
+    assert unpriced.cost_usd is None and unpriced.unpriced_calls == 2
     assert [d.key for d in days] == ["2025-12-05", "2025-12-06"]
     first = days[0]
     assert (first.calls, first.tokens_in, first.tokens_out) == (3, 2_000_100, 500_010)
     assert first.cost_usd == pytest.approx(5.0) and first.unpriced_calls == 2
     assert [(t.key, t.calls) for t in later] == [("m", 1)]
+    assert usage_store.cost_of(1_000_000, 0, 3.0, None) is None  # one price is no price
 
 
 def test_the_usage_api_answers_the_pages_numbers_as_json(tmp_path: Path) -> None:
     app = create_app(Home(tmp_path / "home"), Config())
     with TestClient(app) as client:
         with app.state.engine.db.write() as conn:
-            usage_store.record(conn, model_id="m1", tokens_in=1000, tokens_out=500,
-                               price_in_per_mtok=2.0, price_out_per_mtok=4.0, now=time.time())
+            _call(conn, "m1", 1000, 500, 0.004, time.time())
         headers = {"Authorization": f"Bearer {app.state.token}"}
         body = client.get("/api/usage", headers=headers).json()
         assert body["models"][0]["model_id"] == "m1" and body["models"][0]["tokens_in"] == 1000
         assert body["models"][0]["cost_usd"] == pytest.approx(0.004)
         assert len(body["days"]) == 1 and "day" in body["days"][0]
+        assert [p["purpose"] for p in body["purposes"]] == ["turn"]
+        assert [p["provider"] for p in body["providers"]] == ["openai"]
         assert client.get("/api/usage", params={"days": 0}, headers=headers).status_code == 422
         assert client.get("/api/usage").status_code == 401

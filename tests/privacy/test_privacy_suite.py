@@ -149,6 +149,9 @@ class Owner(threading.Thread):
 def _make_chat(api: Api, home: Path, mode: str) -> str:
     recorded = "persistent" if mode == "unreadable" else mode
     key = api.new_chat(memory_mode=recorded, trust="ask")
+    if recorded == "persistent":  # titled, so its one background call is the learning chore
+        titled = api.http.patch(f"/api/sessions/{key}", json={"title": "The control chat"})
+        assert titled.status_code == 200, titled.text
     if mode == "unreadable":  # a mode this build does not know: nothing can say what it is
         with _db(home) as conn:
             conn.execute("UPDATE sessions SET memory_mode = 'from-a-later-version' "

@@ -89,6 +89,10 @@ class GatewayApi:
         stopped = self._call("POST", f"{_path(key)}/stop").get("stopped")
         return str(stopped) if stopped else None
 
+    def compact(self, key: str) -> str:
+        """Compact what the chat's model reads now: the sentence saying what happened."""
+        return str(self._call("POST", f"{_path(key)}/compact").get("sentence", ""))
+
     # ------------------------------------------------------------------ approvals
 
     def pending_approvals(self) -> list[JSON]:

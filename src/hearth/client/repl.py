@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {  # name: (argument, what it does)
     "/new": ("", "start a fresh chat (kept once you send its first message)"),
     "/stop": ("", "stop the chat's running turn"),
     "/history": ("", "print the chat's last messages again"),
+    "/compact": ("", "fold the older part of what the model reads into a summary now"),
     "/model": ("NAME", "answer with model NAME from the next turn"),
     "/exit": ("", "leave (so do Ctrl-D, and Ctrl-C at an empty prompt)"),
 }
@@ -49,7 +50,8 @@ class Repl:
         self._model: str | None = None  # the model /model chose, for the chats made here
         self._handlers: dict[str, Callable[[str], bool]] = {
             "/help": self._help, "/new": self._new, "/stop": self._stop,
-            "/history": self._history, "/model": self._set_model, "/exit": lambda _: False,
+            "/history": self._history, "/model": self._set_model, "/compact": self._compact,
+            "/exit": lambda _: False,
         }
 
     def run(self) -> int:
@@ -155,6 +157,16 @@ class Repl:
         stopped = self._api.stop(self._key) if self._key is not None else None
         self._screen.note("Stopped the running turn." if stopped
                           else "No turn is running in this chat.")
+        return True
+
+    def _compact(self, _: str) -> bool:
+        if self._key is None:
+            self._screen.note("Nothing to compact yet: this chat has no messages.")
+            return True
+        try:
+            self._screen.note(self._api.compact(self._key))
+        except GatewayRefused as refused:
+            self._screen.note(str(refused))
         return True
 
     def _history(self, _: str) -> bool:

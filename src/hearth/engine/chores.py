@@ -1,80 +1,247 @@
-"""Background chores after a turn: today, after-turn learning on the background chain.
+"""Background chores after a turn, and the chores owed: titles and after-turn learning.
 
-A chore runs as a task of its own, after the turn has settled, and never holds up the chat.
-A restricted chat gets none: its mode is read again here (the one reader, failing closed)
-and no task is made, so nothing of it reaches a background model. A chore still running when
-the gateway stops is cancelled; it wrote nothing it had not finished.
+After a turn completes, a kept chat gets its chores, each a task of its own that never holds
+up the chat: its title (once, after its first exchange: only while the chat is untitled,
+and not while a title is being asked or owed) and after-turn learning. Each is a call of its
+own on the background chain, through the chore runner (`models.chore_runner`). A restricted
+chat gets none: its mode is read again here (the one reader, failing closed) and no task is
+made, so nothing of it reaches a background model. With no background chain set up, no chore
+runs.
+
+A chore no model could do is owed (`store.owed_chores`, so the list survives a restart) and
+tried again by a small loop that runs from `start` to `close`: after a pause that doubles with
+each try (`Pace`), up to `Pace.most_attempts` tries, then it is given up, saying so in the
+log. A try re-reads the chat first: one deleted, restricted, or (for a title) titled since
+owes nothing more. Deleting a chat cancels its chores and drops those it is owed
+(`cancel_for`). A chore still running when the gateway stops is cancelled; it wrote nothing it
+had not finished, and one owed stays owed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
 
+from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
+
+from hearth.engine import titles
 from hearth.memory import learning
 from hearth.memory.service import Memory
+from hearth.models.chore_runner import Owed
 from hearth.models.registry import ModelRegistry
-from hearth.privacy.modes import keeps_memory, mode_of
+from hearth.models.types import Provider
+from hearth.privacy.modes import keeps_memory, mode_of, restricted
+from hearth.store import owed_chores as owed_store
+from hearth.store import runs as run_store
+from hearth.store import sessions as session_store
 from hearth.store import transcript
 from hearth.store.db import Database
+from hearth.store.owed_chores import OwedRow
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
 
 log = logging.getLogger(__name__)
 
 
+class Outcome(Enum):
+    DONE = "done"  # a model did it
+    OWED = "owed"  # no model could: try again later
+    MOOT = "moot"  # nothing to do (the chat is gone, restricted, titled; no chain)
+
+
+Doer = Callable[[str, str | None], Awaitable[Outcome]]  # (chat, run) → what came of it
+
+
+@dataclass
+class Pace:
+    """How owed chores are tried again."""
+
+    first_pause: float = 60.0  # seconds before the first retry; doubled after each try
+    longest_pause: float = 3600.0
+    most_attempts: int = 20  # tries in all, the first included; then it is given up
+    tick: float = 5.0  # how often the loop looks for chores that are due
+    batch: int = 8  # chores tried at once, at most
+
+    def pause(self, attempts: int) -> float:
+        """The pause after the `attempts`-th try."""
+        return min(self.longest_pause, self.first_pause * 2 ** max(0, attempts - 1))
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A chat as it reads now, and one turn's message and final answer."""
+
+    chat: SessionRow | None
+    question: str = ""
+    answer: str = ""
+
+
 class Chores:
     def __init__(self, db: Database, models: Callable[[], ModelRegistry],
-                 memory: Memory) -> None:
+                 memory: Memory, pace: Pace | None = None) -> None:
         self._db = db
         self._registry = models  # the engine's current one: a chore reads it when it starts
         self._memory = memory
-        self._running: dict[asyncio.Task[None], str] = {}  # each chore, and its chat
+        self.pace = pace or Pace()
+        self._doers: dict[str, Doer] = {titles.KIND: self._title, learning.KIND: self._learn}
+        self._running: dict[asyncio.Task[None], tuple[str, str]] = {}  # each: (kind, chat)
+        self._retrying: set[int] = set()  # owed rows being tried now
+        self._loop: asyncio.Task[None] | None = None
+
+    def register(self, kind: str, doer: Doer) -> None:
+        """Add a kind of chore that may be owed (its doer is what a retry runs)."""
+        self._doers[kind] = doer
 
     def after_turn(self, run: RunRow, session: SessionRow) -> None:
         """Start the after-turn chores for a turn that completed."""
-        if not keeps_memory(mode_of(session.memory_mode)) or run.user_event_seq is None:
-            return  # restricted chats never learn, and hand nothing to a background model
-        task = asyncio.create_task(self._learn(run, session), name=f"learn:{run.run_id}")
-        self._running[task] = session.key
+        if restricted(mode_of(session.memory_mode)) or run.user_event_seq is None:
+            return  # restricted chats hand nothing to a background model
+        if session.title is None and not self._busy(titles.KIND, session.key):
+            self._start(titles.KIND, session.key, self._first(titles.KIND, session.key, run))
+        self._start(learning.KIND, session.key, self._first(learning.KIND, session.key, run))
+
+    # ------------------------------------------------------------------ a chore's first try
+
+    async def _first(self, kind: str, key: str, run: RunRow) -> None:
+        if kind == titles.KIND and await self._db.reading(owed_store.is_owed, key, kind):
+            return  # a title owed already is tried by the retry loop, from its own exchange
+        if await self._doers[kind](key, run.run_id) is Outcome.OWED:
+            await self._db.writing(owed_store.owe, kind, key, run.run_id, attempts=1,
+                                   next_at=time.time() + self.pace.pause(1))
+
+    # ------------------------------------------------------------------ the chores
+
+    async def _title(self, key: str, run_id: str | None) -> Outcome:
+        said = await self._db.reading(_exchange, key, run_id)
+        chain = self._chain()
+        if (said.chat is None or restricted(mode_of(said.chat.memory_mode))
+                or said.chat.title is not None or not said.answer or not chain):
+            return Outcome.MOOT
+        outcome = await titles.title_chat(
+            self._db, chain, session_key=key, recorded_mode=said.chat.memory_mode,
+            question=said.question, answer=said.answer, breakers=self._registry().breakers)
+        return Outcome.OWED if isinstance(outcome, Owed) else Outcome.DONE
+
+    async def _learn(self, key: str, run_id: str | None) -> Outcome:
+        said = await self._db.reading(_exchange, key, run_id)
+        chain = self._chain()
+        if (said.chat is None or not keeps_memory(mode_of(said.chat.memory_mode))
+                or not said.answer or not chain):
+            return Outcome.MOOT
+        learned = await learning.learn_after_turn(
+            self._memory, chain, db=self._db, session_key=key,
+            recorded_mode=said.chat.memory_mode, run_id=run_id, question=said.question,
+            answer=said.answer, breakers=self._registry().breakers)
+        log.info("after-turn learning for %s: %d written, %d known%s", run_id, learned.written,
+                 learned.known, " (no model could; it is owed)" if learned.failed else "")
+        return Outcome.OWED if learned.failed else Outcome.DONE
+
+    def _chain(self) -> list[Provider]:
+        """The background chain's models, in order; empty when none is set up."""
+        registry = self._registry()
+        chain = [registry.provider(model_id) for model_id in registry.background_chain]
+        return [provider for provider in chain if provider is not None]
+
+    # ------------------------------------------------------------------ owed chores
+
+    async def start(self) -> None:
+        """Start trying the owed chores again (those a previous process left included)."""
+        if self._loop is None:
+            self._loop = asyncio.create_task(self._retry_forever(), name="chores:owed")
+
+    async def _retry_forever(self) -> None:
+        while True:
+            try:
+                await self.retry_due()
+            except SQLAlchemyError as error:  # the store is busy or away: look again next time
+                log.warning("owed chores could not be read (%s); trying again later",
+                            type(error).__name__)
+            await asyncio.sleep(self.pace.tick)
+
+    async def retry_due(self) -> int:
+        """Start a try of each owed chore that is due (a batch at most); how many."""
+        due = await self._db.reading(owed_store.due, time.time(), self.pace.batch,
+                                     tuple(self._doers))
+        started = 0
+        for row in due:
+            if row.id not in self._retrying:
+                self._retrying.add(row.id)
+                self._start(row.kind, row.session_key, self._retry(row))
+                started += 1
+        return started
+
+    async def _retry(self, row: OwedRow) -> None:
+        try:
+            claimed = await self._db.writing(owed_store.claim, row.id,
+                                             time.time() + self.pace.pause(row.attempts + 1))
+            if claimed is None:
+                return  # done meanwhile, or its chat deleted
+            outcome = await self._doers[row.kind](row.session_key, row.run_id)
+            if outcome is Outcome.OWED and claimed.attempts < self.pace.most_attempts:
+                return  # owed still: its next try is scheduled
+            if outcome is Outcome.OWED:
+                log.warning("the %s chore of chat %s is given up after %d tries", row.kind,
+                            row.session_key, claimed.attempts)
+            await self._db.writing(owed_store.settle, row.id)
+        finally:
+            self._retrying.discard(row.id)
+
+    # ------------------------------------------------------------------ tasks
+
+    def _start(self, kind: str, key: str, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work, name=f"chore:{kind}:{key}")
+        self._running[task] = (kind, key)
         task.add_done_callback(self._done)
+
+    def _busy(self, kind: str, key: str) -> bool:
+        return (kind, key) in self._running.values()
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._running.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("a background chore failed: %r", task.exception())
 
-    async def _learn(self, run: RunRow, session: SessionRow) -> None:
-        registry = self._registry()
-        provider = await asyncio.to_thread(registry.for_background)
-        if provider is None:
-            return  # learning runs only on a configured background chain
-        question, answer = await asyncio.to_thread(self._exchange, run)
-        if not answer:
-            return
-        learned = await learning.learn_after_turn(
-            self._memory, provider, db=self._db, session_key=session.key,
-            recorded_mode=session.memory_mode, run_id=run.run_id, question=question,
-            answer=answer, model=registry.config_of(provider.model_id))
-        log.info("after-turn learning for %s: %d written, %d known%s", run.run_id,
-                 learned.written, learned.known, " (the model failed)" if learned.failed else "")
-
-    def _exchange(self, run: RunRow) -> tuple[str, str]:
-        """The run's message and its final answer, from the transcript."""
-        assert run.user_event_seq is not None
-        with self._db.read() as conn:
-            events = transcript.of_run(conn, run.session_key, run.run_id, run.user_event_seq)
-        question = next((str(e.content.get("text", "")) for e in events if e.kind == "user"), "")
-        answers = [str(e.content.get("text", "")) for e in events
-                   if e.kind == "assistant" and not e.meta.get("partial")]
-        return question, answers[-1] if answers else ""
+    async def settled(self) -> None:
+        """Wait until no chore is running (those started meanwhile included)."""
+        while self._running:
+            await asyncio.gather(*list(self._running), return_exceptions=True)
 
     async def cancel_for(self, session_key: str) -> None:
-        """Cancel the chat's chores (it is being deleted: nothing more may be filed under
-        it) and wait for them to stop."""
-        await _cancel([t for t, key in self._running.items() if key == session_key])
+        """Cancel the chat's chores and drop those it is owed (it is being deleted: nothing
+        more may be asked or filed for it), and wait for them to stop."""
+        await _cancel([t for t, (_, key) in self._running.items() if key == session_key])
+        await self._db.writing(owed_store.drop_chat, session_key)
+        # a chore that was ending as the first cancel came may have owed itself since
+        await _cancel([t for t, (_, key) in self._running.items() if key == session_key])
+        await self._db.writing(owed_store.drop_chat, session_key)
 
     async def close(self) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+            self._loop = None
         await _cancel(list(self._running))
+
+
+def _exchange(conn: Connection, key: str, run_id: str | None) -> Exchange:
+    """The chat as it reads now, and the run's message and its final answer."""
+    chat = session_store.get(conn, key)
+    run = run_store.get(conn, run_id) if run_id is not None else None
+    if chat is None or run is None or run.session_key != key or run.user_event_seq is None:
+        return Exchange(chat)
+    events = transcript.of_run(conn, key, run.run_id, run.user_event_seq)
+    question = next((str(e.content.get("text", "")) for e in events if e.kind == "user"), "")
+    answers = [str(e.content.get("text", "")) for e in events
+               if e.kind == "assistant" and not e.meta.get("partial")]
+    return Exchange(chat, question, answers[-1] if answers else "")
 
 
 async def _cancel(tasks: list[asyncio.Task[None]]) -> None:

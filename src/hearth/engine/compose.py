@@ -16,7 +16,8 @@ from hearth.engine.runtime import Engine
 from hearth.home import Home
 from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools
-from hearth.models import setup
+from hearth.models import guard, setup
+from hearth.models.calls import CallRecorder
 from hearth.models.registry import ModelRegistry
 from hearth.store.db import Database
 from hearth.tools.base import Tool
@@ -61,9 +62,10 @@ def build_engine(home: Home, config: Config) -> Engine:
         log.warning("no model is set up; every turn will end saying how to add one")
     memory = Memory(db, home.memory_dir)
     tools = ToolRegistry(standard_tools(db, memory))
-    return Engine(db=db, config=config, models=models, tools=tools, memory=memory,
-                  workspace=home.workspace, hidden_from_tools=(home.root,),
-                  chats_dir=home.sessions_dir, base_config=base)
+    engine = Engine(db=db, config=config, models=models, tools=tools, memory=memory,
+                    workspace=home.workspace, hidden_from_tools=(home.root,),
+                    chats_dir=home.sessions_dir, base_config=base)
+    return recording(engine)
 
 
 def _end_gateway(sentence: str) -> None:
@@ -83,5 +85,14 @@ def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = 
     workspace.mkdir(exist_ok=True)
     memory = Memory(db, workspace / "memory")
     registry = ToolRegistry(standard_tools(db, memory) if tools is None else tools)
-    return Engine(db=db, config=config, models=ModelRegistry(config.models, config.chains.chat),
-                  tools=registry, workspace=workspace, memory=memory)
+    return recording(Engine(db=db, config=config,
+                            models=ModelRegistry(config.models, config.chains.chat),
+                            tools=registry, workspace=workspace, memory=memory))
+
+
+def recording(engine: Engine) -> Engine:
+    """Have every model call recorded in `engine`'s store, priced by the model entries of
+    the settings snapshot its next turn runs from (the one engine of a process: the last one
+    composed is the one recorded to)."""
+    guard.install(CallRecorder(engine.db, lambda model_id: engine.deps.models.config_of(model_id)))
+    return engine

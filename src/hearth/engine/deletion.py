@@ -117,7 +117,7 @@ async def _forget_chat(owner: ChatOwner, key: str, why: str, stop_running: bool,
     if stop_running:
         await _stop_and_wait(owner, key)
     await asyncio.sleep(0)  # the woken calls read their cancelled approval before it goes
-    await owner.chores.cancel_for(key)  # a learning chore files nothing more under it
+    await owner.chores.cancel_for(key)  # nothing more is asked or filed for it; owed ones drop
     done = await asyncio.to_thread(forget.purge_contents, owner.db, session, owner.chats_dir)
     memory_items = await _forget_memory(owner, done)
     await asyncio.to_thread(forget.remove_row, owner.db, done)

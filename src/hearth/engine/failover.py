@@ -5,8 +5,10 @@ pin, then its use case's chain), the signal the loop raises when the model faile
 anything of the turn was shown (`ModelFailed`), and the rules that decide whether the turn may
 move on (`may_move`): never after text was shown, never after a step that may have changed
 something began (the ledger says which; the turn then ends naming that step), each model once,
-a model that cannot use the turn's tools or whose breaker is open skipped. The plan is the
-turn's own: the next turn starts on the first model again.
+a model that cannot use the turn's tools or whose breaker is open skipped, and never in a
+restricted chat (Incognito, Temporary): nothing of it may reach a second model (invariant 8),
+so its turn ends as its one model failed. The plan is the turn's own: the next turn starts on
+the first model again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hearth.models.types import (
     ModelError,
     ProviderUnavailable,
 )
+from hearth.privacy.modes import mode_of, restricted
 from hearth.store import ledger
 from hearth.store.db import Database
 from hearth.store.ledger import CallRow
@@ -67,13 +70,15 @@ class Plan:
     resolution: Resolution
     tried: list[tuple[str, str]] = field(default_factory=list)  # (model id, why it was left)
     current: str | None = None  # the model the turn runs on now
+    one_model: bool = False  # a restricted chat's turn: it never moves to another model
 
     @classmethod
     def of(cls, models: ModelRegistry, config: Config, session: SessionRow) -> Plan:
         agent = config.agents.get(session.agent) if session.agent else None
         pin = agent.model if agent is not None else None
         return cls(models.resolve(axis_of(session), session.model, pin, session.agent,
-                                  chains=config.chains.model_dump()))
+                                  chains=config.chains.model_dump()),
+                   one_model=restricted(mode_of(session.memory_mode)))
 
     def _left(self, models: ModelRegistry, needs_tools: bool) -> list[Candidate]:
         done = {model_id for model_id, _ in self.tried} | {self.current}
@@ -82,6 +87,8 @@ class Plan:
     def next(self, models: ModelRegistry, needs_tools: bool) -> Candidate | None:
         """The next model to try: not tried yet, able to use the turn's tools when it offers
         them, its breaker letting it through. Those passed over are noted with why."""
+        if self.one_model and self.tried:
+            return None  # a restricted chat's words reach the model its turn began on alone
         for candidate in self._left(models, needs_tools):
             if not _takes_tools(models, candidate.model_id, needs_tools):
                 self.tried.append((candidate.model_id, "it cannot use tools"))

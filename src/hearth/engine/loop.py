@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine import endings, failover, record
+from hearth.engine import compact_turn, endings, failover, record
 from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
 from hearth.engine.toolbatch import run_batch
 from hearth.faults import crash_point
-from hearth.models import guard, pricing
+from hearth.models import guard
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -89,6 +89,12 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
                 return retry
             continue
         except ModelError as error:
+            compacted = await compact_turn.after_rejection(turn, error)  # a prompt too long
+            if isinstance(compacted, Ending):
+                return compacted
+            if compacted is not None:
+                messages = compacted  # sent once more, compacted
+                continue
             if await _waited_for_rate_limit(turn, error):
                 continue
             await keep_partial(turn, error.code)
@@ -127,7 +133,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
     done: Completed | None = None
     keeper = StreamKeeper(turn)
     try:
-        async for event in guard.stream(turn.provider, request):
+        async for event in guard.stream(turn.provider, request, purpose="turn"):
             turn.touch()
             if isinstance(event, TextDelta):
                 first = not turn.streamed
@@ -147,7 +153,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
         turn.breakers.succeeded(turn.provider.model_id)
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
-    await pricing.count(turn.db, turn.provider.model_id, turn.model_config, done.usage)
+    compact_turn.measured(turn, messages, done.usage)
     return Answer(turn.streamed, done)
 
 

@@ -138,6 +138,7 @@ class Engine:
             deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
             name="sweep:temporary")
         self.scheduler.start()
+        await self.chores.start()  # owed chores, a previous process's included, are tried again
         if forgotten:
             log.info("forgot %d temporary chat(s) left by the previous process", len(forgotten))
         if requeued or abandoned or waiting:

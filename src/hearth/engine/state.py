@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hearth.config import Config, LimitsConfig, ModelConfig
 from hearth.engine.approvals import ApprovalDesk
@@ -17,6 +18,9 @@ from hearth.store.runs import RunRow
 from hearth.tools import policy
 from hearth.tools.base import Tool, ToolContext
 from hearth.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from hearth.engine.compaction import Compactor
 
 
 @dataclass(kw_only=True)
@@ -71,6 +75,8 @@ class Turn(CallScope):
     context_fed: str | None = None  # what memory the context was given, or why none
     chosen_by: str = ""  # how the model was chosen (the footer says it)
     model_config: ModelConfig | None = None  # its entry, as the registry has it now (prices)
+    compactor: Compactor | None = None  # the turn's compaction (engine.compact_turn)
+    context_pct: float | None = None  # % of the window the last prompt used (None: unmeasured)
     shown: bool = False  # some text of this turn was shown: it no longer moves to another model
     may_fail_over: bool = False  # another model may take the turn if this one fails early
     breakers: Breakers | None = None  # the models' breakers (told of each answer)
@@ -101,5 +107,6 @@ class Turn(CallScope):
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
             "chosen_by": self.chosen_by,
+            "context_pct": self.context_pct,
             **self.notes,
         }

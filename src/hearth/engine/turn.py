@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.config import Config
-from hearth.engine import context, endings, failover, loop, recovery
+from hearth.engine import compact_turn, endings, failover, loop, recovery
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus
@@ -185,14 +185,7 @@ async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
     system_prompt = _system_prompt(deps.config, turn.agent)
     if fed.block:
         system_prompt = f"{system_prompt}\n\n{fed.block}"
-    messages = await context.build(
-        deps.db, turn.run,
-        system_prompt=system_prompt,
-        history_messages=deps.config.limits.history_messages,
-        context_window=turn.model_config.context_window if turn.model_config else 128_000,
-        max_output_tokens=(turn.model_config.max_output_tokens if turn.model_config
-                           else 8192),
-    )
+    messages = await compact_turn.view(turn, deps.models, system_prompt)  # compacted if due
     return await _drive_in_order(deps, turn, plan, messages)
 
 
@@ -202,7 +195,7 @@ async def _drive_in_order(deps: TurnDeps, turn: Turn, plan: failover.Plan,
     next model of the plan (each once), until one answers or none is left."""
     needs_tools = bool(turn.offered())
     while True:
-        turn.may_fail_over = len(plan.resolution.order) > 1  # the last one names them all
+        turn.may_fail_over = len(plan.resolution.order) > 1 and not plan.one_model
         try:
             with answered_by(turn.provider.model_id):  # the model the turn now runs on
                 ending = await loop.drive(turn, messages)

@@ -3,10 +3,12 @@
 Owns the learning chore's prompt, the strict reading of the model's answer and what is written
 for it. It runs only for chats that keep memory (the mode read by `privacy.modes.mode_of`,
 failing closed): a restricted chat never learns, and its exchange never reaches a model for
-it. The model is asked through `models.guard`, the one door, under the chat's work scope. An
-answer of any other shape than the one asked for is that model failing: nothing is written,
-and the audit log says so (`memory.learning_failed`). Audit rows carry the model and counts or
-the reason, never the exchange or the items' words.
+it. The background chain is asked through the chore runner (`models.chore_runner`, each model
+once, through the guard) under the chat's work scope. An answer of any other shape than the
+one asked for is that model failing, and the next model answers; each failure is audited
+(`memory.learning_failed`), and when no model could, nothing is written and the caller owes
+the chore. Audit rows carry the model and counts or the reason, never the exchange or the
+items' words.
 """
 
 from __future__ import annotations
@@ -15,23 +17,15 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hearth.config import ModelConfig
+from sqlalchemy import Connection
+
 from hearth.memory.service import Memory
-from hearth.models import guard, pricing
-from hearth.models.types import (
-    AnswerCutOff,
-    Completed,
-    Message,
-    ModelError,
-    ModelRequest,
-    Provider,
-    TextDelta,
-    Usage,
-)
+from hearth.models.chore_runner import BreakerGate, Failure, Owed, WrongAnswer, run_chore
+from hearth.models.types import Message, ModelRequest, Provider
 from hearth.privacy.modes import keeps_memory, mode_of
 from hearth.privacy.scope import as_work_of
 from hearth.store import audit
@@ -41,6 +35,7 @@ from hearth.store.memory import KINDS
 log = logging.getLogger(__name__)
 
 ACTOR = "learning"
+KIND = "learning"  # the chore's name, in the runner's log and the owed list
 MAX_ITEMS = 3
 TEXT_CHARS = (3, 500)  # an item's words, after trimming
 EXCHANGE_CHARS = 4000  # of the question, and of the answer, put in the prompt
@@ -79,13 +74,13 @@ class Proposal:
     text: str
 
 
-class WrongShape(ValueError):
+class WrongShape(WrongAnswer):
     """The model's answer is not the JSON asked for; the message says how (never its words)."""
 
 
 async def learn_after_turn(
     memory: Memory,
-    provider: Provider,
+    chain: Sequence[Provider],
     *,
     db: Database,
     session_key: str,
@@ -93,25 +88,26 @@ async def learn_after_turn(
     run_id: str | None,
     question: str,
     answer: str,
-    model: ModelConfig | None = None,
+    breakers: BreakerGate | None = None,
 ) -> Learned:
-    """Ask `provider` what the exchange taught and keep it, filed under `session_key`."""
+    """Ask the models of `chain` (each once, in order, until one answers in the shape asked
+    for) what the exchange taught, and keep it, filed under `session_key`. `failed` when
+    none could: the caller owes the chore."""
     mode = mode_of(recorded_mode)
     if not keeps_memory(mode):
         return Learned(why_none=f"This chat is {mode.value}: restricted chats never learn.")
     with as_work_of(session_key, recorded_mode):
-        try:
-            said = await _ask(provider, question, answer, lambda used: pricing.count(
-                db, provider.model_id, model, used))
-            proposals = parse_proposals(said)
-        except ModelError as exc:
-            return await _failed(db, provider, session_key, run_id,
-                                 f"the model call failed ({exc.code})")
-        except WrongShape as exc:
-            return await _failed(db, provider, session_key, run_id, str(exc))
-        if not proposals:
+        outcome = await run_chore(
+            KIND, chain, lambda _provider: request(question, answer), parse_proposals,
+            breakers=breakers)
+        for failure in outcome.failures:
+            await _failed(db, failure, session_key, run_id)
+        if isinstance(outcome, Owed):
+            reasons = "; ".join(f.reason for f in outcome.failures) or "no model to ask"
+            return Learned(why_none=f"Learning wrote nothing: {reasons}.", failed=True)
+        if not outcome.value:
             return Learned(why_none="The model found nothing in this exchange worth keeping.")
-        return await _keep(memory, db, provider, session_key, run_id, proposals)
+        return await _keep(memory, db, outcome.model_id, session_key, run_id, outcome.value)
 
 
 def prompt(question: str, answer: str) -> list[Message]:
@@ -127,25 +123,10 @@ def _capped(text: str) -> str:
     return text[:EXCHANGE_CHARS] + " [...cut]"
 
 
-async def _ask(provider: Provider, question: str, answer: str,
-               counted: Callable[[Usage], Awaitable[None]]) -> str:
-    request = ModelRequest(messages=prompt(question, answer), tools=[],
-                           max_output_tokens=OUTPUT_TOKENS)
-    pieces: list[str] = []
-    done: Completed | None = None
-    async for event in guard.stream(provider, request):
-        if isinstance(event, TextDelta):
-            pieces.append(event.text)
-        else:
-            done = event
-    if done is None:  # an adapter must raise AnswerCutOff itself; hold the rule here too
-        raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
-    await counted(done.usage)
-    if done.finish_reason == "length":
-        raise WrongShape("the answer was cut off at the output cap")
-    if done.tool_calls:
-        raise WrongShape("the model asked for a tool instead of answering")
-    return "".join(pieces)
+def request(question: str, answer: str) -> ModelRequest:
+    """The learning chore's request for one exchange: its prompt, no tools."""
+    return ModelRequest(messages=prompt(question, answer), tools=[],
+                        max_output_tokens=OUTPUT_TOKENS)
 
 
 def parse_proposals(said: str) -> list[Proposal]:
@@ -186,32 +167,31 @@ def _proposal(index: int, item: object) -> Proposal:
     return Proposal(kind, words)
 
 
-async def _keep(memory: Memory, db: Database, provider: Provider, session_key: str,
+async def _keep(memory: Memory, db: Database, model_id: str, session_key: str,
                 run_id: str | None, proposals: list[Proposal]) -> Learned:
     written = known = 0
     for proposal in proposals:
         kept = await asyncio.to_thread(
             memory.remember, kind=proposal.kind, words=proposal.text,
-            written_by=f"{ACTOR}:{provider.model_id}", filed_under=session_key)
+            written_by=f"{ACTOR}:{model_id}", filed_under=session_key)
         if kept.created:
             written += 1
         else:
             known += 1
-    detail = {"model": provider.model_id, "count": len(proposals), "new": written}
-    await asyncio.to_thread(_audit, db, "memory.learned", session_key, run_id, detail)
+    detail = {"model": model_id, "count": len(proposals), "new": written}
+    await db.writing(_audit, "memory.learned", session_key, run_id, detail, durable=False)
     return Learned(written=written, known=known)
 
 
-async def _failed(db: Database, provider: Provider, session_key: str, run_id: str | None,
-                  reason: str) -> Learned:
-    log.info("learning on %s wrote nothing: %s", provider.model_id, reason)
-    detail = {"model": provider.model_id, "reason": reason}
-    await asyncio.to_thread(_audit, db, "memory.learning_failed", session_key, run_id, detail)
-    return Learned(why_none=f"Learning wrote nothing: {reason}.", failed=True)
+async def _failed(db: Database, failure: Failure, session_key: str,
+                  run_id: str | None) -> None:
+    """One model failing the chore is audited: the model and the reason, never words."""
+    detail = {"model": failure.model_id, "reason": failure.reason}
+    await db.writing(_audit, "memory.learning_failed", session_key, run_id, detail,
+                     durable=False)
 
 
-def _audit(db: Database, action: str, session_key: str, run_id: str | None,
+def _audit(conn: Connection, action: str, session_key: str, run_id: str | None,
            detail: dict[str, Any]) -> None:
-    with db.write(durable=False) as conn:
-        audit.write(conn, action, actor=ACTOR, session_key=session_key, run_id=run_id,
-                    detail=detail)
+    audit.write(conn, action, actor=ACTOR, session_key=session_key, run_id=run_id,
+                detail=detail)

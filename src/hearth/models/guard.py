@@ -1,24 +1,72 @@
 """The call guard: the one door every model call passes through.
 
-It counts calls per model and holds the privacy rule: inside a restricted chat's work only
-the model its turn named may be called (`privacy.reach.check_model` raises
-`OtherModelRefused` before anything is sent). No call site may reach a provider another way;
-a census test holds that rule over the source tree.
+It holds the privacy rule: inside a restricted chat's work only the model its turn named may
+be called (`privacy.reach.check_model` raises `OtherModelRefused` before anything is sent). It
+counts calls per model (`calls_made`), and has every call recorded: the caller names the
+call's purpose (turn, learning, title, compaction, summary, probe), and when the stream ends
+(normally, by an error, or because its reader stopped or was cancelled) the recorder the
+engine installed (`install`, a `models.calls.CallRecorder`) writes the call's row: outcome,
+tokens, cost, duration, never any text. A refused call is recorded too. No call site may
+reach a provider another way, and each names its purpose; a census test holds both rules
+over the source tree.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 
-from hearth.models.types import ModelRequest, Provider, StreamEvent
+from hearth.models.calls import Call, CallRecorder
+from hearth.models.types import Completed, ModelRequest, Provider, StreamEvent
 from hearth.privacy import reach
 
 calls_made: Counter[str] = Counter()
+_recorder: CallRecorder | None = None
 
 
-def stream(provider: Provider, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-    """Stream one model call through the guard."""
-    reach.check_model(provider.model_id)
+def install(recorder: CallRecorder | None) -> CallRecorder | None:
+    """Make `recorder` the one every call is recorded by (None: calls go unrecorded); the one
+    installed before is returned."""
+    global _recorder
+    before, _recorder = _recorder, recorder
+    return before
+
+
+def recorder() -> CallRecorder | None:
+    """The recorder installed now, if any."""
+    return _recorder
+
+
+def stream(provider: Provider, request: ModelRequest, *,
+           purpose: str) -> AsyncIterator[StreamEvent]:
+    """Stream one model call through the guard, recorded as a call for `purpose`."""
+    call = Call.of(provider, purpose)
+    try:
+        reach.check_model(provider.model_id)
+    except reach.OtherModelRefused as refused:
+        _ended(call, refused)
+        raise
     calls_made[provider.model_id] += 1
-    return provider.stream(request)
+    return _recorded(provider.stream(request), call)
+
+
+async def _recorded(events: AsyncIterator[StreamEvent],
+                    call: Call) -> AsyncIterator[StreamEvent]:
+    call.began = time.monotonic()  # timed from the first read: the request is sent then
+    ended: BaseException | None = None
+    try:
+        async for event in events:
+            if isinstance(event, Completed):
+                call.done = event
+            yield event
+    except BaseException as error:  # noqa: BLE001 - recorded, then raised on unchanged
+        ended = error
+        raise
+    finally:
+        _ended(call, ended)
+
+
+def _ended(call: Call, error: BaseException | None) -> None:
+    if _recorder is not None:
+        _recorder.ended(call, error)

@@ -1,39 +1,21 @@
-"""What a model call cost: its tokens counted into the day's usage totals (`store.usage`) at
-the model's price (`price_in_per_mtok`, `price_out_per_mtok` of its entry; a model with no
-price is counted unpriced, never free).
+"""What a model call cost: its tokens at the prices of the model that answered
+(`price_in_per_mtok`, `price_out_per_mtok` of its entry). A model with no price, or with only
+one of the two, is unpriced: None, never 0.
 
-Every model call that completes is counted here: a turn's calls (`engine.loop`, priced from
-the registry's live entry of the turn's model) and the after-turn learning chore's. The
-totals hold no chat and no text, so Incognito and Temporary chats' calls count too (the
-privacy locks guard memory and lasting work, not this). Counting is bookkeeping: a write
-that fails is logged, without any text, and the caller goes on.
+The call guard prices each call once, when its stream ends, and writes the figure on the
+call's row (`models.calls`); Usage adds the rows up. Nothing else prices a call.
 """
 
 from __future__ import annotations
 
-import logging
-
-from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
-
 from hearth.config import ModelConfig
 from hearth.models.types import Usage
-from hearth.store import usage as usage_store
-from hearth.store.db import Database, now
-
-log = logging.getLogger(__name__)
+from hearth.store.usage import cost_of
 
 
-async def count(db: Database, model_id: str, model: ModelConfig | None, usage: Usage) -> None:
-    """Add one completed call of `model_id` to today's usage; never raises a database error."""
-    def write(conn: Connection) -> None:
-        usage_store.record(
-            conn, model_id=model_id, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out,
-            price_in_per_mtok=model.price_in_per_mtok if model else None,
-            price_out_per_mtok=model.price_out_per_mtok if model else None, now=now())
-
-    try:
-        await db.writing(write, durable=False)
-    except DBAPIError as error:
-        log.warning("a call of model %s was not counted in usage (%s)", model_id,
-                    type(error).__name__)
+def price(model: ModelConfig | None, usage: Usage) -> float | None:
+    """US dollars for one call's `usage` at `model`'s prices; None when it has none."""
+    if model is None:
+        return None
+    return cost_of(usage.tokens_in, usage.tokens_out, model.price_in_per_mtok,
+                   model.price_out_per_mtok)

@@ -38,7 +38,8 @@ async def probe(model: ModelConfig, environ: Mapping[str, str],
         began = time.monotonic()  # the call's time, not the SDK's import
         async with asyncio.timeout(timeout):
             text, answered_as = await _read(guard.stream(
-                provider, ModelRequest([Message("user", PROMPT)], [], max_output_tokens=16)))
+                provider, ModelRequest([Message("user", PROMPT)], [], max_output_tokens=16),
+                purpose="probe"))
     except ModelError as error:
         return False, mask(f"{model.id} did not answer: {error.sentence}",
                            also=[model.resolved_api_key(environ)])

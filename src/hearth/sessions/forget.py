@@ -28,7 +28,15 @@ from hearth.sessions.folders import chat_folder, forgotten_when_ended
 from hearth.store import sessions as session_store
 from hearth.store.db import Database, now
 from hearth.store.runs import ACTIVE
-from hearth.store.schema import approvals, audit, runs, sessions, tool_calls, transcript_events
+from hearth.store.schema import (
+    approvals,
+    audit,
+    model_calls,
+    runs,
+    sessions,
+    tool_calls,
+    transcript_events,
+)
 from hearth.store.sessions import SessionRow
 
 # What a purge removes, in order, with the words its failure is said in.
@@ -104,6 +112,9 @@ def remove_row(db: Database, done: Purge) -> None:
             for part, table, _words in PARTS:
                 done.removed.add(part, _delete_rows(conn, table, done.key))
             _withdraw_targets(conn, done.key)
+            # a model call's row keeps its figures, never the name of a chat that is gone
+            conn.execute(update(model_calls).where(model_calls.c.session_key == done.key)
+                         .values(session_key=None))
             conn.execute(delete(sessions).where(sessions.c.key == done.key))
     except SQLAlchemyError as error:
         done.failures.append(f"the chat itself could not be removed ({_cause(error)})")

@@ -206,20 +206,32 @@ jobs = Table(
     sqlite_autoincrement=True,
 )
 
-# Usage: one row per UTC day ('YYYY-MM-DD') and model, adding up every model call's tokens.
-# `cost_usd` sums the calls made at a known price (NULL when none was); `unpriced_calls`
-# counts the calls of a model with no price. Totals only: no chat, no text, so every chat's
-# calls are counted, Incognito and Temporary ones included.
-usage_daily = Table(
-    "usage_daily",
+# Model calls: one row per model call (a turn's step, a chore's, a Settings Test), written by
+# the call guard (`models.calls`) when the call's stream ends. `purpose` is the caller's word
+# (turn, learning, title, compaction, summary, probe); `outcome` one of ok, failed, timeout,
+# cut_off, output_cap, refused. `cost_usd` is priced once, at the prices of the model that
+# answered; NULL when it has none (never 0). `session_key` only for a persistent chat (NULL for
+# Incognito, Temporary and work of no chat). Never any text. `calls` is 1, except on rows
+# carried over from the daily totals this table replaced (purpose "earlier"), which keep that
+# day's count. `day` is the UTC day of `created_at`, 'YYYY-MM-DD'.
+model_calls = Table(
+    "model_calls",
     metadata,
-    Column("day", Text, primary_key=True),
-    Column("model_id", String(200), primary_key=True),
-    Column("calls", Integer, nullable=False, server_default="0"),
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("created_at", Float, nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("model_id", String(200), nullable=False),
+    Column("provider", String(50), nullable=False),
+    Column("purpose", String(30), nullable=False),
+    Column("outcome", String(20), nullable=False),
     Column("tokens_in", Integer, nullable=False, server_default="0"),
     Column("tokens_out", Integer, nullable=False, server_default="0"),
     Column("cost_usd", Float),
-    Column("unpriced_calls", Integer, nullable=False, server_default="0"),
+    Column("duration_ms", Integer, nullable=False, server_default="0"),
+    Column("session_key", String(200)),
+    Column("calls", Integer, nullable=False, server_default="1"),
+    Index("ix_model_calls_day_model", "day", "model_id"),
+    Index("ix_model_calls_session", "session_key"),
 )
 
 # Dashboard sign-ins: one row per signed-in cookie, keyed by a hash of the random id the cookie
@@ -249,5 +261,29 @@ owed_chores = Table(
     Column("created_at", Float, nullable=False),
     Index("ix_owed_chores_due", "next_at"),
     Index("ix_owed_chores_session", "session_key"),
+    sqlite_autoincrement=True,
+)
+
+# A chat's compacted view: a summary standing in, for the model, for the chat's events
+# (head_through, through_seq] (the opening up to head_through is read as it was). Derived: the
+# transcript is untouched, and a record stops applying once the events it summarized change
+# (`fingerprint`: their count and row ids). `kind` is "compaction" (a turn's or
+# /compact's) or "idle" (the idle chore's). `asks` lists the owner's requests in their words.
+# Restricted chats never get a row. Removed with the chat (ON DELETE CASCADE).
+context_summaries = Table(
+    "context_summaries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_key", String(200), ForeignKey("sessions.key", ondelete="CASCADE"),
+           nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("head_through", Integer, nullable=False),
+    Column("through_seq", Integer, nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("asks", JSON, nullable=False, default=list),
+    Column("model_id", String(200)),
+    Column("created_at", Float, nullable=False),
+    Index("ix_context_summaries_chat", "session_key", "id"),
     sqlite_autoincrement=True,
 )

@@ -1,30 +1,31 @@
-"""The usage aggregate: model calls, tokens and cost added up per UTC day and model.
+"""What the model calls add up to: calls, tokens and cost per UTC day, model, provider,
+purpose or outcome, read from the per-call record (`model_calls`, written by
+`store.model_calls`).
 
-`record` adds one model call to its day's row (an upsert: the first call of a day and model
-makes the row). The cost is added only when both of the model's prices are known; a call of a
-model with no price counts in `unpriced_calls` instead, so an unpriced model never reads as
-free. Rows are totals: no chat, no run, no text.
+A total's cost sums its priced calls (None when none was priced); its calls at no known price
+count in `unpriced_calls`, so an unpriced model never reads as free. A row carried over from
+the daily totals the record replaced counts its day's calls (`calls`); every other row is one
+call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import Connection, func, select
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import Connection, case, func, select
 
-from hearth.store.schema import usage_daily
+from hearth.store.schema import model_calls
 
 PER_MTOK = 1_000_000
+AXES = ("day", "model_id", "provider", "purpose", "outcome")
 
 
 @dataclass(frozen=True)
 class Total:
-    """Calls, tokens and cost of one day or one model over a span."""
+    """Calls, tokens and cost of one day, model, provider, purpose or outcome over a span."""
 
-    key: str  # the day ('YYYY-MM-DD') or the model id
+    key: str
     calls: int
     tokens_in: int
     tokens_out: int
@@ -45,56 +46,27 @@ def cost_of(tokens_in: int, tokens_out: int, price_in_per_mtok: float | None,
     return (tokens_in * price_in_per_mtok + tokens_out * price_out_per_mtok) / PER_MTOK
 
 
-def record(conn: Connection, *, model_id: str, tokens_in: int, tokens_out: int,
-           price_in_per_mtok: float | None, price_out_per_mtok: float | None,
-           now: float) -> None:
-    """Add one model call to its day's row for the model."""
-    cost = cost_of(tokens_in, tokens_out, price_in_per_mtok, price_out_per_mtok)
-    row = _insert_of(conn)(usage_daily).values(
-        day=day_of(now), model_id=model_id, calls=1, tokens_in=tokens_in,
-        tokens_out=tokens_out, cost_usd=cost, unpriced_calls=0 if cost is not None else 1,
-    )
-    kept = usage_daily.c
-    added: dict[str, Any] = {
-        "calls": kept.calls + 1,
-        "tokens_in": kept.tokens_in + tokens_in,
-        "tokens_out": kept.tokens_out + tokens_out,
-    }
-    if cost is None:
-        added["unpriced_calls"] = kept.unpriced_calls + 1
-    else:
-        added["cost_usd"] = func.coalesce(kept.cost_usd, 0.0) + cost
-    conn.execute(row.on_conflict_do_update(index_elements=[kept.day, kept.model_id],
-                                           set_=added))
-
-
 def by_day(conn: Connection, since_day: str) -> list[Total]:
     """Each day from `since_day` on with a call, oldest first, every model added up."""
-    return _totals(conn, usage_daily.c.day, since_day)
+    return totals_by(conn, "day", since_day)
 
 
 def by_model(conn: Connection, since_day: str) -> list[Total]:
     """Each model called from `since_day` on, by name, every day added up."""
-    return _totals(conn, usage_daily.c.model_id, since_day)
+    return totals_by(conn, "model_id", since_day)
 
 
-def _totals(conn: Connection, key: ColumnElement[str], since_day: str) -> list[Total]:
-    c = usage_daily.c
+def totals_by(conn: Connection, axis: str, since_day: str) -> list[Total]:
+    """The calls from `since_day` on added up per value of `axis` (one of AXES), by value."""
+    if axis not in AXES:
+        raise ValueError(f"unknown axis {axis!r}")
+    c = model_calls.c
+    key = c[axis]
+    unpriced = func.sum(case((c.cost_usd.is_(None), c.calls), else_=0))
     rows = conn.execute(
         select(key, func.sum(c.calls), func.sum(c.tokens_in), func.sum(c.tokens_out),
-               func.sum(c.cost_usd), func.sum(c.unpriced_calls))
+               func.sum(c.cost_usd), unpriced)
         .where(c.day >= since_day).group_by(key).order_by(key)
     )
     return [Total(str(r[0]), int(r[1] or 0), int(r[2] or 0), int(r[3] or 0),
                   None if r[4] is None else float(r[4]), int(r[5] or 0)) for r in rows]
-
-
-def _insert_of(conn: Connection) -> Any:
-    """The dialect's INSERT, which knows ON CONFLICT (imported when first asked)."""
-    if conn.dialect.name.startswith("postgres"):
-        from sqlalchemy.dialects import postgresql
-
-        return postgresql.insert
-    from sqlalchemy.dialects import sqlite
-
-    return sqlite.insert

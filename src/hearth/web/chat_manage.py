@@ -1,7 +1,8 @@
 """A chat's menu on its page: rename it; choose its model, agent and trust (from the next
-turn); archive and restore it; delete it after a page that says what goes. Plain form posts
-carrying the page's CSRF token; each answers with the chat's page again (or the list, for a
-deleted chat). What the API can do to a chat, the page can do too."""
+turn); compact what its model reads now; archive and restore it; delete it after a page
+that says what goes. Plain form posts carrying the page's CSRF token; each answers with the
+chat's page again (or the list, for a deleted chat). What the API can do to a chat, the page
+can do too."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
+from hearth.engine import compact_now
 from hearth.sessions import chats
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
@@ -50,6 +52,13 @@ async def archive(request: Request, key: str, engine: EngineDep) -> Response:
     await chats.update(engine.db, key, archived=form.get("archived", "1") != "0")
     if form.get("back") == "list":
         return RedirectResponse("/chats?archived=1", status_code=303)
+    return _to_chat(key)
+
+
+@pages.post("/chats/{key}/compact")
+async def compact(key: str, engine: EngineDep) -> Response:
+    """Compact now (`engine.compact_now`): the chat shows the notice; a refusal is its page."""
+    await compact_now.compact(engine.deps, key)
     return _to_chat(key)
 
 

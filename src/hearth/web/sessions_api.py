@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
+from hearth.engine import compact_now
 from hearth.engine.export import export_chat
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
@@ -179,6 +180,13 @@ async def send_message(
 
 async def _wake(engine: Engine, key: str) -> None:
     engine.dispatch(key)  # async so it runs on the event loop, not in a worker thread
+
+
+@router.post("/api/sessions/{key}/compact")
+async def compact_session(key: str, engine: EngineDep) -> dict[str, Any]:
+    """Compact what the chat's model reads now (`engine.compact_now`); the transcript stays."""
+    done = await compact_now.compact(engine.deps, key)
+    return done.as_dict()
 
 
 @router.post("/api/sessions/{key}/stop")

@@ -1,11 +1,11 @@
-"""The dashboard's Usage page: model calls, tokens and cost over the last days (UTC), as a
-bar chart of tokens per day (inline SVG drawn by the template from the geometry computed
-here: no script, no inline style) and as tables per model and per day with the same numbers.
-A model with no price shows "unpriced", never "$0"."""
+"""The dashboard's Usage page: model calls, tokens and cost over the last days (UTC), added up
+from the per-call record, as a bar chart of tokens per day (inline SVG drawn by the template
+from the geometry computed here: no script, no inline style) and as tables per model, per
+purpose (a turn, a chore, a Settings Test …), per provider and per day with the same
+numbers. A model with no price shows "unpriced", never "$0"."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Annotated
@@ -158,11 +158,14 @@ def model_chart_of(models: list[Total]) -> ModelChart:
 async def usage_page(request: Request, engine: EngineDep,
                      days: Annotated[int, Query(ge=1, le=366)] = 30) -> Response:
     span = span_of(days, date.fromisoformat(usage.today()))
-    by_day, by_model = await asyncio.to_thread(usage.totals, engine.db, span[0])
+    found = await usage.totals(engine.db, span[0])
+    by_day, by_model = found.by_day, found.by_model
     return await page(request, engine, "usage.html", days=days,
                   chart=chart_of(span, by_day) if by_day else None,
                   model_chart=model_chart_of(by_model) if by_model else None,
                   name_width=MODEL_NAME_WIDTH,
                   models=[row_of(t) for t in by_model],
                   model_total=row_of(sum_of(by_model, "All models")),
+                  purposes=[row_of(t) for t in found.by_purpose],
+                  providers=[row_of(t) for t in found.by_provider],
                   day_rows=[row_of(t) for t in reversed(by_day)])

@@ -1,0 +1,161 @@
+"""The chore runner: one background model call walked down a chain, with a validator.
+
+Owns how a chore (a chat's title, after-turn learning, a summary) asks its chain: each model
+once, in order, through the guard, each sent the chore's own request and nothing of any other
+chore. The chore says how to read an answer (`validate`, raising `WrongAnswer`); an empty
+answer, one in the wrong shape, one stopped at the output cap, a tool call instead of an
+answer, a failed call and an open breaker are each that model failing, and the next model
+answers. When none could, the chore is `Owed` (the caller keeps it to try again later). Each
+failure is named by model with a reason in a few words, never the answer's text. Each call is
+recorded and priced by the guard under the chore's kind (its purpose); a call that failed or
+an answer that arrived is told to the breakers when the caller gives them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from hearth.models import guard
+from hearth.models.types import (
+    AnswerCutOff,
+    Completed,
+    ModelError,
+    ModelRequest,
+    Provider,
+    TextDelta,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class WrongAnswer(ValueError):
+    """The model's answer is not what the chore asked for; the message says how in a few
+    words (never the answer's own)."""
+
+
+class BreakerGate(Protocol):
+    """What the runner asks of the models' breakers (`models.breakers.Breakers`)."""
+
+    def allows(self, model_id: str) -> bool: ...
+
+    def succeeded(self, model_id: str) -> None: ...
+
+    def failed(self, model_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One model failing the chore, and why."""
+
+    model_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Done(Generic[T]):
+    """The chore's answer, read by its validator; the model that gave it and those that
+    failed before it."""
+
+    value: T
+    model_id: str
+    failures: tuple[Failure, ...] = ()
+
+
+@dataclass(frozen=True)
+class Owed:
+    """No model of the chain could do the chore: each one's failure, in order (none when the
+    chain is empty)."""
+
+    kind: str
+    failures: tuple[Failure, ...] = ()
+
+    def sentence(self) -> str:
+        if not self.failures:
+            return f"The {self.kind} chore has no background model to run on."
+        said = "; ".join(f"{f.model_id}: {f.reason}" for f in self.failures)
+        return f"No background model could do the {self.kind} chore ({said})."
+
+
+REFUSED = ("refusal", "content_filter")  # finish reasons that are no answer
+
+
+async def run_chore(
+    kind: str,
+    chain: Sequence[Provider],
+    build_request: Callable[[Provider], ModelRequest],
+    validate: Callable[[str], T],
+    *,
+    breakers: BreakerGate | None = None,
+) -> Done[T] | Owed:
+    """Ask each model of `chain` once, in order, until one's answer passes `validate`."""
+    failures: list[Failure] = []
+    for provider in chain:
+        model_id = provider.model_id
+        if breakers is not None and not breakers.allows(model_id):
+            failures.append(Failure(model_id, "its breaker is open"))
+            continue
+        try:
+            said = await _ask(kind, provider, build_request(provider))
+        except ModelError as error:
+            if breakers is not None:
+                breakers.failed(model_id)
+            failures.append(Failure(model_id, f"the model call failed ({error.code})"))
+            continue
+        if breakers is not None:
+            breakers.succeeded(model_id)
+        try:
+            value = validate(_answer_of(said))
+        except WrongAnswer as wrong:
+            failures.append(Failure(model_id, str(wrong)))
+            continue
+        _log_failures(kind, failures, answered_by=model_id)
+        return Done(value, model_id, tuple(failures))
+    _log_failures(kind, failures, answered_by=None)
+    return Owed(kind, tuple(failures))
+
+
+@dataclass(frozen=True)
+class _Said:
+    text: str
+    done: Completed
+
+
+async def _ask(kind: str, provider: Provider, request: ModelRequest) -> _Said:
+    pieces: list[str] = []
+    done: Completed | None = None
+    async for event in guard.stream(provider, request, purpose=kind):
+        if isinstance(event, TextDelta):
+            pieces.append(event.text)
+        else:
+            done = event
+    if done is None:  # an adapter must raise AnswerCutOff itself; hold the rule here too
+        raise AnswerCutOff("The model's answer was cut off: no terminal event arrived.")
+    return _Said("".join(pieces), done)
+
+
+def _answer_of(said: _Said) -> str:
+    """The answer's text, or WrongAnswer when it is no whole answer."""
+    if said.done.finish_reason == "length":
+        raise WrongAnswer("the answer was cut off at the output cap")
+    if said.done.tool_calls:
+        raise WrongAnswer("the model asked for a tool instead of answering")
+    if said.done.finish_reason in REFUSED:
+        raise WrongAnswer(f"the model declined to answer ({said.done.finish_reason})")
+    if not said.text.strip():
+        raise WrongAnswer("the answer was empty")
+    return said.text
+
+
+def _log_failures(kind: str, failures: list[Failure], answered_by: str | None) -> None:
+    for failure in failures:
+        log.info("%s chore: %s failed: %s", kind, failure.model_id, failure.reason)
+    if answered_by is not None and failures:
+        log.info("%s chore: answered by %s after %d model(s) failed", kind, answered_by,
+                 len(failures))
+    elif answered_by is None:
+        log.info("%s chore: no background model could do it; it is owed", kind)

@@ -1,0 +1,41 @@
+"""The per-call record: one row of `model_calls` per model call, and nothing else.
+
+Owns the row's shape (`CallRow`) and its one write (`insert`). The row names the model, its
+provider, the caller's purpose and the call's outcome, its tokens, cost and duration, and the
+chat's key only for a persistent chat; it holds no text, ever. What the rows add up to is
+read in `store.usage`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from sqlalchemy import Connection, insert
+
+from hearth.store.schema import model_calls
+from hearth.store.usage import day_of
+
+OUTCOMES = ("ok", "failed", "timeout", "cut_off", "output_cap", "refused")
+
+
+@dataclass(frozen=True)
+class CallRow:
+    """One model call as recorded. `cost_usd` None: the model has no price (never 0)."""
+
+    created_at: float
+    model_id: str
+    provider: str
+    purpose: str
+    outcome: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    duration_ms: int
+    session_key: str | None  # a persistent chat's only
+
+
+def insert_call(conn: Connection, row: CallRow) -> None:
+    """Write one call's row (bookkeeping: its caller writes it with `durable=False`)."""
+    if row.outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {row.outcome!r}")
+    conn.execute(insert(model_calls).values(**asdict(row), day=day_of(row.created_at)))
