@@ -373,3 +373,18 @@ def test_a_price_given_on_the_page_prices_the_next_turn_without_a_restart(
     usage = client.get("/api/usage", headers={"X-CSRF-Token": csrf}).json()
     (fake,) = usage["models"]
     assert fake["model_id"] == "fake" and fake["cost_usd"] == pytest.approx(4.5)
+
+
+def test_the_models_table_says_when_a_models_breaker_skips_it(
+        client: TestClient, model_server: ScriptedModelServer) -> None:
+    csrf = sign_in(client)
+    assert _add(client, csrf, base_url=model_server.openai_base_url,
+                api_key=KEY).status_code == 303
+    health = re.compile(r'class="model-health">([^<]*)<')
+    assert health.findall(client.get("/settings").text) == ["answering"]
+    breakers = _models(client).breakers
+    for _ in range(3):  # failures in a row open it
+        breakers.failed("fake")
+    shown = health.findall(client.get("/settings").text)
+    assert len(shown) == 1 and shown[0].startswith("skipped since")
+    assert "3 failures in a row" in shown[0]

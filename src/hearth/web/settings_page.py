@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from hearth import settings
 from hearth.config import ModelConfig
 from hearth.engine import settings_log
 from hearth.engine.runtime import Engine
+from hearth.models.breakers import BreakerView
 from hearth.models.probe import probe
 from hearth.settings import Settings, SettingsError
 from hearth.web import settings_forms as forms
@@ -53,6 +55,7 @@ class ModelRow:
     key: str  # where its key comes from, never the key
     source: str
     removable: bool
+    health: str = "answering"  # its breaker, in words: answering, or skipped since when
 
 
 def _path(request: Request) -> Path:
@@ -82,8 +85,19 @@ def _rows(engine: Engine, kept: Settings) -> list[ModelRow]:
         kind = ("Anthropic" if model.provider == "anthropic" else
                 "Ollama" if model.base_url == forms.OLLAMA_BASE_URL else "OpenAI-compatible")
         rows.append(ModelRow(model_id, kind, model.model, _shown_url(model.base_url),
-                             key_line(model, os.environ), source, model_id in added))
+                             key_line(model, os.environ), source, model_id in added,
+                             _health(engine.deps.models.breakers.state(model_id))))
     return rows
+
+
+def _health(breaker: BreakerView) -> str:
+    """A model's breaker as the models table says it."""
+    if breaker.state == "closed":
+        return "answering"
+    since = time.strftime("%H:%M", time.localtime(breaker.since))
+    if breaker.state == "open":
+        return f"skipped since {since} ({breaker.failures} failures in a row)"
+    return f"being tried again (since {since})"
 
 
 def _shown_url(url: str | None) -> str:
