@@ -9,8 +9,8 @@ no notice: nothing of it changed. Its next turn reads the summary instead of tho
 while it still describes them; once one of them changes (a rewind, an edit, a deletion) the
 record is stale and the turn reads the turns again. Restricted chats are never listed.
 
-`sweep` is the chore's one entry: the chores' heartbeat calls it (engine.chores); it runs one
-chat at a time and returns how many it summarized.
+`sweep` is the chore's one entry; `sweep_forever` (started and stopped with the engine) calls it
+every `SWEEP_EVERY` seconds. It runs one chat at a time and returns how many it summarized.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import asyncio
 import logging
 import time
 from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine import context
 from hearth.engine.compaction import Budget, Compactor
@@ -32,6 +34,7 @@ IDLE_SECONDS = 30 * 60.0  # a chat untouched this long is idle
 UNSUMMARIZED_EVENTS = 60  # and holds more events than this past its newest summary
 KEEP_TOKENS = 6000  # the latest turns kept word for word, about
 WHY = "the chat was idle"
+SWEEP_EVERY = 300.0  # seconds between looks for idle chats
 
 
 async def sweep(deps: TurnDeps, *, idle_seconds: float = IDLE_SECONDS,
@@ -72,3 +75,14 @@ def _compactor(deps: TurnDeps, key: str, provider: Provider) -> Compactor:
     return Compactor(db=deps.db, session_key=key, keeps=True, provider=provider,
                      model_config=deps.models.config_of(provider.model_id), budget=budget,
                      announce=quiet, kind="idle")
+
+
+async def sweep_forever(deps: TurnDeps, every: float = SWEEP_EVERY) -> None:
+    """Look for idle chats to summarize every so often, for as long as the engine runs."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await sweep(deps)
+        except SQLAlchemyError as error:  # the store is busy or away: look again next time
+            log.warning("the idle-summary sweep failed (%s); trying again later",
+                        type(error).__name__)

@@ -24,6 +24,7 @@ from hearth.engine import (
     deletion,
     endings,
     first_message,
+    idle_summaries,
     invoke,
     recovery,
     repeat_guard,
@@ -99,6 +100,7 @@ class Engine:
         self.accepting = False
         self._warming: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._summarizer: asyncio.Task[None] | None = None
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
 
     def adopt(self, kept: Settings) -> list[str]:
@@ -139,6 +141,8 @@ class Engine:
             name="sweep:temporary")
         self.scheduler.start()
         await self.chores.start()  # owed chores, a previous process's included, are tried again
+        self._summarizer = asyncio.create_task(idle_summaries.sweep_forever(self.deps),
+                                               name="sweep:idle-summaries")
         if forgotten:
             log.info("forgot %d temporary chat(s) left by the previous process", len(forgotten))
         if requeued or abandoned or waiting:
@@ -264,10 +268,11 @@ class Engine:
         """Stop admitting; give running turns the grace period, then leave them to resume."""
         self.stop_admitting()
         await self.scheduler.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        for sweeper in (self._sweeper, self._summarizer):
+            if sweeper is not None:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds)
         await deletion.forget_temporary(self, "temporary_ended")  # a Temporary chat ends here

@@ -58,7 +58,9 @@ async def archive(request: Request, key: str, engine: EngineDep) -> Response:
 @pages.post("/chats/{key}/compact")
 async def compact(key: str, engine: EngineDep) -> Response:
     """Compact now (`engine.compact_now`): the chat shows the notice; a refusal is its page."""
-    await compact_now.compact(engine.deps, key)
+    done = await compact_now.compact(engine.deps, key)
+    if not done.compacted:  # nothing folded: the page says so rather than nothing at all
+        return RedirectResponse(f"/chats/{quote(key)}?note=nothing-to-compact", status_code=303)
     return _to_chat(key)
 
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
-from hearth.engine import activity
+from hearth.engine import activity, compact_now
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
@@ -35,12 +35,16 @@ MODE_LINES = {
                   "forgotten when you delete it, when the gateway stops, or when it sits idle."),
 }
 
+# what a page action that changed nothing says, by the `note` it sends the page back with
+PAGE_NOTES = {"nothing-to-compact": compact_now.NOTHING}
+
 pages = APIRouter(dependencies=[Depends(require_token)])
 
 
 @pages.get("/chats/{key}")
 async def chat_page(request: Request, key: str, engine: EngineDep,
-                    before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None) -> Response:
+                    before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
+                    note: Annotated[str | None, Query(max_length=40)] = None) -> Response:
     window = await chats.read_chat(engine.db, key, limit=WINDOW, before=before)
     messages = [message_view(e) for e in window.events]
     state = await chat_state(engine, key, {m["run_id"] for m in messages if m["run_id"]})
@@ -56,6 +60,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                       earlier=first if first is not None and first > 1 else None,
                       running=state.running if before is None else None,
                       models=engine.deps.models.ids(), agents=agent_names(engine),
+                      page_note=PAGE_NOTES.get(note or ""),
                       message_id=uuid.uuid4().hex)  # a form sent twice is one message
 
 

@@ -8,6 +8,7 @@
 const list = document.getElementById("transcript");
 const stateLine = document.getElementById("stream-state");
 const turnStatus = document.getElementById("turn-status");
+const turnNote = document.getElementById("turn-note");  // "Moved to b: a failed (HTTP 503)."
 const jump = document.getElementById("jump");
 const stopForm = document.querySelector("form[data-action=stop]");
 const csrf = document.querySelector("meta[name=csrf-token]")?.content ?? "";
@@ -198,6 +199,10 @@ function setRunning(runId) {
 
 function onStatus(frame) {
   setRunning(frame.running ? frame.run_id : null);
+  if (turnNote && frame.note) {
+    turnNote.textContent = frame.note;
+    turnNote.hidden = false;
+  }
   if (frame.running && frame.run_id) {
     for (const badge of list.querySelectorAll(`[data-run="${CSS.escape(frame.run_id)}"] .queued`)) {
       badge.remove();
@@ -207,6 +212,7 @@ function onStatus(frame) {
 
 function onDone(frame) {
   endStreaming();
+  if (turnNote) turnNote.hidden = true;  // the answer's own line says it from now on
   for (const slot of list.querySelectorAll(`[data-run="${CSS.escape(frame.run_id)}"] .approval-slot`)) {
     slot.replaceChildren();  // an approval the ending withdrew
   }
