@@ -91,8 +91,10 @@ def api(gateway: Gateway) -> Iterator[Api]:
 def _turn_with_live_frames(api: Api, server: ScriptedModelServer, model: str,
                            status: int) -> tuple[str, str, list[dict[str, Any]]]:
     """A turn on `model` whose provider answers `status` echoing its key; the frames are read
-    live (the provider is held until the stream is open), so `done` comes off the bus."""
-    key = api.new_chat(model=model)
+    live (the provider is held until the stream is open), so `done` comes off the bus. The chat
+    is Incognito: it never moves to the other model (invariant 8), so this one provider's
+    error is the turn's ending; its sentence, notice and frames take the same paths."""
+    key = api.new_chat(model=model, memory_mode="incognito")
     release = threading.Event()
     server.push(Reply(status=status, echo_key=True, hold=release))
     run_id = api.send(key, "hello")["run_id"]
