@@ -75,6 +75,22 @@ def test_a_503_before_anything_was_shown_moves_to_the_next_model_and_says_so(
     assert telemetry["model_id"] == "b" and "after a failed (HTTP 503)" in telemetry["chosen_by"]
 
 
+def test_a_first_byte_later_than_the_models_timeout_moves_on(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    import threading
+
+    never = threading.Event()  # released when the server stops
+    config = _config(model_server.openai_base_url, model_a={"timeout_seconds": 1})
+    engine = make_engine(tmp_path, config, [])
+    model_server.push(Reply(text="late", hold=never), Reply(text="late", hold=never),
+                      model="ma")
+    model_server.push(Reply(text="From b, on time."), model="mb")
+    [(view, rows)] = _turns(engine, ["hello"])
+    assert view["ending"] == "complete" and view["model"] == "b"
+    assert _answer(rows).content["text"] == "From b, on time."
+    assert _answer(rows).meta["failover"].startswith("Answered by b: a failed")
+
+
 def test_a_restricted_chat_never_moves_to_another_model(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     engine = make_engine(tmp_path, _config(model_server.openai_base_url), [])
