@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,6 +68,17 @@ def _approval_waits(api: Api, key: str) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"no approval came in chat {key}")
+
+
+@contextmanager
+def _page_in(browser: Browser, **options: Any) -> Iterator[Page]:
+    """A page in a fresh browser context made with `options`, closed afterwards."""
+    context = browser.new_context(**options)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def _sign_in(page: Page, gateway: Gateway) -> None:
@@ -127,10 +140,7 @@ def test_on_a_phone_the_sidebar_is_a_drawer(
         shot: Shot) -> None:
     key = _chat(gateway.client(), model_server, "Plan a weekend in Lisbon")
     for scripts in (True, False):  # the drawer opens without the scripts too (#sidebar)
-        context = browser.new_context(viewport=PHONE, java_script_enabled=scripts)
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
-        try:
+        with _page_in(browser, viewport=PHONE, java_script_enabled=scripts) as page:
             _sign_in(page, gateway)
             page.goto(f"{gateway.url}/chats/{key}")
             drawer = page.locator(".sidebar")
@@ -141,8 +151,6 @@ def test_on_a_phone_the_sidebar_is_a_drawer(
                 shot(page, "shell-phone-drawer")
             page.get_by_role("link", name="Close the chat list").click()
             expect(drawer).not_to_be_in_viewport()
-        finally:
-            context.close()
 
 
 # --------------------------------------------------------------------------- the chat page
@@ -215,10 +223,7 @@ def test_copy_puts_the_answer_and_the_code_on_the_clipboard(
         browser: Browser, gateway: Gateway, model_server: ScriptedModelServer) -> None:
     key = _chat(gateway.client(), model_server, "code please",
                 "Here:\n\n```python\nprint('hi')\n```\n\nDone.")
-    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    try:
+    with _page_in(browser, permissions=["clipboard-read", "clipboard-write"]) as page:
         _sign_in(page, gateway)
         _open(page, gateway, key)
         page.get_by_role("button", name="Copy the code").click()
@@ -226,8 +231,6 @@ def test_copy_puts_the_answer_and_the_code_on_the_clipboard(
         page.get_by_role("button", name="Copy the answer").click()
         copied = page.evaluate("navigator.clipboard.readText()")
         assert copied.startswith("Here:") and copied.endswith("Done.")
-    finally:
-        context.close()
 
 
 # --------------------------------------------------------------------------- the chat's menu
@@ -336,10 +339,7 @@ def test_the_theme_toggle_is_remembered_and_works_without_scripts(
         browser: Browser, gateway: Gateway, model_server: ScriptedModelServer) -> None:
     key = _chat(gateway.client(), model_server, "Colours")
     for scripts in (True, False):
-        context = browser.new_context(color_scheme="light", java_script_enabled=scripts)
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
-        try:
+        with _page_in(browser, color_scheme="light", java_script_enabled=scripts) as page:
             _sign_in(page, gateway)
             page.goto(f"{gateway.url}/chats/{key}")
             root = page.locator("html")
@@ -355,12 +355,23 @@ def test_the_theme_toggle_is_remembered_and_works_without_scripts(
                 "aria-pressed", "true")
             page.get_by_role("button", name="System theme").click()
             expect(root).to_have_attribute("data-theme", "system")
-        finally:
-            context.close()
 
 
 PAGES = ("/", "/chats", "/chats/{key}", "/chats/{key}/delete", "/approvals", "/memory",
          "/usage", "/settings", "/chats/no-such-chat")
+
+
+def _tour(page: Page, gateway: Gateway, key: str, shot: Shot,
+          name: str) -> list[tuple[str, int]]:
+    """Visit every page, saving `<name>-<page>` shots; each page's width as drawn."""
+    widths = []
+    for path in PAGES:
+        page.goto(gateway.url + path.format(key=key))
+        page.wait_for_timeout(150)
+        widths.append((path, int(page.evaluate("document.documentElement.scrollWidth"))))
+        shown = path.strip("/").replace("{key}", "chat").replace("/", "-") or "start"
+        shot(page, name.replace("{page}", shown))
+    return widths
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -369,20 +380,11 @@ def test_no_page_scrolls_sideways_on_a_phone(
         scheme: str) -> None:
     key = _chat(gateway.client(), model_server, "A long question " * 12,
                 "```\n" + "x" * 300 + "\n```\n\n" + "averyveryverylongword" * 12)
-    context = browser.new_context(viewport=PHONE, color_scheme=scheme)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    try:
+    with _page_in(browser, viewport=PHONE, color_scheme=scheme) as page:
         _sign_in(page, gateway)
-        for path in PAGES:
-            page.goto(gateway.url + path.format(key=key))
-            page.wait_for_timeout(150)
-            width = page.evaluate("document.documentElement.scrollWidth")
-            assert width <= PHONE["width"], f"{path} is {width} px wide at 390 px"
-            name = path.strip("/").replace("{key}", "chat").replace("/", "-") or "start"
-            shot(page, f"phone-{name}-{scheme}")
-    finally:
-        context.close()
+        widths = _tour(page, gateway, key, shot, f"phone-{{page}}-{scheme}")
+    wide = [(path, width) for path, width in widths if width > PHONE["width"]]
+    assert not wide, f"wider than 390 px: {wide}"
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -392,15 +394,6 @@ def test_every_page_at_desktop_width(
     key = _chat(gateway.client(), model_server, "Write me a function",
                 "Here it is:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n- short\n"
                 "- tested")
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    try:
+    with _page_in(browser, viewport={"width": 1280, "height": 800}, color_scheme=scheme) as page:
         _sign_in(page, gateway)
-        for path in PAGES:
-            page.goto(gateway.url + path.format(key=key))
-            page.wait_for_timeout(150)
-            name = path.strip("/").replace("{key}", "chat").replace("/", "-") or "start"
-            shot(page, f"desktop-{name}-{scheme}")
-    finally:
-        context.close()
+        _tour(page, gateway, key, shot, f"desktop-{{page}}-{scheme}")
