@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hearth.client import approval, history
+from hearth.client.api import EventStream
 from hearth.client.printer import RunPrinter
 from hearth.client.terminal import Screen
 from hearth.client.turn import Leave, TurnFollower
@@ -138,6 +139,39 @@ def test_history_draws_a_tool_call_as_one_line() -> None:
     assert history.lines(messages, shown=2) == ["Done.", "[stopped] You stopped this turn."]
 
 
+class QuickRestartApi:
+    """A gateway that restarts between two connections, back before the second one opens (no
+    connection fails): the first stream ends mid-answer, the second is another start's."""
+
+    def __init__(self) -> None:
+        self.streams = [
+            EventStream("boot-1", iter([
+                {"type": "delta", "run_id": "r1", "offset": 0, "text": "part one, "}])),
+            EventStream("boot-2", iter([
+                {"type": "message", "seq": 3, "run_id": "r1", "message": {
+                    "kind": "notice", "text": "Resumed.", "meta": {"recovered": True}}},
+                {"type": "delta", "run_id": "r1", "offset": 0, "text": "the resumed answer"},
+                {"type": "message", "seq": 4, "run_id": "r1", "message": {
+                    "kind": "assistant", "text": "the resumed answer"}},
+                {"type": "done", "run_id": "r1", "outcome": "complete"}])),
+        ]
+
+    @contextmanager
+    def events(self, key: str, after: int) -> Iterator[EventStream]:
+        yield self.streams.pop(0)
+
+
+def test_a_restart_between_two_connections_is_seen_by_the_gateway_start() -> None:
+    """No connection failed, so only the start id tells the restart: without it the resumed
+    answer's offsets would be read as the old one's and printed from the middle."""
+    out, err = io.StringIO(), io.StringIO()
+    follower = TurnFollower(QuickRestartApi(), Screen(out, err), "k", "r1",  # type: ignore[arg-type]
+                            after=0)
+    assert follower.follow() == "complete"
+    assert out.getvalue() == "part one, \n[Resumed.]\nthe resumed answer\n"
+    assert "The gateway restarted" in err.getvalue()
+
+
 # ---------------------------------------------------------------------------------- Ctrl-C
 
 
@@ -148,12 +182,12 @@ class InterruptedApi:
         self.stops = 0
 
     @contextmanager
-    def events(self, key: str, after: int) -> Iterator[Iterator[dict[str, Any]]]:
+    def events(self, key: str, after: int) -> Iterator[EventStream]:
         def frames() -> Iterator[dict[str, Any]]:
             yield {"type": "delta", "run_id": "r1", "offset": 0, "text": "thinking"}
             raise KeyboardInterrupt
 
-        yield frames()
+        yield EventStream("boot-1", frames())
 
     def stop(self, key: str) -> str:
         self.stops += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -41,6 +42,14 @@ class GatewayRefused(GatewayError):
 
 def _path(key: str) -> str:
     return f"/api/sessions/{quote(key, safe='')}"
+
+
+@dataclass(frozen=True)
+class EventStream:
+    """One open connection to a chat's events: the gateway start it reached, and its frames."""
+
+    boot: str
+    frames: Iterator[JSON]
 
 
 class GatewayApi:
@@ -105,7 +114,7 @@ class GatewayApi:
     # ------------------------------------------------------------------ events
 
     @contextmanager
-    def events(self, key: str, after: int) -> Iterator[Iterator[JSON]]:
+    def events(self, key: str, after: int) -> Iterator[EventStream]:
         """The chat's frames after seq `after`, on a connection of its own (so that a stream
         left in the middle, by Ctrl-C, leaves nothing half-read on the calls' connections).
         The stream is subscribed when this is entered."""
@@ -117,7 +126,8 @@ class GatewayApi:
                 if answer.status_code >= 400:
                     answer.read()
                     raise _refused(answer)
-                yield _frames(answer.iter_lines())
+                yield EventStream(answer.headers.get("x-hearth-boot", ""),
+                                  _frames(answer.iter_lines()))
         except httpx.TransportError as error:
             raise self._unreachable(error) from error
         finally:

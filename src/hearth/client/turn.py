@@ -12,7 +12,9 @@ connection opens on a running turn (its `status` frame): an approval announced w
 connection was open is not replayed, so the pending ones are read from `GET /api/approvals`.
 
 A gateway that goes away (a restart) is waited for, a few seconds, and the turn followed on
-where the restart resumed it; past that, `GatewayUnavailable` says so.
+where the restart resumed it; past that, `GatewayUnavailable` says so. A restart is known by the
+gateway's start id on each connection, not by a failed one: a gateway back before the next
+connection is still a restart.
 
 Ctrl-C stops the turn (`POST /api/sessions/{key}/stop`) and goes on reading until the turn
 ends; a second Ctrl-C, or Ctrl-D at an approval's question, raises `Leave`.
@@ -53,6 +55,7 @@ class TurnFollower:
         self._asked: set[str] = set()
         self._stopping = False
         self._lost = 0  # connections in a row that found no gateway
+        self._boot = ""  # the gateway start the last connection reached
 
     def follow(self) -> str:
         """Until the run ends: its outcome (`complete`, `stopped`, `error`…)."""
@@ -74,8 +77,9 @@ class TurnFollower:
     def _watch(self) -> str | dict[str, Any] | None:
         """One connection, until the run's outcome (str), an approval to ask (its view), or the
         stream's end (None: connect again)."""
-        with self._api.events(self._key, self._last) as frames:
-            for frame in frames:
+        with self._api.events(self._key, self._last) as stream:
+            self._reached(stream.boot)
+            for frame in stream.frames:
                 step = self._take(frame)
                 if step is not None:
                     return step
@@ -90,8 +94,17 @@ class TurnFollower:
         if self._lost == 1:
             self._screen.note("The gateway went away; waiting for it to come back "
                               "(Ctrl-C to stop waiting).")
-            self._printer.restarted()
         time.sleep(RECONNECT_WAIT)
+
+    def _reached(self, boot: str) -> None:
+        """A connection opened on gateway start `boot`: another start than the last one's is a
+        restart, whether or not a connection failed in between (a quick restart is missed by
+        the connections), and its offsets count from 0 again."""
+        if self._boot and boot != self._boot:
+            if not self._lost:
+                self._screen.note("The gateway restarted; following the turn on.")
+            self._printer.restarted()
+        self._boot = boot
 
     def _take(self, frame: dict[str, Any]) -> str | dict[str, Any] | None:
         self._lost = 0

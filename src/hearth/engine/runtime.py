@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,7 @@ class Engine:
         self.config = config
         self.chats_dir = chats_dir or workspace.parent / "sessions"  # each chat's own folder
         self.deleting: set[str] = set()  # chats being deleted take no new message
+        self.boot = uuid.uuid4().hex  # this start's own id: a client sees a restart by it
         self.bus = Bus()
         self.active = ActiveTurns()
         self.desk = ApprovalDesk(db, self.bus)

@@ -64,7 +64,8 @@ async def stream_response(engine: Engine, key: str, after: int | None,
     return StreamingResponse(
         (draw or _as_sse)(frames(engine, key, start, subscription)),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                 "X-Hearth-Boot": engine.boot},
     )
 
 
