@@ -168,6 +168,30 @@ def test_a_dropped_connection_resumes_from_the_last_seq_without_duplicates(
     assert _same_document(page)
 
 
+def test_an_answer_streaming_across_a_gateway_restart_is_drawn_once(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer,
+        signed_in: Callable[..., Page]) -> None:
+    """The restarted gateway streams the resumed answer from offset 0 again; the page sees the
+    new start on its `status` frame and does not read those offsets as the old stream's."""
+    gateway = gateway_factory()
+    page = signed_in(gateway)
+    key = gateway.client().new_chat()
+    model_server.push(Reply(text="a long first part, then more", chunks=2, stall=10,
+                            stall_after=1))
+    model_server.default = Reply(text="short, then the rest", chunks=2, stall=6, stall_after=1)
+    _open_chat(page, gateway, key)
+    gateway.client().send(key, "go on")
+    expect(page.locator("#streaming .text")).to_have_text("a long first p")  # half (by chars)
+    gateway.kill()  # the running turn is left to the next start, which resumes it
+    gateway.start()
+    # the resumed answer's first words, shorter than what streamed before: drawn as they are
+    expect(page.locator("#streaming .text")).to_have_text("short, the", timeout=20_000)
+    answers = page.locator(".item.assistant:not(.partial) .markdown")
+    expect(answers).to_have_text("short, then the rest", timeout=20_000)
+    expect(page.locator("#streaming")).to_have_count(0)
+    assert _same_document(page)
+
+
 def test_hostile_tool_output_is_inert_live(
         gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
         console_errors: list[str]) -> None:

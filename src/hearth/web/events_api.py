@@ -92,7 +92,8 @@ async def frames(engine: Engine, key: str, last: int, sub: Subscription
             if not page.more:
                 break
         status = await queries.current_run(engine.db, key)
-        yield {"type": "status", "running": status is not None, "run_id": status}
+        yield {"type": "status", "running": status is not None, "run_id": status,
+               "boot": engine.boot}
         skip_below: dict[str, int] = {}
         streaming = engine.bus.streaming(key)
         if streaming is not None:

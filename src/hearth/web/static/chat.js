@@ -154,6 +154,8 @@ function streamingItem(runId) {
   return item;
 }
 
+let gatewayBoot = "";
+
 function endStreaming() {
   document.getElementById("streaming")?.remove();
 }
@@ -198,6 +200,13 @@ function setRunning(runId) {
 }
 
 function onStatus(frame) {
+  // another start of the gateway counts its offsets from 0 again: what streamed before the
+  // restart is the store's (a kept partial comes back as a message), not the new stream's.
+  // Each connection's first status says the start; the live ones after it do not.
+  if (frame.boot) {
+    if (gatewayBoot && frame.boot !== gatewayBoot) endStreaming();
+    gatewayBoot = frame.boot;
+  }
   setRunning(frame.running ? frame.run_id : null);
   if (turnNote && frame.note) {
     turnNote.textContent = frame.note;
