@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData()
@@ -69,7 +70,10 @@ transcript_events = Table(
     Column("source_channel", String(100)),
     Column("run_id", String(64)),
     Column("created_at", Float, nullable=False),
+    # not on the path from the first message to the head: a variant or what a rewind left
+    Column("off_path", Boolean, nullable=False, server_default=false()),
     UniqueConstraint("session_key", "idempotency_key", name="uq_events_idempotency"),
+    Index("ix_events_parent", "session_key", "parent_event_id"),
 )
 
 runs = Table(

@@ -3,10 +3,10 @@
 A record says: for the model, the chat's events (head_through, through_seq] are read as
 `summary` (plus `asks`, the owner's requests in their words). The transcript is never
 changed. A record applies only while the events it summarized are the ones it was made from:
-`fingerprint` hashes their count and row ids, so a deleted or replaced event (a rewind, an
-edit, which writes its event anew, a deletion) makes it stale and the model reads the events
-again. A fingerprint is one SQL aggregate over a range of the primary key's index: no event
-is read, so checking one each turn stays cheap as a chat grows.
+`fingerprint` hashes the count and row ids of those on the head's path, so a deleted event or
+a head moved past one (a rewind, an edit, a variant chosen) makes it stale and the model reads
+the events again. A fingerprint is one SQL aggregate over a range of the primary key, so
+checking one each turn stays cheap as a chat grows.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from hearth.store.db import now
 from hearth.store.schema import context_summaries, sessions, transcript_events
-from hearth.store.transcript import EventRow
+from hearth.store.transcript import ON_PATH, EventRow
 
 KINDS = ("compaction", "idle")
 KEEP_PER_CHAT = 3  # the newest records are kept; older ones are superseded (pruned)
@@ -54,14 +54,15 @@ def _row(row: Any) -> SummaryRow:
 
 
 def fingerprint(conn: Connection, session_key: str, first_seq: int, last_seq: int) -> str:
-    """A hash of the events with first_seq <= seq <= last_seq, aggregated in SQL: how many,
-    their row ids, weighed by seq (a deleted or replaced event changes them: a written row
-    gets a new id). One range of the primary key's index, no row read."""
+    """A hash of the events on the head's path with first_seq <= seq <= last_seq, aggregated
+    in SQL: how many, their row ids, weighed by seq (a deleted event, or one the head left,
+    changes them). One range of the primary key."""
     rowid: ColumnElement[int] = literal_column("transcript_events.rowid")
     row = conn.execute(
         select(func.count(), func.total(rowid), func.total(rowid * transcript_events.c.seq))
         .where(transcript_events.c.session_key == session_key,
-               transcript_events.c.seq >= first_seq, transcript_events.c.seq <= last_seq)
+               transcript_events.c.seq >= first_seq, transcript_events.c.seq <= last_seq,
+               ON_PATH)
     ).one()
     return hashlib.sha256(":".join(str(v) for v in row).encode()).hexdigest()
 
@@ -112,7 +113,8 @@ def events_between(conn: Connection, session_key: str, first_seq: int,
     """The chat's events with first_seq <= seq (<= last_seq when given), oldest first."""
     names = EventRow.__dataclass_fields__
     stmt = select(*(transcript_events.c[name] for name in names)).where(
-        transcript_events.c.session_key == session_key, transcript_events.c.seq >= first_seq)
+        transcript_events.c.session_key == session_key, transcript_events.c.seq >= first_seq,
+        ON_PATH)
     if last_seq is not None:
         stmt = stmt.where(transcript_events.c.seq <= last_seq)
     return [EventRow.of(row) for row in conn.execute(stmt.order_by(transcript_events.c.seq))]
@@ -123,7 +125,8 @@ def last_events(conn: Connection, session_key: str, after_seq: int,
     """The chat's last `limit` events with seq > after_seq, oldest first."""
     names = EventRow.__dataclass_fields__
     rows = conn.execute(select(*(transcript_events.c[name] for name in names)).where(
-        transcript_events.c.session_key == session_key, transcript_events.c.seq > after_seq)
+        transcript_events.c.session_key == session_key, transcript_events.c.seq > after_seq,
+        ON_PATH)
         .order_by(transcript_events.c.seq.desc()).limit(limit)).all()
     return [EventRow.of(row) for row in reversed(rows)]
 

@@ -3,6 +3,10 @@
 Appending reads and bumps the session's own counter (`last_seq`) and inserts one row: a fixed
 number of primary-key operations whatever the transcript's length. A writer's claim on the
 session is checked inside the same transaction as its append.
+
+The transcript is a tree: each event's parent is the head when it was appended, and the head
+may be moved back (`store.branches`). The readers here read the head's path only (`ON_PATH`):
+what was left beside it (an earlier variant, what a rewind passed) is kept, unread.
 """
 
 from __future__ import annotations
@@ -61,9 +65,10 @@ _FIND = _EVENT.where(
     transcript_events.c.session_key == bindparam("b_key"),
     transcript_events.c.idempotency_key == bindparam("b_idem"),
 )
+ON_PATH = transcript_events.c.off_path.is_(False)
 _WINDOW = (
     _EVENT
-    .where(transcript_events.c.session_key == bindparam("b_key"))
+    .where(transcript_events.c.session_key == bindparam("b_key"), ON_PATH)
     .order_by(transcript_events.c.seq.desc())
     .limit(bindparam("b_limit"))
 )
@@ -140,7 +145,8 @@ def first_with_key(conn: Connection, idempotency_key: str, since: float) -> Even
 def window(
     conn: Connection, session_key: str, limit: int, before: int | None = None
 ) -> list[EventRow]:
-    """The last `limit` events (with seq < before, when given), oldest first."""
+    """The last `limit` events on the head's path (with seq < before, when given), oldest
+    first."""
     stmt = _WINDOW if before is None else _WINDOW.where(transcript_events.c.seq < before)
     rows = [EventRow.of(row) for row in conn.execute(stmt, {"b_key": session_key,
                                                                "b_limit": limit})]
@@ -149,10 +155,11 @@ def window(
 
 
 def after(conn: Connection, session_key: str, after_seq: int, limit: int = 500) -> list[EventRow]:
-    """Events with seq > after_seq, oldest first (for replay to a reconnecting client)."""
+    """Events on the head's path with seq > after_seq, oldest first (for replay to a
+    reconnecting client)."""
     stmt = (
         _EVENT
-        .where(transcript_events.c.session_key == session_key)
+        .where(transcript_events.c.session_key == session_key, ON_PATH)
         .where(transcript_events.c.seq > after_seq)
         .order_by(transcript_events.c.seq)
         .limit(limit)
@@ -163,10 +170,11 @@ def after(conn: Connection, session_key: str, after_seq: int, limit: int = 500) 
 
 
 def of_run(conn: Connection, session_key: str, run_id: str, from_seq: int) -> list[EventRow]:
-    """A run's events: none comes before its user message, so the scan starts there."""
+    """A run's events on the head's path: none comes before its user message, so the scan
+    starts there."""
     stmt = (
         _EVENT
-        .where(transcript_events.c.session_key == session_key)
+        .where(transcript_events.c.session_key == session_key, ON_PATH)
         .where(transcript_events.c.seq >= from_seq, transcript_events.c.run_id == run_id)
         .order_by(transcript_events.c.seq)
     )
