@@ -21,9 +21,12 @@ def test_a_failed_turn_that_changed_nothing_is_retried_at_once(
     assert retried.status_code == 202, retried.text
     again = api.wait(retried.json()["run_id"])
     assert again["status"] == "complete" and again["kind"] == "regenerate"
-    users = [m for m in api.messages(key) if m["kind"] == "user"]
-    assert [u["text"] for u in users] == ["try this", "try this"]
-    assert users[1]["meta"] == {"retry_of": failed["run_id"]}
+    # the message is answered again, not written again; the failed attempt is left beside the
+    # path, and kept as no variant
+    shown = api.messages(key)
+    assert [(m["kind"], m["text"]) for m in shown] == [("user", "try this"),
+                                                        ("assistant", "Second time lucky.")]
+    assert shown[1]["variants"] == {"count": 1, "index": 0}
     twice = api.http.post(f"/api/runs/{failed['run_id']}/retry")  # a double click
     assert twice.status_code == 202 and twice.json()["run_id"] == again["run_id"]
     assert twice.json()["duplicate"] is True
@@ -82,7 +85,7 @@ def test_retry_refuses_what_it_cannot_do(gateway: Gateway,
     model_server.push(Reply(text="slow", hold=release))
     run_id = api.send(key, "wait")["run_id"]
     running = api.http.post(f"/api/runs/{run_id}/retry")
-    assert running.status_code == 409 and running.json()["error"]["code"] == "run_not_ended"
+    assert running.status_code == 409 and running.json()["error"]["code"] == "turn_running"
     release.set()
     api.wait(run_id)
     bad = api.http.post(f"/api/runs/{run_id}/retry", json={"confirm": 5})

@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.errors import Refusal
-from hearth.store import ledger
+from hearth.store import audit, ledger, runs
 from hearth.store.db import Database
 from hearth.store.ledger import CallRow
 
@@ -32,11 +34,19 @@ def confirm_value(run_id: str, steps: list[CallRow]) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
-async def ask_first(db: Database, run_id: str, confirm: str | None) -> None:
-    """Raise the 409 question unless nothing may repeat or `confirm` answers it."""
+async def ask_first(db: Database, run_id: str, confirm: str | None, *, door: str) -> None:
+    """Raise the 409 question unless nothing may repeat or `confirm` answers it. The question
+    and the yes are audited under `door` (`chat.regenerate`, `chat.rewind`…), naming each step
+    by its tool and call id (never its arguments, which may quote the chat)."""
     steps = await steps_that_may_repeat(db, run_id)
-    if not steps or confirm == confirm_value(run_id, steps):
+    if not steps:
         return
+    named = [{"tool": s.tool, "call_id": s.call_id, "status": s.status} for s in steps]
+    if confirm == confirm_value(run_id, steps):
+        await db.writing(_audited, door, run_id, {"outcome": "allowed", "confirmed": True,
+                                                  "steps": named})
+        return
+    await db.writing(_audited, door, run_id, {"outcome": "needs_confirm", "steps": named})
     noun = "step" if len(steps) == 1 else "steps"
     raise Refusal(
         "retry_repeats_steps", 409,
@@ -44,6 +54,12 @@ async def ask_first(db: Database, run_id: str, confirm: str | None) -> None:
         "changed something. Send the request again with this confirm value to go ahead.",
         details={"steps": [_step(s) for s in steps], "confirm": confirm_value(run_id, steps)},
     )
+
+
+def _audited(conn: Connection, door: str, run_id: str, detail: dict[str, Any]) -> None:
+    run = runs.get(conn, run_id)
+    audit.write(conn, door, actor="owner", session_key=run.session_key if run else None,
+                run_id=run_id, detail=detail)
 
 
 def _step(call: CallRow) -> dict[str, Any]:

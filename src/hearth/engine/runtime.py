@@ -17,18 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-
 from hearth.config import Config
 from hearth.engine import (
     admission,
+    branching,
     deletion,
     endings,
     first_message,
     idle_summaries,
     invoke,
     recovery,
-    repeat_guard,
 )
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.approvals import ApprovalDesk
@@ -38,7 +36,6 @@ from hearth.engine.events import Bus
 from hearth.engine.scheduler import Scheduler
 from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
-from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
 from hearth.privacy.scope import install_default_executor
@@ -48,10 +45,8 @@ from hearth.sessions.lanes import Lanes
 from hearth.settings import Settings, overlay
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
-from hearth.store import transcript
 from hearth.store.db import Database
-from hearth.store.runs import RunRow
-from hearth.store.transcript import EventRow
+from hearth.store.sessions import SessionRow
 from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import placement
 
@@ -237,20 +232,39 @@ class Engine:
                         log.warning("MCP server %s: %s", name, status)
 
     async def retry(self, run_id: str, confirm: str | None) -> Admitted:
-        """Run an ended turn's message again, as a new run (Retry). Asks first when the
-        attempt began a step that may have changed something (repeat_guard)."""
-        run, asked = await self.db.reading(_run_and_message, run_id)
-        if run is None:
-            raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
-        if not run.ended:
-            raise Refusal("run_not_ended", 409,
-                          "This turn has not ended; stop it first, then retry it.")
-        if asked is None or asked.kind != "user":
-            raise Refusal("not_retryable", 422, "This run was not started by a message.")
-        await repeat_guard.ask_first(self.db, run_id, confirm)
-        return await self.send(run.session_key, str(asked.content.get("text", "")),
-                         kind="regenerate", meta={"retry_of": run_id},
-                         idempotency_key=f"retry:{run_id}")
+        """Run an ended turn's message again, in the attempt's place (Retry)."""
+        return self._moved(await branching.retry(self.db, run_id, confirm))
+
+    async def regenerate(self, key: str, index: int | None, confirm: str | None) -> Admitted:
+        """Answer again (a completed answer is kept as a variant; see engine.branching)."""
+        return self._moved(await branching.regenerate(self.db, key, index, confirm))
+
+    async def edit(self, key: str, index: int, text: str, confirm: str | None) -> Admitted:
+        return self._moved(await branching.edit(self.db, key, index, text, confirm))
+
+    async def rewind(self, key: str, index: int, confirm: str | None) -> branching.Moved:
+        moved = await branching.rewind(self.db, key, index, confirm)
+        self._redraw(key, moved.admitted)
+        return moved
+
+    async def choose_variant(self, key: str, index: int, variant: int) -> branching.Moved:
+        moved = await branching.choose_variant(self.db, key, index, variant)
+        self._redraw(key, None)
+        return moved
+
+    async def fork(self, key: str, index: int, memory_mode: str | None) -> SessionRow:
+        return await branching.fork(self.db, key, index, memory_mode)
+
+    def _moved(self, admitted: Admitted) -> Admitted:
+        self._redraw(admitted.session_key, admitted)
+        return admitted
+
+    def _redraw(self, key: str, admitted: Admitted | None) -> None:
+        """After a door moved a chat's head: its pages redraw (a `path` frame), and the run it
+        admitted, if any, starts."""
+        self.bus.publish(key, {"type": "path"})
+        if admitted is not None:
+            self.dispatch(key)
 
     async def tools_for(self, session_key: str) -> list[dict[str, Any]]:
         return await invoke.tools_for(self.deps, session_key)
@@ -281,11 +295,3 @@ class Engine:
         await self.chores.close()
         if self.mcp is not None:
             await self.mcp.close()
-
-
-def _run_and_message(conn: Connection, run_id: str) -> tuple[RunRow | None, EventRow | None]:
-    """A run and the message it answered (None for either that is not there)."""
-    run = run_store.get(conn, run_id)
-    asked = (transcript.at(conn, run.session_key, run.user_event_seq)
-             if run is not None and run.user_event_seq else None)
-    return run, asked

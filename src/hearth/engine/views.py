@@ -13,6 +13,7 @@ import reprlib
 from datetime import UTC, datetime
 from typing import Any
 
+from hearth.store.branches import Variants
 from hearth.store.ledger import CallRow
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
@@ -67,7 +68,10 @@ def event_text(event: EventRow) -> str:
     return str(content.get("text", ""))
 
 
-def message_view(event: EventRow) -> dict[str, Any]:
+def message_view(event: EventRow, *, visible_index: int | None = None,
+                 variants: Variants | None = None) -> dict[str, Any]:
+    """An event as the API serves it. `visible_index`: its place in the visible list (user and
+    assistant messages on the path; None for others); `variants`: its siblings, if any."""
     return {
         "index": event.seq,
         "id": event.event_id,
@@ -78,7 +82,9 @@ def message_view(event: EventRow) -> dict[str, Any]:
         "meta": sendable(event.meta),
         "run_id": event.run_id,
         "source": {"channel": event.source_channel},
-        "variants": {"count": 1, "index": 0},
+        "visible_index": visible_index,
+        "variants": ({"count": variants.count, "index": variants.index} if variants
+                     else {"count": 1, "index": 0}),
         "created_at": iso(event.created_at),
     }
 

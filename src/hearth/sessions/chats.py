@@ -36,9 +36,9 @@ from hearth.errors import Refusal
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.reach import RestrictedSession, why
 from hearth.sessions.naming import NAME_PATTERN, chat_number_of, next_chat_name
+from hearth.store import branches, transcript
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
-from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.sessions import Position, SessionRow
@@ -277,9 +277,23 @@ async def openings(db: Database, keys: list[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ChatWindow:
+    """A window of a chat's path: its events, each one's variants (by event id, those with
+    any), and the visible index of the window's first user or assistant event."""
+
     session: SessionRow
     events: list[EventRow]
     current_run: RunRow | None
+    variants: dict[str, branches.Variants]
+    first_visible: int
+
+    def visible_indexes(self) -> dict[str, int]:
+        """Each user and assistant event's visible index, by event id."""
+        indexes, next_index = {}, self.first_visible
+        for event in self.events:
+            if event.kind in branches.VISIBLE:
+                indexes[event.event_id] = next_index
+                next_index += 1
+        return indexes
 
 
 async def read_chat(db: Database, key: str, *, limit: int,
@@ -290,7 +304,9 @@ async def read_chat(db: Database, key: str, *, limit: int,
 def _window(conn: Connection, key: str, limit: int, before: int | None) -> ChatWindow:
     row = chat_in(conn, key)
     events = transcript.window(conn, key, limit, before)
-    return ChatWindow(row, events, run_store.current(conn, key))
+    first = branches.visible_before(conn, key, events[0].seq) if events else 0
+    return ChatWindow(row, events, run_store.current(conn, key),
+                      branches.variants(conn, key, events), first)
 
 
 async def list_chats(

@@ -19,6 +19,7 @@ from hearth.home import Home
 from hearth.web import (
     approvals_api,
     approvals_page,
+    branching_api,
     chat_manage,
     chat_page,
     dashboard,
@@ -86,8 +87,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                             "says": where.describe()}}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
-    for module in (sessions_api, runs_api, events_api, approvals_api, memory_api, jobs_api,
-                   usage_api, grants_api):
+    for module in (sessions_api, branching_api, runs_api, events_api, approvals_api,
+                   memory_api, jobs_api, usage_api, grants_api):
         protected.include_router(module.router)
     app.include_router(protected)
     return app

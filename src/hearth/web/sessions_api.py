@@ -105,9 +105,12 @@ async def get_session(
 ) -> dict[str, Any]:
     window = await chats.read_chat(engine.db, key, limit=limit, before=before)
     current = window.current_run
+    indexes = window.visible_indexes()
     return {
         "session": session_view(window.session),
-        "messages": [message_view(e) for e in window.events],
+        "messages": [message_view(e, visible_index=indexes.get(e.event_id),
+                                  variants=window.variants.get(e.event_id))
+                     for e in window.events],
         "running": current is not None,
         "run_id": current.run_id if current else None,
     }
@@ -117,7 +120,7 @@ async def get_session(
 async def export_session(
     key: str,
     engine: EngineDep,
-    format: Annotated[Literal["json", "markdown"], Query()] = "json",  # noqa: A002
+    format: Annotated[Literal["json", "markdown", "jsonl"], Query()] = "json",  # noqa: A002
 ) -> Response:
     """The whole chat as a download (409 `export_refused` for a chat that keeps nothing)."""
     export = await export_chat(engine.db, key, format)
