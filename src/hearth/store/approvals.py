@@ -67,6 +67,14 @@ def for_call(conn: Connection, run_id: str, call_id: str) -> ApprovalRow | None:
     return ApprovalRow.of(row) if row else None
 
 
+def decided_in(conn: Connection, session_key: str) -> list[ApprovalRow]:
+    """The chat's approvals that were answered (allowed or denied), oldest first."""
+    rows = conn.execute(select(approvals).where(
+        approvals.c.session_key == session_key, approvals.c.status != "pending")
+        .order_by(approvals.c.created_at))
+    return [ApprovalRow.of(row) for row in rows]
+
+
 def pending(conn: Connection, limit: int = 200) -> list[ApprovalRow]:
     rows = conn.execute(select(approvals).where(approvals.c.status == "pending")
                         .order_by(approvals.c.created_at).limit(limit))

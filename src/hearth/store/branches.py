@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, func, or_, select, text, update
+from sqlalchemy.sql.elements import ColumnElement
 
 from hearth.store.runs import RunRow
 from hearth.store.schema import runs, sessions, transcript_events
@@ -98,6 +99,13 @@ def newer_run(conn: Connection, run: RunRow) -> RunRow | None:
     return RunRow.of(row) if row else None
 
 
+def path(conn: Connection, session_key: str) -> list[EventRow]:
+    """Every event on the head's path, oldest first (the session map's source)."""
+    rows = conn.execute(select(*_EVENT_COLUMNS).where(
+        _T.c.session_key == session_key, ON_PATH).order_by(_T.c.seq))
+    return [EventRow.of(row) for row in rows]
+
+
 def path_through(conn: Connection, session_key: str, seq: int) -> list[EventRow]:
     """The path's events up to seq `seq`, oldest first (what a fork copies)."""
     rows = conn.execute(select(*_EVENT_COLUMNS).where(
@@ -114,7 +122,8 @@ def variants(conn: Connection, session_key: str, events: list[EventRow]
     if not events:
         return {}
     kept = or_(_T.c.kind == "user", runs.c.status.in_(("complete", "running", "admitted")))
-    same_parent = _T.c.parent_event_id.in_([p for p in parents if p is not None])
+    same_parent: ColumnElement[bool] = _T.c.parent_event_id.in_(
+        [p for p in parents if p is not None])
     if None in parents:
         same_parent = or_(same_parent, _T.c.parent_event_id.is_(None))
     rows = conn.execute(

@@ -1,4 +1,5 @@
-"""Routes that branch a chat: regenerate, edit and resend, rewind, choose a variant, fork.
+"""Routes that branch a chat (regenerate, edit and resend, rewind, choose a variant, fork) and
+its map.
 
 A message is addressed by `index`, its place in the chat's visible list (the `visible_index`
 of `GET /api/sessions/{key}`'s messages). A door that would run a turn again whose attempt
@@ -14,6 +15,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from hearth.engine import session_map as maps
 from hearth.engine.admission import Admitted
 from hearth.engine.branching import Moved
 from hearth.engine.views import session_view
@@ -86,6 +88,13 @@ async def fork(key: str, body: ForkBody, engine: EngineDep) -> JSONResponse:
     """A new chat with this one's messages up to `index`."""
     made = await engine.fork(key, body.index, body.memory_mode)
     return JSONResponse({"key": made.key, "session": session_view(made)}, status_code=201)
+
+
+@router.get("/api/sessions/{key}/map")
+async def session_map(key: str, engine: EngineDep) -> dict[str, Any]:
+    """The chat's marks, in order: each message of the owner's, each turn's answer (with its
+    telemetry), each tool call, decided approval and error, with the `visibleIndex` to jump to."""
+    return {"marks": await maps.session_map(engine.db, key)}
 
 
 def _started(admitted: Admitted) -> JSONResponse:
