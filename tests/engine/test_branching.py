@@ -50,6 +50,7 @@ def test_regenerate_keeps_the_answer_as_a_variant_and_the_choice_is_read_next(
     assert [m["visible_index"] for m in shown] == [0, 1]
     flipped = post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 0})
     assert flipped.status_code == 200, flipped.text
+    assert flipped.json() == {"head_index": 1, "run_id": None}
     assert said(api, key)[-1] == ("assistant", "Red.")
     answered(api, key, "and another?", model_server, "Green.")
     assert "Red." in last_prompt(model_server) and "Blue." not in last_prompt(model_server)
@@ -60,8 +61,9 @@ def test_regenerate_keeps_the_answer_as_a_variant_and_the_choice_is_read_next(
                               ("user", "and another?"), ("assistant", "Green.")]
     post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 1})
     assert said(api, key) == [("user", "name a colour"), ("assistant", "Blue.")]
-    post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 0})  # its continuation
-    assert said(api, key)[-1] == ("assistant", "Green.")  # comes back with the branch
+    back = post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 0})
+    assert said(api, key)[-1] == ("assistant", "Green.")  # its continuation comes back too
+    assert back.json()["head_index"] == 3
 
 
 def test_edit_branches_from_the_message_s_parent(

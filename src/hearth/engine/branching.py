@@ -151,7 +151,8 @@ def _rewind_in(conn: Connection, message: EventRow) -> None:
 
 async def choose_variant(db: Database, key: str, index: int, variant: int) -> Moved:
     """Show variant `variant` (from 0) of the message at `index`: the head goes to the newest
-    message of that branch, so what followed it there comes back with it."""
+    message of that branch, so what followed it there comes back with it (the head's visible
+    index is in the answer)."""
     return await db.writing(_choose_in, key, index, variant)
 
 
@@ -163,11 +164,10 @@ def _choose_in(conn: Connection, key: str, index: int, variant: int) -> Moved:
         raise Refusal("variant_out_of_range", 422,
                       f"This message has {count} variant{'s' if count != 1 else ''}; "
                       f"variant must be from 0 to {count - 1}.")
-    _refuse_if_busy(conn, key)
-    if found is not None and variant != found.index:
-        leaf = branches.newest_leaf(conn, key, found.siblings[variant])
-        branches.move_head(conn, key, leaf)
-    return Moved(index, None)
+    if found is not None and variant != found.index:  # (one shown already: nothing moves)
+        _refuse_if_busy(conn, key)
+        branches.move_head(conn, key, branches.newest_leaf(conn, key, found.siblings[variant]))
+    return Moved(branches.visible_count(conn, key) - 1, None)
 
 
 # ------------------------------------------------------------------ fork

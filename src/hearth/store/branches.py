@@ -99,6 +99,12 @@ def newer_run(conn: Connection, run: RunRow) -> RunRow | None:
     return RunRow.of(row) if row else None
 
 
+def visible_count(conn: Connection, session_key: str) -> int:
+    """How many events the visible list holds."""
+    return int(conn.execute(select(func.count()).where(
+        _T.c.session_key == session_key, ON_PATH, _T.c.kind.in_(VISIBLE))).scalar_one())
+
+
 def path(conn: Connection, session_key: str) -> list[EventRow]:
     """Every event on the head's path, oldest first (the session map's source)."""
     rows = conn.execute(select(*_EVENT_COLUMNS).where(
