@@ -110,3 +110,21 @@ def test_variants_are_siblings_and_choosing_one_brings_its_continuation(db: Data
         branches.move_head(conn, "v", branches.newest_leaf(conn, "v", first.event_id))
         assert [e.content["text"] for e in transcript.window(conn, "v", 10)] == ["q", "a1", "more"]
         assert sessions.get(conn, "v").message_count == 3  # type: ignore[union-attr]
+
+
+def test_a_summary_s_fingerprint_changes_when_the_head_leaves_what_it_summarized(
+        db: Database) -> None:
+    """A rewind or an edit under a summary makes it stale (the model reads the turns again);
+    a branch begun after it leaves it as it was."""
+    from hearth.store import summaries
+
+    with db.write() as conn:
+        sessions.insert(conn, key="f", tab_id="f", memory_mode="persistent", chat_number=None)
+        events = [transcript.append(conn, "f", "user", {"text": str(i)}) for i in range(6)]
+        made = summaries.fingerprint(conn, "f", 1, 4)
+        branches.move_head(conn, "f", events[4].event_id)  # after the summarized range
+        transcript.append(conn, "f", "user", {"text": "later"})
+        assert summaries.fingerprint(conn, "f", 1, 4) == made
+        branches.move_head(conn, "f", events[2].event_id)  # inside it
+        transcript.append(conn, "f", "user", {"text": "edited"})
+        assert summaries.fingerprint(conn, "f", 1, 4) != made
