@@ -88,12 +88,22 @@ def test_upgrade_is_idempotent_and_keeps_data(db: Database) -> None:
         assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
 
 
+# Tables the migrations make that the metadata does not describe: SQLite's FTS5 indexes with
+# their shadow tables, kept by triggers (memory_fts*, migration 0004; chat_search*, migration
+# 0013, with chat_search_messages, the message each of its rows is). Left out of the
+# comparison by Alembic's own filter, so any other difference still fails.
+OUTSIDE_METADATA = ("memory_fts", "chat_search")
+
+
+def _described(name: str | None, type_: str, _parents: object) -> bool:
+    return not (type_ == "table" and (name or "").startswith(OUTSIDE_METADATA))
+
+
 def test_migrations_build_exactly_the_schema_the_code_uses(db: Database) -> None:
     with db.engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), metadata)
-    # the FTS5 index and its shadow tables are SQLite's own, made by migration 0004
-    assert [d for d in diff if not (d[0] == "remove_table" and d[1].name.startswith("memory_fts"))
-            ] == []
+        context = MigrationContext.configure(conn, opts={"include_name": _described})
+        diff = compare_metadata(context, metadata)
+    assert diff == []
 
 
 # ---------------------------------------------------------------- transcript.append
