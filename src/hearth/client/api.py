@@ -102,6 +102,11 @@ class GatewayApi:
         """Compact what the chat's model reads now: the sentence saying what happened."""
         return str(self._call("POST", f"{_path(key)}/compact").get("sentence", ""))
 
+    def prompts(self) -> list[JSON]:
+        """The saved prompts a message can start with (`@name`): name, description,
+        placeholders."""
+        return list(self._call("GET", "/api/prompts").get("prompts", []))
+
     # ------------------------------------------------------------------ approvals
 
     def pending_approvals(self) -> list[JSON]:

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {  # name: (argument, what it does)
     "/history": ("", "print the chat's last messages again"),
     "/compact": ("", "fold the older part of what the model reads into a summary now"),
     "/model": ("NAME", "answer with model NAME from the next turn"),
+    "/prompts": ("", "list the saved prompts a message can start with (@name key=value)"),
     "/exit": ("", "leave (so do Ctrl-D, and Ctrl-C at an empty prompt)"),
 }
 ALIASES = {"/quit": "/exit"}
@@ -51,6 +52,7 @@ class Repl:
         self._handlers: dict[str, Callable[[str], bool]] = {
             "/help": self._help, "/new": self._new, "/stop": self._stop,
             "/history": self._history, "/model": self._set_model, "/compact": self._compact,
+            "/prompts": self._prompts,
             "/exit": lambda _: False,
         }
 
@@ -185,6 +187,18 @@ class Repl:
         else:
             self._screen.note(f"The chat will answer with {name}.")
         self._model = name  # and so will the chats /new starts
+        return True
+
+    def _prompts(self, _: str) -> bool:
+        saved = self._api.prompts()
+        if not saved:
+            self._screen.note("No saved prompts yet: save one as prompts/NAME.md in Hearth's "
+                              "home, then start a message with @NAME.")
+        for prompt in saved:
+            uses = " ".join(f"{{{{{name}}}}}" for name in prompt.get("placeholders", []))
+            about = " — ".join(part for part in (str(prompt.get("description", "")), uses)
+                               if part)
+            self._screen.note(f"  @{prompt.get('name')}" + (f"  {about}" if about else ""))
         return True
 
     def _show(self, lines: list[str]) -> None:

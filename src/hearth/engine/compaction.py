@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hearth.config import ModelConfig
+from hearth.engine.mentions import sent_text
 from hearth.models import guard
 from hearth.models.types import (
     Completed,
@@ -252,7 +253,7 @@ def _material(previous: Folded | None, events: list[EventRow], limit: int) -> st
 def _line(event: EventRow) -> str:
     content = event.content
     if event.kind == "user":
-        said = f"User: {content.get('text', '')}"
+        said = f"User: {sent_text(event)}"
     elif event.kind == "assistant":
         said = f"Assistant: {content.get('text', '')}"
     elif event.kind == "tool_call":
@@ -270,7 +271,7 @@ def _asks(previous: Folded | None, events: list[EventRow], limit: int) -> list[s
     asks = [a for a in (previous.asks if previous else ()) if not a.startswith("(")]
     for event in events:
         if event.kind == "user":
-            text = " ".join(str(event.content.get("text", "")).split())
+            text = " ".join(sent_text(event).split())
             if text:
                 asks.append(f'"{text}"' if len(text) <= ASK_CHARS
                             else f'"{text[:ASK_CHARS - 1]}…"')

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from hearth.engine.compaction import Compactor, Folded, sizes
+from hearth.engine.mentions import sent_text
 from hearth.models.types import Message, ToolCall
 from hearth.store import summaries
 from hearth.store.db import Database
@@ -209,7 +210,7 @@ def fold(events: list[EventRow]) -> list[Message]:
     for event in events:
         content = event.content
         if event.kind == "user":
-            out.append(Message("user", str(content.get("text", ""))))
+            out.append(Message("user", sent_text(event)))  # a mention: what it sent
         elif event.kind == "assistant":
             out.append(Message("assistant", str(content.get("text", ""))))
         elif event.kind == "tool_call":

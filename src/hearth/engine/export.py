@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hearth.engine.gate import target_of
+from hearth.engine.mentions import sent_markdown
 from hearth.engine.views import iso, message_view, sendable_text, session_view
 from hearth.errors import Refusal
 from hearth.privacy.modes import mode_of, restricted
@@ -123,7 +124,7 @@ def _markdown_of(event: EventRow) -> list[str]:
     if event.kind in ("user", "assistant"):
         who = "You" if event.kind == "user" else "Assistant"
         text = str(event.content.get("text", "")).strip()
-        return [f"## {who} ({when:%Y-%m-%d %H:%M})", "", text, ""]
+        return [f"## {who} ({when:%Y-%m-%d %H:%M})", "", text, "", *sent_markdown(event)]
     if event.kind == "tool_call":
         name = event.content.get("name")
         return [f"- Tool call: {code(str(name))} {code(call_summary(event.content))}", ""]

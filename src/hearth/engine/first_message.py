@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from hearth.engine import admission
+from hearth.engine import admission, mentions
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.events import message_frame
 from hearth.faults import crash_point
@@ -60,28 +60,30 @@ async def send_first(engine: Engine, text: str, *, memory_mode: str | None = Non
                             workspace_dir=workspace_dir, trust=trust, origin=origin,
                             keep_out=engine.placement.hidden, choices=engine.choices())
     idem = f"client:{client_message_id}" if client_message_id else None
-    sent, event = await _open_and_admit(engine, new, text, idem)
+    mention = await mentions.prepare(engine.prompts_dir, text, None)  # @name expanded
+    sent, event = await _open_and_admit(engine, new, text, idem, mention.meta)
     if event is not None:
         crash_point("admitted")
         engine.bus.publish(sent.session.key, message_frame(event))
+        await mentions.tell(engine.db, engine.bus, sent.admitted, mention)
         if dispatch:
             engine.dispatch(sent.session.key)
     return sent
 
 
-async def _open_and_admit(engine: Engine, new: NewChat, text: str,
-                          idem: str | None) -> tuple[FirstSent, EventRow | None]:
+async def _open_and_admit(engine: Engine, new: NewChat, text: str, idem: str | None,
+                          meta: dict[str, Any] | None) -> tuple[FirstSent, EventRow | None]:
     since = time.time() - SAME_MESSAGE_SECONDS
     for _attempt in range(ATTEMPTS):
         try:
-            return await engine.db.writing(_in_one, new, text, idem, since)
+            return await engine.db.writing(_in_one, new, text, idem, since, meta)
         except IntegrityError:
             continue  # another chat took the name in the same instant; look again
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
 
 
-def _in_one(conn: Connection, new: NewChat, text: str, idem: str | None,
-            since: float) -> tuple[FirstSent, EventRow | None]:
+def _in_one(conn: Connection, new: NewChat, text: str, idem: str | None, since: float,
+            meta: dict[str, Any] | None) -> tuple[FirstSent, EventRow | None]:
     """The chat, the message and its run in one transaction; or the chat this message
     opened before."""
     if idem is not None:
@@ -92,7 +94,7 @@ def _in_one(conn: Connection, new: NewChat, text: str, idem: str | None,
             return FirstSent(session, admission.again(conn, kept.run_id, session.key,
                                                       kept.seq)), None
     session = chats.insert_new(conn, new)
-    admitted, event = admission.admit_in(conn, session.key, text, idem, None, "chat", None)
+    admitted, event = admission.admit_in(conn, session.key, text, idem, None, "chat", meta)
     refreshed = session_store.get(conn, session.key)
     assert refreshed is not None
     return FirstSent(refreshed, admitted), event

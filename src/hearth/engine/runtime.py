@@ -26,6 +26,7 @@ from hearth.engine import (
     first_message,
     idle_summaries,
     invoke,
+    mentions,
     recovery,
 )
 from hearth.engine.admission import AdmissionError, Admitted
@@ -76,6 +77,7 @@ class Engine:
         self.memory = memory or Memory(db, workspace / "memory")
         self.config = config
         self.chats_dir = chats_dir or workspace.parent / "sessions"  # each chat's own folder
+        self.prompts_dir = mentions.folder_of(self.chats_dir.parent)  # saved prompts (@name)
         self.deleting: set[str] = set()  # chats being deleted take no new message
         self.boot = uuid.uuid4().hex  # this start's own id: a client sees a restart by it
         self.bus = Bus()
@@ -163,10 +165,12 @@ class Engine:
         if session_key in self.deleting:
             raise AdmissionError("session_deleting", 409,
                                  f"Chat {session_key!r} is being deleted; it takes no message.")
+        mention = await mentions.prepare(self.prompts_dir, text, meta)  # @name expanded
         admitted = await admission.admit(self.db, self.bus, session_key, text,
                                    client_message_id=client_message_id,
-                                   source_channel=source_channel, kind=kind, meta=meta,
+                                   source_channel=source_channel, kind=kind, meta=mention.meta,
                                    idempotency_key=idempotency_key)
+        await mentions.tell(self.db, self.bus, admitted, mention)
         if dispatch and not admitted.duplicate:
             self.dispatch(session_key)
         return admitted
