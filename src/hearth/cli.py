@@ -1,4 +1,4 @@
-"""The `hearth` command: gateway, chat, token, db, tools, mcp.
+"""The `hearth` command: gateway, chat, export, import, token, db, tools, mcp.
 
 Its help shows no type tags: a flag is shown bare (`--verbose`, not `--verbose <bool>`) and an
 option that takes a value names it (`--port PORT`, not `--port <int>`), by `HearthCommand` and
@@ -8,6 +8,7 @@ option that takes a value names it (`--port PORT`, not `--port <int>`), by `Hear
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,6 +25,8 @@ def _named(params: list[Any]) -> list[Any]:
     for param in params:
         if param.metavar is None:
             param.metavar = "" if getattr(param, "is_flag", False) else str(param.name).upper()
+        if param.param_type_name == "argument":  # its name is its metavar: no type beside it
+            param.display_type_rich = lambda ctx: None
     return params
 
 
@@ -154,6 +157,45 @@ def chat(
     home, config = _load()
     base = url or f"http://{config.gateway.host}:{config.gateway.port}"
     raise typer.Exit(run(base, home.token() or "", session, message))
+
+
+@app.command("export", cls=HearthCommand)
+def export_chats(
+    key: Annotated[str | None, typer.Argument(
+        metavar="KEY", help="The chat to export (or --all)")] = None,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Export every kept chat (never an Incognito or Temporary one)")] = False,
+    out: Annotated[str | None, typer.Option(
+        "--out", metavar="FILE", help="Write here (- for standard output; default: a file "
+        "named after the chat, or hearth-export-DATE.jsonl, in this folder)")] = None,
+    url: Annotated[str | None, typer.Option(
+        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+) -> None:
+    """Export a chat, or every kept chat, as JSON Lines (each with its variants), to import
+    with `hearth import`."""
+    from hearth.client.transfer import run_export
+
+    if (key is None) == (not every):
+        typer.echo("Name one chat to export, or --all for every kept chat.", err=True)
+        raise typer.Exit(2)
+    home, config = _load()
+    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
+    raise typer.Exit(run_export(base, home.token() or "", key, out))
+
+
+@app.command("import", cls=HearthCommand)
+def import_chats(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A file `hearth export` wrote")],
+    url: Annotated[str | None, typer.Option(
+        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+) -> None:
+    """Import chats from a JSON Lines export, each as a new chat (a kept chat is never
+    overwritten). A file with a line that cannot be imported is refused whole."""
+    from hearth.client.transfer import run_import
+
+    home, config = _load()
+    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
+    raise typer.Exit(run_import(base, home.token() or "", file))
 
 
 @tools_app.command("explain", cls=HearthCommand)

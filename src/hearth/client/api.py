@@ -1,5 +1,6 @@
 """The gateway's HTTP API as the terminal chat calls it: chats, messages, stops, approvals, and
-one chat's event stream (Server-Sent Events, decoded to frames).
+one chat's event stream (Server-Sent Events, decoded to frames); and chats exported and
+imported as JSON Lines (`hearth export`, `hearth import`).
 
 Every refusal becomes `GatewayRefused` carrying the gateway's own sentence, and a gateway that
 cannot be reached becomes `GatewayUnavailable` saying how to start it; nothing here prints.
@@ -8,6 +9,7 @@ cannot be reached becomes `GatewayUnavailable` saying how to start it; nothing h
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from hearth.client.envelope import error_code, error_sentence
 JSON = dict[str, Any]
 CALL_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 10.0
+IMPORT_TIMEOUT = 300.0  # a part of an import is written before it is answered
 
 
 class GatewayError(Exception):
@@ -42,6 +45,14 @@ class GatewayRefused(GatewayError):
 
 def _path(key: str) -> str:
     return f"/api/sessions/{quote(key, safe='')}"
+
+
+@dataclass(frozen=True)
+class Download:
+    """A file the gateway sends: the name it gives it, and its bytes as they come."""
+
+    filename: str | None
+    chunks: Iterator[bytes]
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,36 @@ class GatewayApi:
         """Compact what the chat's model reads now: the sentence saying what happened."""
         return str(self._call("POST", f"{_path(key)}/compact").get("sentence", ""))
 
+    # ------------------------------------------------------------------ export and import
+
+    @contextmanager
+    def export(self, key: str | None) -> Iterator[Download]:
+        """One chat's JSON Lines (`key`), or every kept chat's (None), as the gateway sends
+        them: the file's name and its bytes as they come, on a connection of its own."""
+        path, params = ("/api/export", {}) if key is None else (
+            f"{_path(key)}/export", {"format": "jsonl"})
+        stream = httpx.Client(base_url=self.base_url, headers=self._headers,
+                              timeout=httpx.Timeout(CALL_TIMEOUT, connect=CONNECT_TIMEOUT))
+        try:
+            with stream.stream("GET", path, params=params) as answer:
+                if answer.status_code >= 400:
+                    answer.read()
+                    raise _refused(answer)
+                yield Download(_filename(answer), answer.iter_bytes())
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from error
+        finally:
+            stream.close()
+
+    def import_part(self, body: bytes, *, dry_run: bool, line_offset: int) -> JSON:
+        """Import JSON Lines (`POST /api/import`), or only check them (`dry_run`): the
+        gateway's answer, `{"chats": N, "imported": [...]}`."""
+        return self._call("POST", "/api/import", content=body,
+                          params={"dry_run": "true" if dry_run else "false",
+                                  "line_offset": line_offset},
+                          headers={"Content-Type": "application/x-ndjson"},
+                          timeout=httpx.Timeout(IMPORT_TIMEOUT, connect=CONNECT_TIMEOUT))
+
     def prompts(self) -> list[JSON]:
         """The saved prompts a message can start with (`@name`): name, description,
         placeholders."""
@@ -158,6 +199,12 @@ class GatewayApi:
 
 def _refused(answer: httpx.Response) -> GatewayRefused:
     return GatewayRefused(error_sentence(answer), answer.status_code, error_code(answer))
+
+
+def _filename(answer: httpx.Response) -> str | None:
+    """The file name a download's Content-Disposition gives, if any."""
+    found = re.search(r'filename="([^"/\\]+)"', answer.headers.get("content-disposition", ""))
+    return found.group(1) if found else None
 
 
 def _frames(lines: Iterator[str]) -> Iterator[JSON]:

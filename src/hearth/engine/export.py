@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from hearth.engine import jsonl
 from hearth.engine.gate import target_of
 from hearth.engine.mentions import sent_markdown
 from hearth.engine.views import iso, message_view, sendable_text, session_view
@@ -27,7 +28,8 @@ from hearth.store.sessions import SessionRow
 from hearth.store.transcript import EventRow
 
 FORMATS = {"json": ("application/json", "json"),
-           "markdown": ("text/markdown; charset=utf-8", "md")}
+           "markdown": ("text/markdown; charset=utf-8", "md"),
+           "jsonl": (jsonl.MEDIA_TYPE, "jsonl")}  # the whole tree, to import (engine.jsonl)
 PAGE = 1000  # events read at a time
 NAME_CHARS = 80  # of a file name, before its extension
 SUMMARY_CHARS = 160  # of a tool call's target or arguments, on its line
@@ -47,15 +49,18 @@ class Export:
 
 
 async def export_chat(db: Database, key: str, fmt: str = "json") -> Export:
-    """The chat called `key` in `fmt` (`json` or `markdown`): 404 for no such chat, 409
+    """The chat called `key` in `fmt` (`json`, `markdown` or `jsonl`): 404 for no such chat, 409
     `export_refused` for a chat that keeps nothing, 422 for a format there is not."""
     if fmt not in FORMATS:
         raise Refusal("invalid_format", 422,
                       f"An export is one of {', '.join(FORMATS)}; {fmt[:40]!r} is not one.")
     session = await chats.get_chat(db, key)
     _refuse_restricted(session)
-    events = await _every_event(db, key)
     media_type, extension = FORMATS[fmt]
+    if fmt == "jsonl":
+        body, opening = await jsonl.one_chat(db, key)
+        return Export(f"{file_name(session, opening)}.{extension}", media_type, body)
+    events = await _every_event(db, key)
     text = (_as_json(session, events) if fmt == "json"
             else as_markdown(session, events, datetime.now(UTC)))
     return Export(f"{file_name(session, events)}.{extension}", media_type,

@@ -26,6 +26,7 @@ from hearth.web import (
     errors,
     events_api,
     grants_api,
+    import_api,
     jobs_api,
     memory_api,
     memory_page,
@@ -89,7 +90,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
 
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in (sessions_api, branching_api, runs_api, events_api, approvals_api,
-                   memory_api, jobs_api, usage_api, grants_api, prompts_api):
+                   memory_api, jobs_api, usage_api, grants_api, prompts_api, import_api):
         protected.include_router(module.router)
     app.include_router(protected)
     return app
