@@ -22,7 +22,7 @@ from hearth.errors import Refusal
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.reach import why
 from hearth.sessions import chats
-from hearth.store import transcript
+from hearth.store import branches, transcript
 from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
 from hearth.store.transcript import EventRow
@@ -61,8 +61,8 @@ async def export_chat(db: Database, key: str, fmt: str = "json") -> Export:
         body, opening = await jsonl.one_chat(db, key)
         return Export(f"{file_name(session, opening)}.{extension}", media_type, body)
     events = await _every_event(db, key)
-    text = (_as_json(session, events) if fmt == "json"
-            else as_markdown(session, events, datetime.now(UTC)))
+    text = (_as_json(session, events, await db.reading(branches.variants, key, events))
+            if fmt == "json" else as_markdown(session, events, datetime.now(UTC)))
     return Export(f"{file_name(session, events)}.{extension}", media_type,
                   sendable_text(text).encode("utf-8"))
 
@@ -89,9 +89,15 @@ async def _every_event(db: Database, key: str) -> list[EventRow]:
         after = page[-1].seq
 
 
-def _as_json(session: SessionRow, events: list[EventRow]) -> str:
+def _as_json(session: SessionRow, events: list[EventRow],
+             variants: dict[str, branches.Variants]) -> str:
+    """The chat and its messages, each as `GET /api/sessions/{key}` serves it."""
+    shown = [e for e in events if e.kind in branches.VISIBLE]
+    indexes = {e.event_id: i for i, e in enumerate(shown)}
     return json.dumps({"session": session_view(session),
-                       "messages": [message_view(e) for e in events],
+                       "messages": [message_view(e, visible_index=indexes.get(e.event_id),
+                                                 variants=variants.get(e.event_id))
+                                    for e in events],
                        "exported_at": iso(datetime.now(UTC).timestamp())},
                       ensure_ascii=False, allow_nan=False, indent=2)
 
