@@ -30,6 +30,7 @@ from hearth.web import (
     jobs_api,
     memory_api,
     memory_page,
+    openai_api,
     prompts_api,
     runs_api,
     sessions_api,
@@ -93,6 +94,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                    memory_api, jobs_api, usage_api, grants_api, prompts_api, import_api):
         protected.include_router(module.router)
     app.include_router(protected)
+    app.include_router(openai_api.router)  # the bearer token alone: no cookie
     return app
 
 

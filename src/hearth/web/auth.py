@@ -1,7 +1,7 @@
 """Auth for every route but /healthz and the sign-in page: the bearer token, or the
 dashboard's session cookie (see `web.signin`) whose sign-in is still on (not signed out), which
 must come with its CSRF token on any request that changes something and never from another
-site's page."""
+site's page. The OpenAI-compatible routes take the bearer token alone (`bearer_only`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,16 @@ from hearth.errors import Refusal
 from hearth.web import signin
 
 FORM = "application/x-www-form-urlencoded"
+NEEDS_TOKEN = ("This needs the gateway's token: send 'Authorization: Bearer <token>' "
+               "(`hearth token` prints it).")
+
+
+async def bearer_only(request: Request) -> None:
+    """For the routes programs call (the OpenAI-compatible API), before `require_token`: a
+    request without an `Authorization` header is refused, so the dashboard's cookie is never
+    taken there (the token is then checked by `require_token`, where app tokens will be)."""
+    if not request.headers.get("authorization"):
+        raise Refusal("unauthorized", 401, NEEDS_TOKEN)
 
 
 async def require_token(request: Request) -> None:
@@ -26,9 +36,7 @@ async def require_token(request: Request) -> None:
         return
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
-        raise Refusal("unauthorized", 401,
-                       "This needs the gateway's token: send 'Authorization: Bearer <token>' "
-                       "(`hearth token` prints it).")
+        raise Refusal("unauthorized", 401, NEEDS_TOKEN)
     if not expected or not hmac.compare_digest(given.strip().encode(), expected.encode()):
         raise Refusal("unauthorized", 401, "The token is not this gateway's token.")
 

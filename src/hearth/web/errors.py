@@ -1,7 +1,10 @@
 """The error envelope: every error any route answers is `{"error": {"code", "message"}}`,
 its message masked (`hearth.masking`): no error answer ever carries a key. A browser asking
 for a dashboard page (not the API, not a page's own fetch) gets the same sentence as a page
-inside the dashboard's frame instead (`web.shell`), never raw JSON."""
+inside the dashboard's frame instead (`web.shell`), never raw JSON. The OpenAI-compatible
+routes (`/v1/`) answer in OpenAI's own shape instead, `{"error": {"message", "type", "param",
+"code"}}` (`openai_envelope`), so OpenAI's clients raise their own errors: a request found
+invalid is 400 there (OpenAI has no 422), and a bad token's code is `invalid_api_key`."""
 
 from __future__ import annotations
 
@@ -31,6 +34,39 @@ def envelope(status: int, code: str, message: str, headers: dict[str, str] | Non
              details: dict[str, Any] | None = None) -> JSONResponse:
     error = {**mask_value(details or {}), "code": code, "message": mask(message)}
     return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+OPENAI_TYPES = {401: "invalid_request_error", 403: "permission_error", 429: "rate_limit_error"}
+
+
+def is_openai(request: Request) -> bool:
+    """A request to the OpenAI-compatible API (its errors in OpenAI's shape)."""
+    return request.url.path.startswith("/v1/")
+
+
+def openai_error(status: int, code: str, message: str,
+                 param: str | None = None) -> dict[str, Any]:
+    """An error in OpenAI's shape (masked), for a response or a stream's last event."""
+    kind = "server_error" if status >= 500 else OPENAI_TYPES.get(status, "invalid_request_error")
+    return {"error": {"message": mask(message), "type": kind, "param": param, "code": code}}
+
+
+def openai_envelope(status: int, code: str, message: str, param: str | None = None,
+                    headers: dict[str, str] | None = None) -> JSONResponse:
+    status = 400 if status == 422 else status
+    code = "invalid_api_key" if status == 401 else code
+    return JSONResponse(openai_error(status, code, message, param), status_code=status,
+                        headers=headers)
+
+
+def _param_of(exc: RequestValidationError) -> str | None:
+    """The request field the first validation error is about (`messages.0.content`)."""
+    for error in exc.errors()[:1]:
+        if error.get("type") == "json_invalid":
+            return None  # the loc is a place in the text, not a field
+        loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
+        return ".".join(loc) or None
+    return None
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
@@ -81,6 +117,10 @@ async def _error_page(request: Request, status: int, code: str, sentence: str) -
 def install(app: FastAPI) -> None:
     @app.exception_handler(Refusal)
     async def _refusal(request: Request, exc: Refusal) -> Response:
+        if is_openai(request):
+            param = exc.details.get("param")
+            return openai_envelope(exc.status, exc.code, exc.sentence,
+                                   param if isinstance(param, str) else None)
         if exc.status == 401 and request.method == "GET" and _is_page(request):
             return RedirectResponse("/login", status_code=303)  # a page asks to sign in
         if exc.status != 401 and _wants_page(request):
@@ -88,8 +128,10 @@ def install(app: FastAPI) -> None:
         return envelope(exc.status, exc.code, exc.sentence, details=exc.details)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         status, code, message = _validation_message(exc)
+        if is_openai(request):
+            return openai_envelope(status, code, message, _param_of(exc))
         return envelope(status, code, message)
 
     @app.exception_handler(StarletteHTTPException)
@@ -103,11 +145,16 @@ def install(app: FastAPI) -> None:
             code, message = "invalid_json", "The request body is not valid JSON."
         if exc.status_code == 404 and message == "Not Found":
             message = "There is nothing at this address."
+        if is_openai(request):
+            return openai_envelope(exc.status_code, code, message,
+                                   headers=getattr(exc, "headers", None))
         return envelope(exc.status_code, code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unexpected %s on %s %s", type(exc).__name__, request.method,
                   request.url.path, exc_info=exc)
-        return envelope(500, "internal_error",
-                        "Hearth failed on this request; the gateway log has the details.")
+        sentence = "Hearth failed on this request; the gateway log has the details."
+        if is_openai(request):
+            return openai_envelope(500, "internal_error", sentence)
+        return envelope(500, "internal_error", sentence)
