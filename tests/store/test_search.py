@@ -55,11 +55,15 @@ def found(db: Database, query: str, **filters: Any) -> list[tuple[str, int]]:
 
 
 def index_holds(db: Database, word: str) -> dict[str, bool]:
-    """Whether the index's text (its content table) or its segments (the bytes FTS5 keeps
-    its words in) hold `word`."""
+    """Whether the index's text (its content: the view of the indexed messages' text) or its
+    segments (the bytes FTS5 keeps its words in) hold `word`; and checks that the index
+    matches its content (FTS5's own integrity check, which raises if not)."""
     with db.read() as conn:
-        texts = conn.exec_driver_sql("SELECT c0 FROM chat_search_content").scalars().all()
+        texts = conn.exec_driver_sql("SELECT text FROM chat_search_text").scalars().all()
         blocks = conn.exec_driver_sql("SELECT block FROM chat_search_data").scalars().all()
+    with db.write() as conn:
+        conn.exec_driver_sql("INSERT INTO chat_search(chat_search, rank) "
+                             "VALUES ('integrity-check', 1)")
     return {"text": any(word in str(t) for t in texts),
             "segments": any(word.encode() in bytes(b) for b in blocks if b)}
 
@@ -136,6 +140,23 @@ def test_a_chat_no_longer_persistent_leaves_the_index(db: Database) -> None:
     assert index_holds(db, WORD) == {"text": False, "segments": False}
     say(db, key, f"another {WORD}")
     assert found(db, WORD) == []
+
+
+def test_a_message_whose_text_changes_is_indexed_as_it_reads_now(db: Database) -> None:
+    key = chat(db, "kept")
+    say(db, key, f"the old {WORD}", "other words")
+    with db.write() as conn:  # nothing changes a text today; the index holds if it does
+        conn.execute(update(transcript_events)
+                     .where(transcript_events.c.session_key == key, transcript_events.c.seq == 1)
+                     .values(content={"text": "a brand new sentence"}))
+    assert found(db, WORD) == [] and found(db, "brand new") == [("kept", 1)]
+    assert index_holds(db, WORD) == {"text": False, "segments": True}  # until a merge
+    with db.write() as conn:
+        conn.execute(update(transcript_events)
+                     .where(transcript_events.c.session_key == key, transcript_events.c.seq == 1)
+                     .values(content={"name": "no text any more"}))
+    assert found(db, "brand") == []
+    index_holds(db, "brand")  # the integrity check passes
 
 
 def test_the_highlight_marks_are_taken_out_of_indexed_text(db: Database) -> None:
@@ -333,3 +354,19 @@ def test_the_upgrade_indexes_what_was_kept_and_the_downgrade_removes_it(db: Data
     with db.read() as conn:
         assert _search_objects(conn) == []
     say(db, "old", "appending still works without the index")
+
+
+# ---------------------------------------------------------------- the agent's chat_search
+
+
+def test_the_agents_search_reads_any_word_begun_newest_first(db: Database) -> None:
+    say(db, chat(db, "asking"), f"{WORD} in the asking chat")
+    say(db, chat(db, "kept"), f"the {WORD}s grew", "deployment notes", "nothing")
+    say(db, chat(db, "secret", "incognito"), f"{WORD} deployment")
+    with db.read() as conn:
+        rows = search.newest_with_any(conn, [WORD, "deploy"], "asking", 10)
+        assert [(r.session_key, r.seq, r.text) for r in rows] == [
+            ("kept", 2, "deployment notes"), ("kept", 1, f"the {WORD}s grew")]
+        assert {r.memory_mode for r in rows} == {"persistent"}
+        assert search.newest_with_any(conn, ['"', "a OR b"], None, 10) == []
+        assert search.newest_with_any(conn, [], None, 10) == []

@@ -24,6 +24,7 @@ from sqlalchemy import Row, String, func, or_, select
 from hearth import masking
 from hearth.privacy import reach
 from hearth.privacy.modes import Mode, mode_of
+from hearth.store import search as search_index
 from hearth.store.db import Database
 from hearth.store.recall import STOPWORDS
 from hearth.store.schema import sessions, transcript_events
@@ -138,7 +139,12 @@ def search_chats(db: Database, words: str, *, exclude_key: str | None, max_chats
 
 
 def _matching_turns(db: Database, terms: list[str], exclude_key: str | None) -> list[Row[Any]]:
-    """The newest user/assistant turns of persistent chats containing any of `terms`."""
+    """The newest user/assistant turns of persistent chats containing any of `terms`: on
+    SQLite, a word beginning with one of them, from the search index (`store.search`);
+    elsewhere, anywhere in the text, by a scan."""
+    if db.dialect == "sqlite":
+        with db.read() as conn:
+            return search_index.newest_with_any(conn, terms, exclude_key, MAX_SCANNED_TURNS)
     text = transcript_events.c.content["text"].as_string()
     lowered = func.lower(text, type_=String)
     query = (

@@ -31,7 +31,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, func, select
+from sqlalchemy import ColumnElement, Connection, Row, func, select
 
 from hearth.store.schema import sessions, transcript_events
 
@@ -189,7 +189,8 @@ def _has_tag(conn: Connection, tag: str) -> ColumnElement[bool]:
 
 
 # ---------------------------------------------------------------- SQLite: the FTS5 index
-# Written as SQL: this path is SQLite's alone, and runs for each key a search box sends.
+# Written as SQL: this path is SQLite's alone, and building it through SQLAlchemy cost more
+# than the statements themselves (about 2 ms a search).
 
 _WINDOW = ("SELECT f.rowid, bm25(chat_search), m.created_at FROM chat_search f "
            "JOIN chat_search_messages m ON m.id = f.rowid "
@@ -295,6 +296,28 @@ def _hits(conn: Connection, match: str, ids: list[int]) -> list[Hit]:
                             bool(r[6]), r[7])
              for r in conn.exec_driver_sql(_DETAILS.format(ids=marks), tuple(ids))}
     return [found[rowid] for rowid in ids if rowid in found]
+
+
+# ---------------------------------------------------------------- the agent's chat_search
+
+_ANY = ("SELECT m.session_key, m.seq, e.kind, m.created_at, "
+        "json_extract(e.content, '$.text') AS text, s.memory_mode, s.title "
+        "FROM chat_search f JOIN chat_search_messages m ON m.id = f.rowid "
+        "JOIN transcript_events e ON e.session_key = m.session_key AND e.seq = m.seq "
+        "JOIN sessions s ON s.key = m.session_key "
+        "WHERE chat_search MATCH ? AND m.session_key IS NOT ? "
+        "ORDER BY f.rowid DESC LIMIT ?")
+
+
+def newest_with_any(conn: Connection, words: list[str], exclude_key: str | None,
+                    limit: int) -> list[Row[Any]]:
+    """The newest `limit` indexed messages (SQLite) holding a word that begins with one of
+    `words`, newest first, off the path too, each with its text and its chat's mode and title
+    (what `memory.chat_search` ranks); none of `exclude_key`'s."""
+    if not words:
+        return []
+    match = " OR ".join('"' + word.replace('"', '""') + '"*' for word in words)
+    return list(conn.exec_driver_sql(_ANY, (match, exclude_key, limit)))
 
 
 # ---------------------------------------------------------------- elsewhere: a LIKE scan

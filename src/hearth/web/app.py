@@ -33,6 +33,8 @@ from hearth.web import (
     openai_api,
     prompts_api,
     runs_api,
+    search_api,
+    search_page,
     sessions_api,
     settings_page,
     shell,
@@ -91,7 +93,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
 
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in (sessions_api, branching_api, runs_api, events_api, approvals_api,
-                   memory_api, jobs_api, usage_api, grants_api, prompts_api, import_api):
+                   memory_api, jobs_api, usage_api, grants_api, prompts_api, import_api,
+                   search_api, search_page):
         protected.include_router(module.router)
     app.include_router(protected)
     app.include_router(openai_api.router)  # the bearer token alone: no cookie

@@ -148,5 +148,4 @@ if (box && composer) {
   box.addEventListener("click", update);
   box.addEventListener("blur", close);
   box.form?.addEventListener("submit", close);
-  if (box.value && document.activeElement === box) update(); // typed before this script ran
 }
