@@ -42,6 +42,7 @@ def test_at_lists_the_prompts_and_picking_one_fills_the_box_then_it_is_sent_expa
         console_errors: list[str], shot: Callable[[Page, str], Path]) -> None:
     save_prompts(gateway)
     page = signed_in(gateway)
+    page.wait_for_load_state()  # its scripts ran
     page.set_viewport_size(DESKTOP)
     box = page.get_by_label("Message")
     listed = page.get_by_role("listbox", name="Saved prompts")
@@ -116,6 +117,7 @@ def test_with_no_saved_prompt_the_list_says_where_to_put_one(
         gateway: Gateway, signed_in: Callable[..., Page], console_errors: list[str],
         shot: Callable[[Page, str], Path]) -> None:
     page = signed_in(gateway)
+    page.wait_for_load_state()  # its scripts ran
     page.set_viewport_size(DESKTOP)
     box = page.get_by_label("Message")
     box.press_sequentially("@")

@@ -148,4 +148,5 @@ if (box && composer) {
   box.addEventListener("click", update);
   box.addEventListener("blur", close);
   box.form?.addEventListener("submit", close);
+  if (box.value && document.activeElement === box) update(); // typed before this script ran
 }
