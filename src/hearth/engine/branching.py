@@ -15,6 +15,7 @@ Messages are addressed by their index in the visible list (`store.branches`), th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -102,9 +103,11 @@ def _admit_again(conn: Connection, asked: EventRow, door: str,
 # ------------------------------------------------------------------ edit, rewind, variants
 
 
-async def edit(db: Database, key: str, index: int, text: str, confirm: str | None) -> Admitted:
-    """Send `text` in place of the owner's message at `index`: a new branch from its parent.
-    The same words again are that message run again, asked about as a retry is."""
+async def edit(db: Database, key: str, index: int, text: str, confirm: str | None,
+               meta: dict[str, Any] | None = None) -> Admitted:
+    """Send `text` in place of the owner's message at `index`: a new branch from its parent
+    (its event carrying `meta` too: a mention's expansion). The same words again are that
+    message run again, asked about as a retry is."""
     validate(text, None)
     message = await db.reading(_visible, key, index)
     if message.kind != "user":
@@ -113,15 +116,16 @@ async def edit(db: Database, key: str, index: int, text: str, confirm: str | Non
     if text == str(message.content.get("text", "")):
         run = await _run_of(db, message)
         return await _run_again(db, run, confirm, "chat.edit_resend")
-    return await db.writing(_edit_in, message, text)
+    return await db.writing(_edit_in, message, text, {**(meta or {}),
+                                                      "edit_of": message.event_id})
 
 
-def _edit_in(conn: Connection, message: EventRow, text: str) -> Admitted:
+def _edit_in(conn: Connection, message: EventRow, text: str, meta: dict[str, Any]
+             ) -> Admitted:
     _refuse_if_busy(conn, message.session_key)
     branches.move_head(conn, message.session_key, message.parent_event_id)
     admitted, _event = admit_in(conn, message.session_key, text, None,
-                                message.source_channel, "chat",
-                                {"edit_of": message.event_id})
+                                message.source_channel, "chat", meta)
     audit.write(conn, "chat.edit_resend", actor=ACTOR, session_key=message.session_key,
                 run_id=admitted.run_id, detail={"edit_of": message.event_id})
     return admitted

@@ -244,7 +244,10 @@ class Engine:
         return self._moved(await branching.regenerate(self.db, key, index, confirm))
 
     async def edit(self, key: str, index: int, text: str, confirm: str | None) -> Admitted:
-        return self._moved(await branching.edit(self.db, key, index, text, confirm))
+        mention = await mentions.prepare(self.prompts_dir, text, None)  # @name expanded
+        admitted = await branching.edit(self.db, key, index, text, confirm, mention.meta)
+        await mentions.tell(self.db, self.bus, admitted, mention)
+        return self._moved(admitted)
 
     async def rewind(self, key: str, index: int, confirm: str | None) -> branching.Moved:
         moved = await branching.rewind(self.db, key, index, confirm)

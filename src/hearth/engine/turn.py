@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.config import Config
-from hearth.engine import compact_turn, endings, failover, loop, recovery
+from hearth.engine import compact_turn, endings, failover, loop, mentions, recovery
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus
@@ -255,4 +255,4 @@ async def _message_of(deps: TurnDeps, run: RunRow) -> str:
     if run.user_event_seq is None:
         return ""
     event = await deps.db.reading(transcript.at, run.session_key, run.user_event_seq)
-    return str(event.content.get("text", "")) if event is not None else ""
+    return mentions.sent_text(event) if event is not None else ""
