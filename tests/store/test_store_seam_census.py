@@ -61,14 +61,28 @@ def _awaited_or_handed_off(fn: ast.AsyncFunctionDef) -> set[int]:
     return ok
 
 
-def blocking_on_loop(name: str, tree: ast.Module) -> list[str]:
+def async_generators(tree: ast.Module) -> set[str]:
+    """Names of the async generator functions defined in `tree`: calling one runs nothing (its
+    body runs as it is iterated, on the loop, where the census reads it as its own function)."""
+    return {fn.name for fn in ast.walk(tree) if isinstance(fn, ast.AsyncFunctionDef)
+            and any(isinstance(n, ast.Yield | ast.YieldFrom) for n in _own_nodes(fn))}
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def blocking_on_loop(name: str, tree: ast.Module,
+                     generators: frozenset[str] = frozenset()) -> list[str]:
     found = []
+    generators = generators | async_generators(tree)
     for fn in ast.walk(tree):
         if not isinstance(fn, ast.AsyncFunctionDef):
             continue
         ok = _awaited_or_handed_off(fn)
         for node in _own_nodes(fn):
-            if not isinstance(node, ast.Call) or id(node) in ok:
+            if not isinstance(node, ast.Call) or id(node) in ok or _callee(node) in generators:
                 continue
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in ("read", "write") \
@@ -90,7 +104,12 @@ async def route(engine):
     also = await asyncio.to_thread(chats.get_chat, engine.db, "k")
     def inner(conn):
         return chats.get_chat(engine.db, "k")
+    lines = [line async for line in pages(engine.db)]
     return row
+
+
+async def pages(db):
+    yield await db.reading(get, "k")
 '''
 
 
@@ -100,10 +119,12 @@ def test_census_detector_finds_the_planted_blocking_calls() -> None:
 
 
 def test_census_no_async_def_blocks_on_the_store() -> None:
+    trees = {str(p.relative_to(SRC)): ast.parse(p.read_text(), str(p))
+             for p in sorted(SRC.rglob("*.py"))}
+    generators = frozenset(n for tree in trees.values() for n in async_generators(tree))
     violations = []
-    for path in sorted(SRC.rglob("*.py")):
-        name = str(path.relative_to(SRC))
-        violations += blocking_on_loop(name, ast.parse(path.read_text(), str(path)))
+    for name, tree in trees.items():
+        violations += blocking_on_loop(name, tree, generators)
     assert violations == []
 
 
