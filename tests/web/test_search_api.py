@@ -98,6 +98,20 @@ def test_each_filter_narrows(api: Api, server: ScriptedModelServer) -> None:
     assert len(keys(api, "flumbrous", **empty)) == 4
 
 
+def test_an_earlier_answer_is_found_only_when_asked(api: Api,
+                                                   server: ScriptedModelServer) -> None:
+    key = api.new_chat()
+    talk(api, server, key, "Name a colour", "Vermilionette, I say.")
+    server.push(Reply(text="Cerulean, then."))
+    answer = api.http.post(f"/api/sessions/{key}/regenerate", json={})
+    assert answer.status_code == 202, answer.text
+    assert api.wait(answer.json()["run_id"])["status"] == "complete"
+    assert search(api, "vermilionette")["results"] == []  # the earlier variant is off the path
+    [earlier] = search(api, "vermilionette", off_path="1")["results"]
+    assert earlier["off_path"] is True and earlier["key"] == key
+    assert keys(api, "cerulean") == [key]
+
+
 def test_a_chat_whose_title_matches_is_listed_on_the_first_page(api: Api) -> None:
     key = api.new_chat()
     assert api.http.patch(f"/api/sessions/{key}", json={"title": "Trip to Grenoble"}
@@ -144,6 +158,7 @@ def test_hostile_queries_answer_200(api: Api, query: str) -> None:
     ({"q": "x", "limit": "²"}, "invalid_limit"),
     ({"q": "x", "pinned": "maybe"}, "invalid_request"),
     ({"q": "x", "archived": "2"}, "invalid_request"),
+    ({"q": "x", "off_path": "yes"}, "invalid_request"),
     ({"q": "x", "cursor": "not-a-cursor"}, "invalid_cursor"),
     ({"q": "x", "folder": "f" * 201}, "invalid_request"),
 ])

@@ -1,8 +1,9 @@
 """`GET /api/search`: search what was said across the kept chats (the engine's
 `engine.search`). Every parameter but `q` may be left empty (a form sends its empty fields),
 which is the same as leaving it out; anything else that cannot be used answers 422 in the
-error envelope, saying which. The dashboard's search page (`web.search_page`) reads its
-parameters the same way (`asked_of`)."""
+error envelope, saying which. `off_path=1` also searches what each chat's path left beside
+it (earlier answers kept as variants, what a rewind passed). The dashboard's search page
+(`web.search_page`) reads its parameters the same way (`asked_of`)."""
 
 from __future__ import annotations
 
@@ -30,21 +31,23 @@ Day = Annotated[str | None, Query(max_length=10, description="YYYY-MM-DD, the ga
 async def search(engine: EngineDep, q: Annotated[str, Query(max_length=200)] = "",
                  folder: Text = None, tag: Text = None, pinned: Text = None,
                  archived: Text = None, since: Day = None, until: Day = None,
-                 limit: Text = None, cursor: Text = None) -> dict[str, Any]:
+                 limit: Text = None, cursor: Text = None, off_path: Text = None
+                 ) -> dict[str, Any]:
     asked = asked_of(q, folder=folder, tag=tag, pinned=pinned, archived=archived,
-                     since=since, until=until, limit=limit, cursor=cursor)
+                     since=since, until=until, limit=limit, cursor=cursor, off_path=off_path)
     return page_view(await chat_search.search(engine.db, asked))
 
 
 def asked_of(q: str, *, folder: str | None = None, tag: str | None = None,
              pinned: str | None = None, archived: str | None = None, since: str | None = None,
-             until: str | None = None, limit: str | None = None,
-             cursor: str | None = None) -> Asked:
+             until: str | None = None, limit: str | None = None, cursor: str | None = None,
+             off_path: str | None = None) -> Asked:
     """A search from a request's parameters (an empty one is one left out); 422 for a value
     that cannot be used. The engine checks the rest (`engine.search.checked`)."""
     return Asked(q, folder=folder or None, tag=tag or None, pinned=_choice("pinned", pinned),
                  archived=bool(_choice("archived", archived)), since=_day("since", since),
-                 until=_day("until", until), limit=_limit(limit), cursor=cursor or None)
+                 until=_day("until", until), limit=_limit(limit), cursor=cursor or None,
+                 off_path=bool(_choice("off_path", off_path)))
 
 
 def page_view(page: SearchPage) -> dict[str, Any]:
