@@ -20,6 +20,7 @@ from hearth.web import (
     approvals_api,
     approvals_page,
     branching_api,
+    branching_page,
     chat_manage,
     chat_page,
     dashboard,
@@ -76,8 +77,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
     app.include_router(dashboard.public)
     # each dashboard page module's signed-in routes
-    for page in (start_page, dashboard, chat_page, chat_manage, approvals_page, memory_page,
-                 usage_page, settings_page, shell):
+    for page in (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
+                 memory_page, usage_page, settings_page, shell):
         app.include_router(page.pages)
 
     @app.get("/healthz")

@@ -17,6 +17,7 @@ from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
+from hearth.web import branching_page
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.events_api import MAX_SEQ, sse, stream_response
@@ -46,7 +47,9 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                     before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
                     note: Annotated[str | None, Query(max_length=40)] = None) -> Response:
     window = await chats.read_chat(engine.db, key, limit=WINDOW, before=before)
-    messages = [message_view(e) for e in window.events]
+    indexes = window.visible_indexes()
+    messages = [message_view(e, visible_index=indexes.get(e.event_id),
+                             variants=window.variants.get(e.event_id)) for e in window.events]
     state = await chat_state(engine, key, {m["run_id"] for m in messages if m["run_id"]})
     name, line = MODE_LINES.get(window.session.memory_mode, (None, None))
     first = window.events[0].seq if window.events else None
@@ -56,6 +59,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
     return await page(request, engine, "chat.html", current=key, chat=window.session,
                       mode_name=name, opening=opening, mode_line=line,
                       items=page_items(messages, state),
+                      ticks=await branching_page.chat_map(engine, key, first, before),
                       last_seq=window.events[-1].seq if window.events else 0,
                       earlier=first if first is not None and first > 1 else None,
                       running=state.running if before is None else None,
@@ -82,6 +86,9 @@ async def _drawn(engine: Engine, key: str, csrf: str,
         queued = False
         if frame["type"] == "message" and frame["message"]["kind"] == "user":
             queued = await activity.is_queued(engine.db, key, frame["run_id"])
+        if frame["type"] == "message":  # its actions need its place, as a reload reads it
+            frame = {**frame, "message": await branching_page.placed(engine, key,
+                                                                     frame["message"])}
         yield sse(frame_html(frame, key=key, csrf=csrf, queued=queued))
 
 

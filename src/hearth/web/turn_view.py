@@ -32,6 +32,8 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
     content, meta = message.get("content") or {}, message.get("meta") or {}
     item: Item = {"kind": message["kind"], "seq": message["index"], "run_id": message["run_id"],
                   "text": message["text"], "at": _local(message.get("created_at"))}
+    if item["kind"] in ("user", "assistant"):
+        item["place"] = _place(message)
     if item["kind"] == "user":
         item["queued"] = queued
     elif item["kind"] == "assistant":
@@ -52,6 +54,18 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
         item["retry"] = bool(item["ending"] and item["outcome"] in RETRYABLE_OUTCOMES
                              and message["run_id"])
     return item
+
+
+def _place(message: dict[str, Any]) -> dict[str, int] | None:
+    """Where a message stands, for its actions (Edit, Regenerate, the variants' pager): its
+    visible index, and which of how many variants it is. None when not known (an event read
+    without its place): then it has no actions."""
+    index = message.get("visible_index")
+    if index is None:
+        return None
+    variants = message.get("variants") or {}
+    return {"index": int(index), "count": int(variants.get("count", 1)),
+            "at": int(variants.get("index", 0))}
 
 
 def _local(stamp: str | None) -> datetime | None:

@@ -4,6 +4,9 @@
 // unless the reader scrolled up (then a "Jump to latest" button); a "Thinking…" or
 // "Running tool…" line with the time while a turn has nothing new to show; and copy
 // buttons on answers and code blocks. Without it the page still works as plain forms.
+// Branching (Regenerate, Edit, Rewind, Fork, the variants' pager) posts the same way; when a
+// chat's head moves (a `path` frame, from this tab or another) the list is fetched again and
+// swapped in, and the chat map's rail is redrawn after each turn.
 
 const list = document.getElementById("transcript");
 const stateLine = document.getElementById("stream-state");
@@ -91,7 +94,9 @@ function decorate(scope) {
     const tools = answer.querySelector(".answer-tools");
     const markdown = answer.querySelector(".markdown");
     if (tools && markdown && !tools.querySelector(".copy")) {
-      tools.prepend(copyButton("the answer", () => markdown.innerText.trim()));
+      const copy = copyButton("the answer", () => markdown.innerText.trim());
+      const pager = tools.querySelector(":scope > .pager");
+      if (pager) pager.after(copy); else tools.prepend(copy);
     }
   }
   for (const pre of scope.querySelectorAll(".markdown pre")) {
@@ -184,6 +189,7 @@ function onMessage(frame) {
     return;
   }
   const drawn = fragment(kind === "tool_result" ? frame.orphan_html : frame.html);
+  drawnDuringRefresh?.push(...drawn.children);
   const streaming = document.getElementById("streaming");
   if (streaming) list.insertBefore(drawn, streaming); else list.append(drawn);
 }
@@ -230,10 +236,11 @@ function onDone(frame) {
     waiting.classList.remove("waiting");
   }
   if (list.dataset.running === frame.run_id) setRunning(null);
+  refresh("map");
 }
 
 const handlers = { delta: onDelta, message: onMessage, approval: onApproval, status: onStatus,
-                   done: onDone };
+                   done: onDone, path: () => { moves += 1; refresh("all"); } };
 
 function connect() {
   const key = encodeURIComponent(list.dataset.key);
@@ -257,13 +264,183 @@ function connect() {
   };
 }
 
+// --- branching: the list fetched again when the head moves -----------------------------------
+// A `path` frame (or this page's own Regenerate, Edit, Rewind or variant) fetches the page again
+// and swaps its list and map in; a `done` redraws the map. Requests while one is out are one
+// more fetch after it, never several at once. Items a frame drew while the fetch was out, later
+// than what it read, are kept.
+const BRANCHING = ["regenerate", "edit", "rewind", "variant"];
+const WIDE = window.matchMedia("(min-width: 70rem)");  // where the map's rail is shown
+let drawnDuringRefresh = null;
+let refreshing = null;
+let refreshAgain = null;  // "all" or "map": what to fetch once the fetch out is done
+let keepInView = null;  // {index, top}: the pager clicked stays where it was
+let moves = 0;  // `path` frames seen: a form's answer after one has nothing more to fetch
+
+function refresh(what) {
+  if (refreshing) {
+    if (refreshAgain !== "all") refreshAgain = what;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    for (let next = what; next; next = refreshAgain) {
+      refreshAgain = null;
+      await refreshOnce(next);
+    }
+  })().finally(() => { refreshing = null; });
+  return refreshing;
+}
+
+async function refreshOnce(what) {
+  if (what === "map" && !WIDE.matches) return;
+  drawnDuringRefresh = what === "all" ? [] : null;
+  let doc = null;
+  try {
+    const answer = await fetch(window.location.pathname + window.location.search,
+                               { credentials: "same-origin" });
+    if (answer.ok) doc = new DOMParser().parseFromString(await answer.text(), "text/html");
+  } catch { /* the gateway is away: the stream's reconnect says so */ }
+  const drawn = drawnDuringRefresh ?? [];
+  drawnDuringRefresh = null;
+  if (!doc) return;
+  const map = document.getElementById("chat-map");
+  const freshMap = doc.getElementById("chat-map");
+  if (map && freshMap) map.replaceWith(freshMap);
+  if (what === "all") swapList(doc, drawn);
+  trackPlace();
+}
+
+function swapList(doc, drawn) {
+  const fresh = doc.getElementById("transcript");
+  if (!fresh) return;
+  const freshLast = Number(fresh.dataset.lastSeq ?? 0);
+  const later = drawn.filter((item) => item.isConnected && Number(item.dataset.seq) > freshLast);
+  const streaming = document.getElementById("streaming");
+  list.replaceChildren(...fresh.childNodes, ...later);
+  if (streaming) list.append(streaming);
+  lastSeq = Math.max(freshLast, ...later.map((item) => Number(item.dataset.seq)));
+  list.dataset.lastSeq = String(lastSeq);
+  const earlier = document.querySelector(".chat-column > .earlier");
+  const freshEarlier = doc.querySelector(".chat-column > .earlier");
+  if (earlier && freshEarlier) earlier.replaceWith(freshEarlier);
+  else if (earlier) earlier.remove();
+  else if (freshEarlier) list.before(freshEarlier);
+  decorate(list);
+  if (keepInView) {
+    const pager = list.querySelector(`.pager input[name=index][value="${keepInView.index}"]`);
+    if (pager) window.scrollBy(0, pager.form.getBoundingClientRect().top - keepInView.top);
+    keepInView = null;
+  } else if (following) {
+    toBottom();
+  }
+}
+
+// --- asking before a step runs again ----------------------------------------------------------
+// The repeat guard's 409 (retry_repeats_steps): the steps that may repeat are listed under the
+// form, its confirm value filled in, and its button says "… anyway"; pressing it is the yes.
+function askToRepeat(form, error) {
+  form.querySelector("input[name=confirm]").value = error.confirm;
+  const button = form.querySelector("button[type=submit], button:not([type])");
+  if (button) button.textContent = form.dataset.confirmLabel || "Retry anyway";
+  const steps = error.steps ?? [];
+  const status = form.querySelector(".action-status");
+  const noun = steps.length === 1 ? "step" : "steps";
+  if (status) {
+    status.textContent = `Running this again may repeat ${steps.length} ${noun} that may ` +
+      `already have changed something. Press “${button?.textContent}” to go ahead.`;
+  }
+  form.querySelector(".repeat-steps")?.remove();
+  const shown = Object.assign(document.createElement("ul"), { className: "repeat-steps" });
+  for (const step of steps) {
+    const what = [step.tool, step.target].filter(Boolean).join(" ");
+    shown.append(Object.assign(document.createElement("li"),
+                               { textContent: step.receipt ? `${what}: ${step.receipt}` : what }));
+  }
+  (status ?? button)?.after(shown);
+}
+
+// --- editing a message of yours ---------------------------------------------------------------
+function openEdit(button) {
+  const item = button.closest(".item.user");
+  if (!item || item.querySelector(".edit-form")) return;
+  const form = document.getElementById("edit-template").content.firstElementChild.cloneNode(true);
+  form.querySelector("input[name=index]").value = button.dataset.index;
+  const area = form.querySelector("textarea");
+  area.value = item.querySelector(".bubble .text")?.textContent ?? "";
+  item.classList.add("editing");
+  item.querySelector(".bubble").after(form);
+  const fit = () => { area.style.height = "auto"; area.style.height = `${area.scrollHeight}px`; };
+  area.addEventListener("input", fit);
+  area.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      if (area.value.trim()) form.requestSubmit();
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      closeEdit(form);
+    }
+  });
+  form.querySelector("[data-cancel]").addEventListener("click", () => closeEdit(form));
+  fit();
+  area.focus();
+  area.setSelectionRange(area.value.length, area.value.length);
+}
+
+function closeEdit(form) {
+  const item = form.closest(".item");
+  form.remove();
+  item?.classList.remove("editing");
+  item?.querySelector("[data-edit]")?.focus();
+}
+
+// --- a message's menu, and the map's rail -----------------------------------------------------
+function closeMenus(except = null) {
+  for (const menu of list.querySelectorAll("details.msg-menu[open]")) {
+    if (menu !== except) menu.open = false;
+  }
+}
+
+function onPageClick(event) {
+  const edit = event.target.closest("[data-edit]");
+  if (edit) { openEdit(edit); return; }
+  closeMenus(event.target.closest("details.msg-menu"));
+  const link = event.target.closest(".chat-map a[data-seq]");
+  const target = link && document.getElementById(`seq-${link.dataset.seq}`);
+  if (!target) return;  // not on this page: the link opens the page of the chat that holds it
+  event.preventDefault();
+  following = false;
+  const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  target.scrollIntoView({ block: "start", behavior: still ? "instant" : "smooth" });
+  history.replaceState(null, "", `#seq-${link.dataset.seq}`);
+  target.classList.add("flash");
+  setTimeout(() => target.classList.remove("flash"), 1600);
+}
+
+let placeFrame = 0;
+function trackPlace() {  // the map's tick of the exchange being read
+  placeFrame = 0;
+  const map = document.getElementById("chat-map");
+  if (!map || map.hidden || !WIDE.matches) return;
+  const users = [...list.querySelectorAll(".item.user")];
+  const line = window.innerHeight * 0.35;
+  let current = atBottom() ? users.at(-1) : null;
+  if (!current) current = users.filter((item) => item.getBoundingClientRect().top <= line).at(-1);
+  for (const link of map.querySelectorAll("a[data-seq]")) {
+    if (current && link.dataset.seq === current.dataset.seq) {
+      link.setAttribute("aria-current", "location");
+    } else {
+      link.removeAttribute("aria-current");
+    }
+  }
+}
+
 // --- the page's forms as fetches -------------------------------------------------------------
 function newMessageId() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function settle(form, data) {
+function settle(form, data, movesBefore) {
   const status = form.querySelector(".action-status");
   if (form.dataset.action === "send") {
     form.reset();
@@ -275,14 +452,24 @@ function settle(form, data) {
     for (const button of form.querySelectorAll("button")) button.disabled = true;
   } else if (form.dataset.action === "retry") {
     form.remove();
+  } else if (form.dataset.action === "fork") {
+    window.location.assign(data.url);
+  } else if (BRANCHING.includes(form.dataset.action)) {
+    if (form.dataset.action !== "variant") following = true;  // the new turn is at the end
+    if (moves === movesBefore) refresh("all");  // else the `path` frame fetched it already
   }
 }
 
 async function submit(form, submitter) {
   const status = form.querySelector(".action-status");
   const body = new URLSearchParams(new FormData(form, submitter));
-  const buttons = form.querySelectorAll("button");
+  const buttons = [...form.querySelectorAll("button")].filter((button) => !button.disabled);
   for (const button of buttons) button.disabled = true;
+  const movesBefore = moves;
+  if (form.dataset.action === "variant") {
+    keepInView = { index: form.querySelector("input[name=index]").value,
+                   top: form.getBoundingClientRect().top };
+  }
   let answer;
   try {
     answer = await fetch(form.action, {
@@ -292,6 +479,7 @@ async function submit(form, submitter) {
   } catch {
     if (status) status.textContent = "The gateway could not be reached; try again.";
     for (const button of buttons) button.disabled = false;
+    keepInView = null;
     return;
   }
   const data = await answer.json().catch(() => ({}));
@@ -299,14 +487,13 @@ async function submit(form, submitter) {
   if (!answer.ok) {
     const error = data.error ?? {};
     if (status) status.textContent = error.message ?? `The gateway answered ${answer.status}.`;
-    if (error.code === "retry_repeats_steps" && error.confirm) {
-      form.querySelector("input[name=confirm]").value = error.confirm;
-      form.querySelector("button").textContent = "Retry anyway";
-    }
+    if (error.code === "retry_repeats_steps" && error.confirm) askToRepeat(form, error);
+    keepInView = null;
     return;
   }
   if (status) status.textContent = "";
-  settle(form, data);
+  form.querySelector(".repeat-steps")?.remove();
+  settle(form, data, movesBefore);
 }
 
 if (list) {
@@ -316,10 +503,18 @@ if (list) {
     event.preventDefault();
     submit(form, event.submitter);
   });
+  document.addEventListener("click", onPageClick);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeMenus();
+  });
+  window.addEventListener("scroll", () => {
+    if (!placeFrame) placeFrame = requestAnimationFrame(trackPlace);
+  }, { passive: true });
   decorate(list);
   if (!window.location.hash && !new URLSearchParams(window.location.search).has("before")) {
     toBottom();  // a chat opens at its newest line
   }
+  trackPlace();
   setRunning(list.dataset.running || null);
   connect();
 }
