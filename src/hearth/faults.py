@@ -29,6 +29,7 @@ POINTS = {
     "tools_requested": "after the model's tool calls are recorded, before any ran",
     "tool_ran": "after a tool ran, before its call is recorded finished",
     "tool_recorded": "after a tool call is recorded finished",
+    "steer_taken": "after a running turn took a message sent into it, before the model read it",
     "answer_persisted": "after the final answer is appended, before the run is marked done",
 }
 

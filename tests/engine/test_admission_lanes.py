@@ -52,7 +52,8 @@ def test_a_second_message_waits_for_the_first_turn(
     first = api.send(key, "one")
     assert started.wait(10)
     second = api.send(key, "two")
-    assert first["status"] == "started" and second["status"] == "queued"
+    # sent into the running turn, which answers with no further step: it runs next, as its own
+    assert first["status"] == "started" and second["status"] == "steered"
     time.sleep(0.5)
     assert len(model_server.requests) == 1  # the second turn has not begun
     release.set()

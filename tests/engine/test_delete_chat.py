@@ -141,7 +141,7 @@ def test_deleting_a_chat_stops_its_running_turn_first(
                       Reply(text="never asked for"))
     first = api.send(key, "wait a long time")["run_id"]
     queued = api.send(key, "and then this")
-    assert queued["status"] == "queued"
+    assert queued["status"] in ("queued", "steered")  # behind, or into, the running turn
     wait_until(lambda: bool(api.http.get(f"/api/runs/{first}").json()["tool_calls"]))
     begun = time.monotonic()
     answer = api.http.delete(f"/api/sessions/{key}")

@@ -2,7 +2,9 @@
 
 The user's event (idempotency key = the client's message id) and the run row are written in
 ONE transaction before anything answers; a run id handed out is already durable. The same
-client message id again answers the same run, however many arrive at once.
+client message id again answers the same run, however many arrive at once. A message sent
+while the chat's turn runs is admitted as a steer when that turn takes messages (`steered`:
+its event marked for the turn, which reads it at its next step, `engine.steering`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hearth.errors import Refusal
 from hearth.faults import crash_point
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import steers, transcript
 from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 
@@ -32,10 +34,11 @@ class AdmissionError(Refusal):
 @dataclass(frozen=True)
 class Admitted:
     run_id: str
-    status: str  # "started" | "queued"
+    status: str  # "started" | "queued" | "steered" (sent into the running turn `into`)
     duplicate: bool
     session_key: str
     seq: int
+    into: str | None = None
 
 
 def validate(text: object, client_message_id: object) -> None:
@@ -74,24 +77,26 @@ async def admit(
     kind: str = "chat",
     meta: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
+    steer: bool = False,
 ) -> Admitted:
     """Persist the message and its run (a promise: on disk when this returns, committed with
     whatever else the writer took at the same moment); the caller dispatches the session's
-    lane after."""
+    lane after. With `steer`, a message sent while the chat's turn runs is sent into it, to be
+    read at its next step (`engine.steering`)."""
     validate(text, client_message_id)
     idem = idempotency_key or (f"client:{client_message_id}" if client_message_id else None)
     admitted, event = await db.writing(admit_in, session_key, text, idem, source_channel, kind,
-                                       meta)
+                                       meta, steer)
     if event is None:
         return admitted
-    crash_point("queued" if admitted.status == "queued" else "admitted")
+    crash_point("admitted" if admitted.status == "started" else "queued")
     bus.publish(session_key, message_frame(event))
     return admitted
 
 
 def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
-             source_channel: str | None, kind: str,
-             meta: dict[str, Any] | None) -> tuple[Admitted, EventRow | None]:
+             source_channel: str | None, kind: str, meta: dict[str, Any] | None,
+             steer: bool = False) -> tuple[Admitted, EventRow | None]:
     """The user's event and its run, in the caller's transaction (`text` already validated);
     the event is None when `idem` names a message already admitted (the same run again)."""
     session = session_store.get(conn, session_key)
@@ -101,10 +106,13 @@ def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
         )
     if idem is not None:
         kept = transcript.find(conn, session_key, idem)
-        if kept is not None and kept.run_id is not None:
-            return again(conn, kept.run_id, session_key, kept.seq), None
+        own = steers.run_of(kept) if kept is not None else None  # a steer's own, once taken
+        if kept is not None and own is not None:
+            return again(conn, own, session_key, kept.seq), None
     run_id = run_store.new_run_id()
     queued = run_store.any_active(conn, session_key)
+    into = steers.offer_in(conn, session_key) if steer and kind == "chat" else None
+    meta = steers.offered_meta(meta, into)
     # The one writer runs this whole job at once, so the lookup above and this append are one
     # step; the unique (session, idempotency_key) constraint holds the rule even if they were
     # not.
@@ -114,8 +122,8 @@ def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
     )
     run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
                      generation=session.generation, user_event_seq=event.seq, kind=kind)
-    status = "queued" if queued else "started"
-    return Admitted(run_id, status, False, session_key, event.seq), event
+    status = "steered" if into else "queued" if queued else "started"
+    return Admitted(run_id, status, False, session_key, event.seq, into), event
 
 
 def again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted:
@@ -125,4 +133,7 @@ def again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted
     if run is not None and run.status == "admitted":
         current = run_store.current(conn, session_key)
         status = "queued" if current is not None and current.run_id != run_id else "started"
-    return Admitted(run_id, status, True, session_key, seq)
+    into = steers.sent_into(transcript.at(conn, session_key, seq), run)
+    if into is not None:
+        status = "steered"
+    return Admitted(run_id, status, True, session_key, seq, into)

@@ -187,10 +187,14 @@ def _cut(turns: list[list[EventRow]], run: RunRow | None, room: int) -> int | No
 
 
 def _queued_behind(event: EventRow, run: RunRow) -> bool:
+    """A message sent after the run's own that it has not read: another run's request, not
+    one a turn took in (a steer taken is its turn's own, `meta.steered`)."""
     return (
         event.kind == "user"
         and run.user_event_seq is not None
         and event.seq > run.user_event_seq
+        and event.run_id != run.run_id
+        and not event.meta.get("steered")
     )
 
 
@@ -198,9 +202,14 @@ def by_turn(events: list[EventRow]) -> list[EventRow]:
     """Events grouped by the turn they belong to, turns in the order their messages came.
 
     The transcript is in arrival order, so a message queued behind a running turn sits
-    before that turn's answer; the model reads each question followed by its own answer.
+    before that turn's answer; the model reads each question followed by its own answer. A
+    turn's place is its first message's: a message it took in (a steer) is read where it was
+    taken, among the turn's own events.
     """
-    anchor = {e.run_id: e.seq for e in events if e.kind == "user" and e.run_id}
+    anchor: dict[str, int] = {}
+    for e in events:
+        if e.kind == "user" and e.run_id:
+            anchor[e.run_id] = min(e.seq, anchor.get(e.run_id, e.seq))
     return sorted(events, key=lambda e: (anchor.get(e.run_id, 0) if e.run_id else e.seq, e.seq))
 
 

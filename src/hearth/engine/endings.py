@@ -29,7 +29,7 @@ from hearth.store.transcript import EventRow
 CODES = frozenset({
     "complete", "no_model", "cut_off", "model_error", "output_cap", "no_answer",
     "model_call_limit", "tool_call_limit", "stale", "interrupted", "abandoned", "stopped",
-    "connection_lost", "no_progress", "time_limit", "internal_error",
+    "connection_lost", "no_progress", "time_limit", "internal_error", "steered",
 })
 OUTCOMES = frozenset(run_store.FINAL)
 
@@ -142,6 +142,14 @@ def abandoned(attempts: int) -> Ending:
     )
 
 
+def steered(into: str) -> Ending:
+    """A message sent into a running turn, which took it at its next step (engine.steering):
+    its own run ends here, and the turn it was sent into answers it."""
+    return Ending("steered", "complete",
+                  f"This message was sent into the turn running then ({into}), which read it "
+                  "at its next step; that turn's answer is the reply.")
+
+
 def stopped(sentence: str = "You stopped this turn.") -> Ending:
     return Ending("stopped", "stopped", sentence)
 
@@ -205,6 +213,21 @@ async def settle(
                 done_frame(run_id, ending.outcome, ending.code, ending.sentence))
     bus.run_ended(run_id)
     return True
+
+
+def ended_in(conn: Connection, session_key: str, run_id: str, ending: Ending) -> Ending | None:
+    """Write the ending of a run that holds nothing of the chat (a message another turn took)
+    in the caller's transaction, with no notice; the ending as written (publish it with
+    `told` once committed), or None when the run had already ended."""
+    ending = replace(ending, sentence=mask(ending.sentence))
+    ended, _ = _write_ending(conn, session_key, run_id, ending, False)
+    return ending if ended else None
+
+
+def told(bus: Bus, session_key: str, run_id: str, ending: Ending) -> None:
+    """Publish the `done` of a run ended by `ended_in` (the chat's stream goes on)."""
+    bus.publish(session_key, done_frame(run_id, ending.outcome, ending.code, ending.sentence))
+    bus.run_ended(run_id)
 
 
 def _write_ending(conn: Connection, session_key: str, run_id: str, ending: Ending,

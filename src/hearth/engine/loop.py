@@ -10,6 +10,8 @@ reply written, an empty answer; a connection lost before an answer is resent up 
 times unless a step that may have changed something was finished. The final answer is
 appended at most once (its idempotency key is the run's); one stopped at the model's output
 cap is kept, marked `capped`, and followed by a notice naming the cap and how to raise it.
+Before each model call after the first, the turn takes the messages sent into it meanwhile
+(`engine.steering`).
 
 When the model fails before anything of the turn was shown, `_failed` raises
 `failover.ModelFailed` instead of ending the turn, so the turn can move to its next model
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine import compact_turn, endings, failover, record
+from hearth.engine import compact_turn, endings, failover, record, steering
 from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
 from hearth.engine.toolbatch import run_batch
@@ -73,6 +75,8 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
     while True:
         if turn.model_calls >= turn.limits.max_model_calls_per_turn:
             return endings.model_call_limit(turn.limits.max_model_calls_per_turn)
+        if turn.model_calls:  # a next step: it reads the messages sent into the turn meanwhile
+            messages = [*messages, *await steering.take(turn)]
         turn.model_calls += 1
         request = [*messages, Message("system", note)] if note else messages
         note = None

@@ -28,6 +28,7 @@ from hearth.engine import (
     invoke,
     mentions,
     recovery,
+    steering,
 )
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.approvals import ApprovalDesk
@@ -169,7 +170,8 @@ class Engine:
         admitted = await admission.admit(self.db, self.bus, session_key, text,
                                    client_message_id=client_message_id,
                                    source_channel=source_channel, kind=kind, meta=mention.meta,
-                                   idempotency_key=idempotency_key)
+                                   idempotency_key=idempotency_key,
+                                   steer=steering.may_steer(self.active.turn_of(session_key)))
         await mentions.tell(self.db, self.bus, admitted, mention)
         if dispatch and not admitted.duplicate:
             self.dispatch(session_key)

@@ -46,6 +46,11 @@ class ActiveTurns:
     def running(self) -> int:
         return len(self._turns)
 
+    def turn_of(self, session_key: str) -> Turn | None:
+        """The chat's turn running in this process, if any (what a message sent now steers)."""
+        entry = self._turns.get(session_key)
+        return entry[0] if entry is not None else None
+
     async def supervise(self, turn: Turn, work: Coroutine[Any, Any, Ending]) -> Ending:
         task = asyncio.create_task(work, name=f"turn:{turn.run_id}")
         self._turns[turn.session_key] = (turn, task)

@@ -170,6 +170,11 @@ def requeue_interrupted(conn: Connection, budget: int) -> tuple[int, list[RunRow
     return requeued, with_status(conn, "running")
 
 
+def set_user_event_seq(conn: Connection, run_id: str, seq: int) -> None:
+    """The run's message is now at `seq` (a message taken into a running turn moved there)."""
+    conn.execute(update(runs).where(runs.c.run_id == run_id).values(user_event_seq=seq))
+
+
 def set_model(conn: Connection, run_id: str, model: str) -> None:
     conn.execute(update(runs).where(runs.c.run_id == run_id).values(model=model))
 

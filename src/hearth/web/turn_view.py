@@ -35,7 +35,7 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
     if item["kind"] in ("user", "assistant"):
         item["place"] = _place(message)
     if item["kind"] == "user":
-        item["queued"] = queued
+        item.update(queued=queued, steered=bool(meta.get("steered")))
     elif item["kind"] == "assistant":
         item.update(partial=bool(meta.get("partial")), telemetry=meta.get("turn_telemetry"),
                     fed=meta.get("context_fed"))

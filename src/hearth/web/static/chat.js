@@ -182,6 +182,10 @@ function onMessage(frame) {
   list.querySelector(".empty")?.remove();
   const kind = frame.message.kind;
   if (kind === "assistant") endStreaming();
+  const steered = kind === "user" ? frame.message.meta?.steered : null;
+  if (steered?.run) {  // taken into the running turn: drawn where it was taken, not where sent
+    list.querySelector(`.item.user[data-run="${CSS.escape(steered.run)}"]`)?.remove();
+  }
   const card = frame.target ? document.getElementById(frame.target) : null;
   if (kind === "tool_result" && card) {
     card.querySelector(".result-slot").replaceChildren(fragment(frame.html));
