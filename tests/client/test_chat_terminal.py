@@ -438,7 +438,7 @@ def test_history_prints_the_last_messages_again(
     term.expect(PROMPT)
     term.type("/history")
     shown = term.expect("an answer to remember")  # (a past message of yours shows the prompt)
-    assert shown.endswith(f"{PROMPT}remember this\r\n"), shown
+    assert shown.endswith(f"[0] {PROMPT}remember this\r\n[1] "), shown  # numbered
     term.expect(PROMPT)
     term.leave()
 

@@ -1,6 +1,7 @@
-"""The gateway's HTTP API as the terminal chat calls it: chats, messages, stops, approvals, and
-one chat's event stream (Server-Sent Events, decoded to frames); and chats exported and
-imported as JSON Lines (`hearth export`, `hearth import`).
+"""The gateway's HTTP API as the terminal chat calls it: chats, messages, stops, approvals,
+branching (regenerate, edit, rewind, variants, fork), and one chat's event stream (Server-Sent
+Events, decoded to frames); and chats exported and imported as JSON Lines (`hearth export`,
+`hearth import`).
 
 Every refusal becomes `GatewayRefused` carrying the gateway's own sentence, and a gateway that
 cannot be reached becomes `GatewayUnavailable` saying how to start it; nothing here prints.
@@ -35,12 +36,15 @@ class GatewayUnavailable(GatewayError):
 
 
 class GatewayRefused(GatewayError):
-    """The gateway answered an error: its status, its code and its sentence."""
+    """The gateway answered an error: its status, its code and its sentence, and the error's
+    other fields (`details`: the steps and confirm value of `retry_repeats_steps`)."""
 
-    def __init__(self, sentence: str, status: int, code: str | None) -> None:
+    def __init__(self, sentence: str, status: int, code: str | None,
+                 details: JSON | None = None) -> None:
         super().__init__(sentence)
         self.status = status
         self.code = code
+        self.details = details or {}
 
 
 def _path(key: str) -> str:
@@ -112,6 +116,33 @@ class GatewayApi:
     def compact(self, key: str) -> str:
         """Compact what the chat's model reads now: the sentence saying what happened."""
         return str(self._call("POST", f"{_path(key)}/compact").get("sentence", ""))
+
+    # ------------------------------------------------------------------ branching
+
+    def regenerate(self, key: str, index: int | None, confirm: str | None) -> JSON:
+        """Answer the answer at `index` (None: the last) again: `{run_id, status, seq}`."""
+        return self._call("POST", f"{_path(key)}/regenerate",
+                          json=_given(index=index, confirm=confirm))
+
+    def edit(self, key: str, index: int, text: str, confirm: str | None) -> JSON:
+        """Send `text` in place of your message at `index`: `{run_id, status, seq}`."""
+        return self._call("POST", f"{_path(key)}/edit",
+                          json=_given(index=index, text=text, confirm=confirm))
+
+    def rewind(self, key: str, index: int, confirm: str | None) -> JSON:
+        """Move the chat back to the message at `index`: `{head_index, run_id}` (a run when
+        that message is yours and is answered again)."""
+        return self._call("POST", f"{_path(key)}/rewind",
+                          json=_given(index=index, confirm=confirm))
+
+    def choose_variant(self, key: str, index: int, variant: int) -> JSON:
+        """Show variant `variant` (from 0) of the message at `index`."""
+        return self._call("POST", f"{_path(key)}/variant",
+                          json={"index": index, "variant": variant})
+
+    def fork(self, key: str, index: int) -> JSON:
+        """A new chat with this one's messages up to `index`: `{key, session}`."""
+        return self._call("POST", f"{_path(key)}/fork", json={"index": index})
 
     # ------------------------------------------------------------------ export and import
 
@@ -198,7 +229,23 @@ class GatewayApi:
 
 
 def _refused(answer: httpx.Response) -> GatewayRefused:
-    return GatewayRefused(error_sentence(answer), answer.status_code, error_code(answer))
+    return GatewayRefused(error_sentence(answer), answer.status_code, error_code(answer),
+                          _error_details(answer))
+
+
+def _error_details(answer: httpx.Response) -> JSON:
+    """The error object's fields besides its code and message (none without the envelope)."""
+    try:
+        error = answer.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(error, dict):
+        return {}
+    return {k: v for k, v in error.items() if k not in ("code", "message")}
+
+
+def _given(**fields: Any) -> JSON:
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def _filename(answer: httpx.Response) -> str | None:

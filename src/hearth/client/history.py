@@ -1,6 +1,9 @@
 """A chat's last messages as the terminal shows them: what you said after the prompt's `you> `,
 the answers as they were, each tool call as one line (its receipt once it has one), and how a
-turn ended when it did not end with an answer."""
+turn ended when it did not end with an answer.
+
+Each message and answer is numbered with its visible index (`[3] you> …`), the number
+`/rewind N` and `/fork N` take; one with variants says which it is (`(variant 2 of 3)`)."""
 
 from __future__ import annotations
 
@@ -33,9 +36,9 @@ def _line(message: dict[str, Any], answered: set[str | None]) -> str | None:
     kind = message.get("kind")
     text = str(message.get("text", ""))
     if kind == "user":
-        return f"you> {text}"
+        return f"{_number(message)}you> {text}"
     if kind == "assistant":
-        return text or None
+        return f"{_number(message)}{text}" if text else None
     if kind == "tool_call":
         return None if _call_id(message) in answered else f"  · {_call(message)}"
     if kind == "tool_result":
@@ -45,6 +48,17 @@ def _line(message: dict[str, Any], answered: set[str | None]) -> str | None:
         ending = (message.get("meta") or {}).get("ending")
         return f"[{ending}] {text}" if ending else f"[{text}]"
     return None
+
+
+def _number(message: dict[str, Any]) -> str:
+    """`[N] ` for a message with a visible index, `[N] (variant i of n) ` when it has variants."""
+    index = message.get("visible_index")
+    if index is None:
+        return ""
+    variants = message.get("variants") or {}
+    count = int(variants.get("count", 1))
+    which = f"(variant {int(variants.get('index', 0)) + 1} of {count}) " if count > 1 else ""
+    return f"[{index}] {which}"
 
 
 def _call_id(message: dict[str, Any]) -> str | None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from hearth.client import history
 from hearth.client.api import GatewayApi, GatewayError, GatewayRefused
+from hearth.client.branching import Branching
 from hearth.client.terminal import Screen, typed_so_far
 from hearth.client.turn import Leave, TurnFollower, take_turn
 
@@ -23,7 +24,13 @@ COMMANDS: dict[str, tuple[str, str]] = {  # name: (argument, what it does)
     "/help": ("", "list these commands"),
     "/new": ("", "start a fresh chat (kept once you send its first message)"),
     "/stop": ("", "stop the chat's running turn"),
-    "/history": ("", "print the chat's last messages again"),
+    "/history": ("", "print the chat's last messages again, each numbered"),
+    "/regenerate": ("", "answer your last message again (the answer before stays a variant)"),
+    "/variant": ("N", "show variant N of the last answer"),
+    "/edit": ("", "change your last message and send it again"),
+    "/rewind": ("N", "go back to message N of /history (what came after is set aside)"),
+    "/fork": ("N", "copy this chat up to message N of /history into a new chat, and go on "
+                   "there"),
     "/compact": ("", "fold the older part of what the model reads into a summary now"),
     "/model": ("NAME", "answer with model NAME from the next turn"),
     "/prompts": ("", "list the saved prompts a message can start with (@name key=value)"),
@@ -55,6 +62,7 @@ class Repl:
             "/prompts": self._prompts,
             "/exit": lambda _: False,
         }
+        self._handlers.update(Branching(api, screen, lambda: self._key, self._switch).handlers())
 
     def run(self) -> int:
         """Until the person leaves: the exit code."""
@@ -154,6 +162,10 @@ class Repl:
         self._key, self._name = None, None
         self._screen.note("New chat: it is kept once you send its first message.")
         return True
+
+    def _switch(self, key: str) -> None:
+        """Talk to chat `key` from the next line (a fork)."""
+        self._key, self._name = key, None
 
     def _stop(self, _: str) -> bool:
         stopped = self._api.stop(self._key) if self._key is not None else None

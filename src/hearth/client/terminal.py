@@ -51,11 +51,18 @@ class Screen:
             self.out.flush()
             self._mid_line = False
 
-    def ask(self, prompt: str) -> str:
-        """One line typed at `prompt` (EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C)."""
+    def ask(self, prompt: str, prefill: str = "") -> str:
+        """One line typed at `prompt` (EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C),
+        starting from `prefill` where the terminal has line editing."""
         self.end_line()
         self.err.flush()
-        return input(prompt)
+        if not prefill or readline is None:
+            return input(prompt)
+        readline.set_startup_hook(lambda: readline.insert_text(prefill))
+        try:
+            return input(prompt)
+        finally:
+            readline.set_startup_hook(None)
 
 
 def typed_so_far() -> str:
