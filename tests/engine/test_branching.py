@@ -46,8 +46,10 @@ def test_regenerate_keeps_the_answer_as_a_variant_and_the_choice_is_read_next(
     assert "Red." not in last_prompt(model_server)  # the answer asked again is not shown to it
     shown = api.messages(key)
     assert said(api, key) == [("user", "name a colour"), ("assistant", "Blue.")]
-    assert shown[-1]["variants"] == {"count": 2, "index": 1}
+    assert shown[1]["variants"] == {"count": 2, "index": 1}
     assert [m["visible_index"] for m in shown] == [0, 1]
+    answered(api, key, "why?", model_server, "Because.")  # the regenerated answer is read next
+    assert "Blue." in last_prompt(model_server) and "Red." not in last_prompt(model_server)
     flipped = post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 0})
     assert flipped.status_code == 200, flipped.text
     assert flipped.json() == {"head_index": 1, "run_id": None}
@@ -60,7 +62,8 @@ def test_regenerate_keeps_the_answer_as_a_variant_and_the_choice_is_read_next(
     assert said(api, key) == [("user", "name a colour"), ("assistant", "Red."),
                               ("user", "and another?"), ("assistant", "Green.")]
     post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 1})
-    assert said(api, key) == [("user", "name a colour"), ("assistant", "Blue.")]
+    assert said(api, key) == [("user", "name a colour"), ("assistant", "Blue."),
+                              ("user", "why?"), ("assistant", "Because.")]
     back = post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 0})
     assert said(api, key)[-1] == ("assistant", "Green.")  # its continuation comes back too
     assert back.json()["head_index"] == 3

@@ -203,14 +203,16 @@ def by_turn(events: list[EventRow]) -> list[EventRow]:
 
     The transcript is in arrival order, so a message queued behind a running turn sits
     before that turn's answer; the model reads each question followed by its own answer. A
-    turn's place is its first message's: a message it took in (a steer) is read where it was
-    taken, among the turn's own events.
+    turn's place is its first event's: its message, or, for a turn that answers a message
+    again (a retry, a regenerate: it wrote no message of its own), its first step, right after
+    the message on the path; a message it took in (a steer) is read where it was taken, among
+    the turn's own events.
     """
     anchor: dict[str, int] = {}
     for e in events:
-        if e.kind == "user" and e.run_id:
+        if e.run_id:
             anchor[e.run_id] = min(e.seq, anchor.get(e.run_id, e.seq))
-    return sorted(events, key=lambda e: (anchor.get(e.run_id, 0) if e.run_id else e.seq, e.seq))
+    return sorted(events, key=lambda e: (anchor[e.run_id] if e.run_id else e.seq, e.seq))
 
 
 def fold(events: list[EventRow]) -> list[Message]:
