@@ -270,8 +270,10 @@ def _chats_clause(conn: Connection, filters: Filters) -> tuple[str, list[Any]]:
 
 def _first_id_at(conn: Connection, stamp: float) -> int:
     """Where the messages said at `stamp` or later begin among the ids (a binary search):
-    every id below it is of an earlier message; past the last id when none is later. The
-    dates are still checked on each message: a clock set back only narrows the scan."""
+    every id below it is of an earlier message; past the last id when none is later. Each
+    message's own time is still checked, so nothing outside the range is found; where ids
+    and times disagree (a clock set back, a steered message moved to the head keeping its
+    time), one said just inside a bound may be left out."""
     top = conn.exec_driver_sql(_TOP).scalar()
     low, high = 0, (int(top) + 1 if top is not None else 0)
     while low < high:
