@@ -10,13 +10,16 @@ Owns, for openai_compat.py and anthropic_provider.py alike:
   or ended before the provider's terminal event;
 - `brief`: an SDK error in a few words, secrets masked (`hearth.masking`) before it is cut;
 - `tool_arguments`: a tool call's JSON arguments as a dict, anything else kept as
-  `{"_invalid_json": raw}` so the loop can tell the model what it sent.
+  `{"_invalid_json": raw}` so the loop can tell the model what it sent; either way with every
+  lone surrogate (a model may send `\ud800` as a JSON escape) made U+FFFD, so the arguments
+  are valid UTF-8 wherever they go (the ledger, an approval, a view);
 It imports no SDK: each adapter names its own SDK's exception classes (`SdkErrors`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -25,6 +28,7 @@ from hearth.masking import mask
 from hearth.models.types import AnswerCutOff, ProviderUnavailable, ProviderUnreachable
 
 BRIEF_CHARS = 300
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads pairs the halves it can
 
 
 @dataclass(frozen=True)
@@ -125,14 +129,30 @@ def stream_unfinished() -> AnswerCutOff:
 
 def tool_arguments(raw: str) -> dict[str, Any]:
     """`raw` (a call's arguments, stripped, not empty) parsed as a JSON object; anything that
-    is not one comes back as `{"_invalid_json": raw}`."""
+    is not one comes back as `{"_invalid_json": raw}`. Lone surrogates become U+FFFD."""
     try:
         arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        return {"_invalid_json": raw}
-    if not isinstance(arguments, dict):
-        return {"_invalid_json": raw}
-    return arguments
+        if isinstance(arguments, dict):
+            return dict(_utf8(arguments))
+    except (json.JSONDecodeError, RecursionError):  # nested past what Python can walk
+        pass
+    return {"_invalid_json": _whole(raw)}
+
+
+def _utf8(value: Any) -> Any:
+    """A parsed JSON value with its strings (keys too) made `_whole`."""
+    if isinstance(value, str):
+        return _whole(value)
+    if isinstance(value, list):
+        return [_utf8(item) for item in value]
+    if isinstance(value, dict):
+        return {_whole(str(key)): _utf8(item) for key, item in value.items()}
+    return value
+
+
+def _whole(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (valid UTF-8 everywhere)."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def brief(exc: Exception) -> str:
