@@ -1,5 +1,12 @@
 """Compaction: a chat's model view folded into a summary past the threshold, on a prompt
-refused as too long, and on request; the transcript untouched; restricted chats keep nothing."""
+refused as too long (HTTP 413, or a 400 in OpenAI's or Anthropic's words), and on request; the
+summary a chore of its own on the background chain, read by a validator (a model whose answer
+is no summary hands over to the next); the transcript untouched; restricted chats keep
+nothing and compact on their own model alone; a turn whose summary no model could write goes
+on compacted, its asks kept.
+
+The scripted server answers the summaries from its chore script (`push_chore`,
+`chore_replies["summary"]`), apart from the turns' replies."""
 
 from __future__ import annotations
 
@@ -7,6 +14,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import anthropic  # noqa: F401 - imported at collection: a cold import of the SDK takes seconds
+import pytest
 
 from hearth.config import Config
 from hearth.engine.runtime import Engine
@@ -19,6 +29,7 @@ from tests.fakes.model_server import Call, Recorded, Reply, ScriptedModelServer
 WINDOW = 4000
 OUTPUT = 512
 BACKGROUND = "bg-model"
+SPARE = "bg2-model"
 
 
 class Echo:
@@ -35,16 +46,20 @@ class Echo:
         return ToolOutcome(output=f"echo: {args.get('words', '')}", receipt="Echoed.")
 
 
-def small_window(url: str, *, background: bool = True, **limits: Any) -> Config:
+def small_window(url: str, *, background: bool = True, provider: str = "openai",
+                 chat_url: str | None = None, spare: bool = False, **limits: Any) -> Config:
+    """The chat model `fake` on a small window (at `chat_url`, by `provider`), and the
+    background chain `bg` (then `bg2`, with `spare`) unless `background` is False."""
     models: list[dict[str, Any]] = [
-        {"id": "fake", "provider": "openai", "base_url": url, "api_key": "sk-test",
+        {"id": "fake", "provider": provider, "base_url": chat_url or url, "api_key": "sk-test",
          "model": "fake-model", "context_window": WINDOW, "max_output_tokens": OUTPUT}]
     raw: dict[str, Any] = {"tools": {"profile": "full", "allow": ["echo"]}, "models": models,
                            "limits": limits}
     if background:
-        models.append({"id": "bg", "provider": "openai", "base_url": url, "api_key": "sk-test",
-                       "model": BACKGROUND})
-        raw["chains"] = {"chat": ["fake"], "background": ["bg"]}
+        names = [("bg", BACKGROUND), ("bg2", SPARE)][: 2 if spare else 1]
+        models += [{"id": name, "provider": "openai", "base_url": url, "api_key": "sk-test",
+                    "model": model} for name, model in names]
+        raw["chains"] = {"chat": ["fake"], "background": [name for name, _ in names]}
     return Config.model_validate(raw)
 
 
@@ -120,7 +135,8 @@ def test_the_summary_lists_the_asks_and_a_later_one_carries_the_earlier(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     model_server.default = Reply(text=answer(0))
     for n in range(1, 40):
-        model_server.push(Reply(text=f"Summary number {n}: beds were planned."), model=BACKGROUND)
+        model_server.push_chore(Reply(text=f"Summary number {n}: beds were planned."),
+                                model=BACKGROUND, kind="summary")
     engine = engine_on(tmp_path, small_window(model_server.openai_base_url))
 
     async def body() -> None:
@@ -133,7 +149,7 @@ def test_the_summary_lists_the_asks_and_a_later_one_carries_the_earlier(
             await engine.close()
 
     run(body())
-    summary_calls = [r for r in model_server.requests if r.model == BACKGROUND
+    summary_calls = [r for r in model_server.calls(chores=True) if r.model == BACKGROUND
                      and str(r.messages[0]["content"]).startswith("You compact")]
     assert len(summary_calls) >= 2
     second = summary_calls[1].messages[-1]["content"]
@@ -243,7 +259,9 @@ def test_a_restricted_chat_compacts_on_its_own_model_and_keeps_nothing(
     assert all(v["status"] == "complete" for v in views)
     assert kept is None
     assert any(n.startswith("Conversation compacted") for n in said)
-    assert not [r for r in model_server.requests if r.model == BACKGROUND]  # no chore, no summary
+    assert not [r for r in model_server.every_call() if r.model == BACKGROUND]  # no chore at all
+    summaries_asked = model_server.calls(chores=True)
+    assert summaries_asked and {r.model for r in summaries_asked} == {"fake-model"}  # its own
     assert max(prompt_tokens(r) for r in turn_requests(model_server)) <= WINDOW - OUTPUT
 
 
@@ -333,3 +351,202 @@ def test_compact_on_request_through_the_api(tmp_path: Path,
     last = turn_requests(model_server)[-1].messages
     asked = [m["content"] for m in last if m["role"] == "user"]
     assert asked[0] == ask(1) and asked[-1] == ask(6) and ask(2) not in asked
+
+
+def _long_chat(engine: Engine, turns: int) -> str:
+    """A chat long enough on the small window to have been compacted; its key."""
+    async def body() -> str:
+        await engine.start()
+        try:
+            key = new_chat(engine)
+            for n in range(1, turns + 1):
+                assert (await turn(engine, key, ask(n)))["status"] == "complete"
+            return key
+        finally:
+            await engine.close()
+    return run(body())
+
+
+NOT_A_SUMMARY = {
+    "empty": Reply(text=""),
+    "one word": Reply(text="Summary."),
+    "cut at the cap": Reply(text="The user planned beds one to five and", finish_reason="length"),
+    "far too long": Reply(text="beds " * 2000),
+    "Hearth's own heading": Reply(text="What the user asked earlier, in their own words "
+                                       "(oldest first): beds."),
+    "a failed call": Reply(status=500),
+}
+
+
+@pytest.mark.parametrize("first", NOT_A_SUMMARY.values(), ids=NOT_A_SUMMARY.keys())
+def test_a_background_model_that_writes_no_summary_hands_over_to_the_next(
+        tmp_path: Path, model_server: ScriptedModelServer, first: Reply) -> None:
+    model_server.default = Reply(text=answer(0))
+    model_server.push_chore(first, model=BACKGROUND, kind="summary")
+    model_server.push_chore("The second model's summary of the beds.", model=SPARE,
+                            kind="summary")
+    engine = engine_on(tmp_path, small_window(model_server.openai_base_url, spare=True))
+    key = _long_chat(engine, 20)
+    asked = [r for r in model_server.calls(chores=True) if r.chore == "summary"]
+    assert [r.model for r in asked[:2]] == [BACKGROUND, SPARE]
+    assert asked[0].messages == asked[1].messages  # the same request, once each
+    rows = blocking(lambda: engine.db.reading(summaries.newest, key))
+    kept = [r for r in [rows] if r is not None]
+    assert kept, "nothing was compacted"
+    first_row = blocking(lambda: engine.db.reading(_oldest_summary, key))
+    assert first_row == ("The second model's summary of the beds.", "bg2")
+
+
+def _oldest_summary(conn: Any, key: str) -> tuple[str, str | None]:
+    from sqlalchemy import select
+
+    from hearth.store.schema import context_summaries
+
+    row = conn.execute(select(context_summaries.c.summary, context_summaries.c.model_id)
+                       .where(context_summaries.c.session_key == key)
+                       .order_by(context_summaries.c.id)).first()
+    return (str(row[0]), row[1])
+
+
+def test_a_turn_whose_summary_no_model_could_write_goes_on_with_the_asks_kept(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text=answer(0))
+    model_server.chore_replies["summary"] = Reply(status=503)
+    engine = engine_on(tmp_path, small_window(model_server.openai_base_url, spare=True,
+                                              breaker_failures=100))
+    key = _long_chat(engine, 20)
+    said = [n for n in notices(engine, key) if n.startswith("Conversation compacted")]
+    assert said and all("the summary could not be written, so your requests were kept" in n
+                        for n in said)
+    sent = turn_requests(model_server)
+    assert max(prompt_tokens(r) for r in sent) <= WINDOW - OUTPUT  # compacted all the same
+    shown = "\n".join(m["content"] for m in sent[-1].messages if m["role"] == "system")
+    assert "(no summary could be written)" in shown
+    assert "What the user asked earlier, in their own words" in shown and '"Question ' in shown
+    asked = {r.model for r in model_server.calls(chores=True) if r.chore == "summary"}
+    assert asked == {BACKGROUND, SPARE}  # the whole chain was asked, never the chat's model
+
+
+def test_a_restricted_chats_summary_is_asked_of_its_own_model_once_never_another(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text=answer(0))
+    model_server.chore_replies["summary"] = Reply(status=503)
+    engine = engine_on(tmp_path, small_window(model_server.openai_base_url, spare=True))
+
+    async def body() -> tuple[list[dict[str, Any]], list[str]]:
+        await engine.start()
+        try:
+            key = await _open(engine, "temporary")
+            views = [await turn(engine, key, ask(n)) for n in range(1, 21)]
+            return views, notices(engine, key)
+        finally:
+            await engine.close()
+
+    views, said = run(body())
+    assert all(v["status"] == "complete" for v in views)
+    compacted = [n for n in said if n.startswith("Conversation compacted")]
+    assert compacted and all("could not be written" in n for n in compacted)
+    chores = model_server.calls(chores=True)
+    assert {r.model for r in model_server.every_call()} == {"fake-model"}
+    assert len(chores) == len(compacted)  # one call per compaction: no other model, no retry
+
+
+def test_compact_now_refuses_when_no_model_could_write_the_summary(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    from hearth.engine import compact_now
+    from hearth.errors import Refusal
+
+    model_server.default = Reply(text=answer(0))
+    model_server.chore_replies["summary"] = Reply(text="OK")
+    engine = engine_on(tmp_path, small_window(model_server.openai_base_url,
+                                              autocompact_pct=95))
+
+    async def body() -> tuple[Refusal | None, Any, list[str]]:
+        await engine.start()
+        try:
+            key = new_chat(engine)
+            for n in range(1, 9):
+                await turn(engine, key, ask(n))
+            refused = None
+            try:
+                await compact_now.compact(engine.deps, key)
+            except Refusal as error:
+                refused = error
+            row = await engine.db.reading(summaries.newest, key)
+            return refused, row, notices(engine, key)
+        finally:
+            await engine.close()
+
+    refused, row, said = run(body())
+    assert refused is not None and (refused.code, refused.status) == ("summary_failed", 503)
+    assert "bg: the summary is 1 word(s), too short to be one" in refused.sentence
+    assert row is None and said == []  # nothing was folded, nothing said in the chat
+
+
+CONTEXT_LENGTH = {
+    "openai": {"error": {"message": "This model's maximum context length is 4000 tokens. "
+                                    "However, your messages resulted in 4100 tokens.",
+                         "type": "invalid_request_error", "param": "messages",
+                         "code": "context_length_exceeded"}},
+    "anthropic": {"type": "error", "error": {"type": "invalid_request_error",
+                                             "message": "prompt is too long: 4100 tokens > "
+                                                        "4000 maximum"}},
+}
+
+
+@pytest.mark.parametrize("provider", CONTEXT_LENGTH)
+def test_a_400_saying_the_prompt_is_too_long_compacts_and_retries_once(
+        tmp_path: Path, model_server: ScriptedModelServer, provider: str) -> None:
+    model_server.default = Reply(text=answer(0))
+    chat_url = (model_server.anthropic_base_url if provider == "anthropic"
+                else model_server.openai_base_url)
+    engine = engine_on(tmp_path, small_window(model_server.openai_base_url, provider=provider,
+                                              chat_url=chat_url, autocompact_pct=95))
+    refusal = Reply(status=400, error_body=CONTEXT_LENGTH[provider])
+
+    async def body() -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+        await engine.start()
+        try:
+            key = new_chat(engine)
+            for n in range(1, 7):
+                await turn(engine, key, ask(n))
+            model_server.push(refusal, model="fake-model")
+            retried = await turn(engine, key, ask(7))
+            model_server.push(refusal, refusal, model="fake-model")
+            refused = await turn(engine, key, ask(8))
+            return retried, refused, notices(engine, key)
+        finally:
+            await engine.close()
+
+    retried, refused, said = run(body())
+    assert retried["status"] == "complete", retried
+    assert any("fake refused the prompt as too long" in n for n in said if "compacted" in n)
+    sent = turn_requests(model_server)
+    assert len(sent) == 6 + 2 + 2  # turn 7 sent twice (refused, then compacted), turn 8 too
+    assert prompt_tokens(sent[7]) < prompt_tokens(sent[6])  # the second one compacted
+    assert ask(7) in json.dumps(sent[7].messages[-1]["content"])
+    assert refused["status"] != "complete"
+    assert "too long even after the conversation was compacted" in refused["sentence"]
+
+
+def test_a_400_for_another_reason_is_no_prompt_too_long(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text=answer(0))
+    engine = engine_on(tmp_path, small_window(model_server.openai_base_url))
+    other = {"error": {"message": "Invalid value for 'temperature'.",
+                       "type": "invalid_request_error", "code": "invalid_value"}}
+
+    async def body() -> tuple[dict[str, Any], list[str]]:
+        await engine.start()
+        try:
+            key = new_chat(engine)
+            model_server.push(Reply(status=400, error_body=other), model="fake-model")
+            view = await turn(engine, key, ask(1))
+            return view, notices(engine, key)
+        finally:
+            await engine.close()
+
+    view, said = run(body())
+    assert view["status"] != "complete" and "temperature" in view["sentence"]
+    assert not any("compacted" in n for n in said)
+    assert len(turn_requests(model_server)) == 1  # not sent again

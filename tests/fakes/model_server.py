@@ -32,8 +32,22 @@ falls back to :attr:`ScriptedModelServer.default`.  Replies are picked — and t
 :attr:`ScriptedModelServer.requests` — as soon as the request arrives, before any ``hold`` wait, so
 FIFO order always matches arrival order.
 
+Chores
+------
+Hearth's background chores (a chat's title, after-turn learning, a compaction or idle summary)
+run beside the turns, on the background chain or, without one, on the chat chain: a title
+after a chat's first exchange, learning after every turn. So they never take a reply a test
+pushed for a turn, a request whose system prompt opens with a chore's words
+(:data:`CHORE_PROMPTS`) is a *chore request*: it is answered from the chore script (the
+queues of :meth:`ScriptedModelServer.push_chore`, per model and kind, then
+:attr:`ScriptedModelServer.chore_replies` for its kind: a title, ``{"items": []}``, a summary)
+and recorded in :attr:`ScriptedModelServer.chore_requests`, not in ``requests``. So
+``requests``, ``calls()`` and ``wait_for_requests`` count the turns' requests only;
+``calls(chores=True)`` lists the chores' and ``every_call()`` both, in arrival order.
+
 Faults (see :class:`Reply`): ``status`` (HTTP error with the provider's error body, which
-``echo_key`` makes repeat the API key the request carried), ``cut_after``
+``echo_key`` makes repeat the API key the request carried, and ``error_body`` replaces with a
+JSON body of the test's own: a provider's "context length exceeded"), ``cut_after``
 (stream ends cleanly mid-answer with no finish reason / usage / terminator), ``stall`` (pause after
 the first event, or after ``stall_after`` content chunks), ``delay`` (pause between chunks) and
 ``hold`` (do not answer at all until an event is set).  ``cut_after``, ``delay``, ``stall_after``
@@ -78,6 +92,19 @@ _ANTHROPIC_STOP_REASONS = {
     "length": "max_tokens",
     "tool_calls": "tool_use",
 }
+
+CHORE_PROMPTS = {  # a chore's kind, and the words its system prompt opens with
+    "title": "You name conversations",
+    "learning": "You keep the long-term memory",
+    "summary": "You compact a conversation",
+}
+
+
+def chore_defaults() -> dict[str, Reply]:
+    """What each kind of chore is answered when nothing was pushed for it: a valid answer."""
+    return {"title": Reply(text="A title"), "learning": Reply(text='{"items": []}'),
+            "summary": Reply(text="The user and the agent talked; nothing is left open.")}
+
 
 _OPENAI_ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -154,6 +181,8 @@ class Reply:
     * ``echo_key`` — FAULT, with ``status``: the error body's message repeats the API key the
       request carried (``Authorization: Bearer …`` or ``x-api-key``), whole, as a careless
       provider or proxy does (``Incorrect API key provided: <key>``).
+    * ``error_body`` — FAULT, with ``status``: this JSON body is sent as it is instead of the
+      provider's usual error body (a provider's own words: ``context_length_exceeded``).
     * ``stall`` — FAULT: send the headers and the first event, then sleep this many seconds.
     * ``stall_after`` — with ``stall`` on a streamed answer: send this many content chunks first,
       then sleep (0: right after the first event). Text shown, then a pause.
@@ -170,6 +199,7 @@ class Reply:
     cut_after: int | None = None
     status: int | None = None
     echo_key: bool = False
+    error_body: dict[str, Any] | None = None
     stall: float | None = None
     stall_after: int = 0
     retry_after: str | None = "0"
@@ -214,6 +244,25 @@ class Recorded:
     def messages(self) -> list[dict[str, Any]]:
         return self.body.get("messages", [])
 
+    @property
+    def system(self) -> str:
+        """The system prompt: Anthropic's ``system`` field, else the first system message."""
+        system = self.body.get("system")
+        if isinstance(system, list):
+            return "".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+        if isinstance(system, str):
+            return system
+        first = self.messages[0] if self.messages else {}
+        content = first.get("content", "") if first.get("role") == "system" else ""
+        return content if isinstance(content, str) else json.dumps(content)
+
+    @property
+    def chore(self) -> str | None:
+        """The chore this request is (a kind of :data:`CHORE_PROMPTS`), or None: a turn's."""
+        system = self.system.lstrip()
+        return next((kind for kind, words in CHORE_PROMPTS.items()
+                     if system.startswith(words)), None)
+
 
 def _split_in_two(s: str) -> list[str]:
     """Split a string into 2 non-empty fragments (fewer if it is too short)."""
@@ -251,8 +300,12 @@ class ScriptedModelServer:
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self.requests: list[Recorded] = []
+        self.requests: list[Recorded] = []  # the turns' requests (every one but a chore's)
+        self.chore_requests: list[Recorded] = []
+        self._every: list[Recorded] = []  # both, in arrival order
+        self._chores: dict[tuple[str | None, str | None], deque[Reply]] = {}  # (model, kind)
         self.default: Reply = Reply(text="ok")
+        self.chore_replies: dict[str, Reply] = chore_defaults()
         self.ollama_tags: list[str] | None = ["llama3.1"]
 
     # ------------------------------------------------------------------ lifecycle
@@ -323,6 +376,14 @@ class ScriptedModelServer:
             else:
                 self._per_model.setdefault(model, deque()).extend(items)
 
+    def push_chore(self, *replies: Reply | str, model: str | None = None,
+                   kind: str | None = None) -> None:
+        """Queue replies (FIFO) for chore requests to ``model`` (any, when None) of ``kind``
+        (a key of :data:`CHORE_PROMPTS`; any, when None)."""
+        items = [Reply(text=r) if isinstance(r, str) else r for r in replies]
+        with self._lock:
+            self._chores.setdefault((model, kind), deque()).extend(items)
+
     def pending(self, model: str | None = None) -> int:
         """Number of replies still queued (shared queue, or the given model's queue)."""
         with self._lock:
@@ -330,9 +391,16 @@ class ScriptedModelServer:
                 return len(self._shared)
             return len(self._per_model.get(model, ()))
 
-    def calls(self, path: str | None = None) -> list[Recorded]:
+    def calls(self, path: str | None = None, *, chores: bool = False) -> list[Recorded]:
+        """The turns' requests (the chores' with ``chores=True``), to ``path`` if given."""
         with self._lock:
-            return [r for r in self.requests if path is None or r.path == path]
+            recorded = self.chore_requests if chores else self.requests
+            return [r for r in recorded if path is None or r.path == path]
+
+    def every_call(self) -> list[Recorded]:
+        """Every model call, the chores' included, in arrival order."""
+        with self._lock:
+            return list(self._every)
 
     def wait_for_requests(self, n: int, timeout: float = 10.0) -> bool:
         with self._arrived:
@@ -343,8 +411,12 @@ class ScriptedModelServer:
         with self._lock:
             self._shared.clear()
             self._per_model.clear()
+            self._chores.clear()
             self.requests.clear()
+            self.chore_requests.clear()
+            self._every.clear()
             self.default = Reply(text="ok")
+            self.chore_replies = chore_defaults()
             self.ollama_tags = ["llama3.1"]
 
     # ------------------------------------------------------------------ internals
@@ -356,14 +428,28 @@ class ScriptedModelServer:
     def _take(self, recorded: Recorded) -> Reply:
         """Record a model call and pick its reply, atomically."""
         with self._arrived:
-            self.requests.append(recorded)
+            self._every.append(recorded)
             self._arrived.notify_all()
+            kind = recorded.chore
+            if kind is not None:
+                self.chore_requests.append(recorded)
+                return self._chore_reply(recorded.model, kind)
+            self.requests.append(recorded)
             queue = self._per_model.get(recorded.model)
             if queue:
                 return queue.popleft()
             if self._shared:
                 return self._shared.popleft()
             return self.default
+
+    def _chore_reply(self, model: str, kind: str) -> Reply:
+        """A chore's reply: the first queue that fits it, most precise first, else its kind's
+        own reply."""
+        for key in ((model, kind), (model, None), (None, kind), (None, None)):
+            queue = self._chores.get(key)
+            if queue:
+                return queue.popleft()
+        return self.chore_replies[kind]
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0 and self._stopping.wait(seconds):
@@ -472,7 +558,10 @@ class _Handler(BaseHTTPRequestHandler):
                 message = f"Scripted error {reply.status}"
                 if reply.echo_key:
                     message = f"Incorrect API key provided: {_key_of(recorded.headers)}"
-                self._send_error(reply.status, message, anthropic, reply.retry_after)
+                if reply.error_body is not None:
+                    self._send_json(reply.status, reply.error_body)
+                else:
+                    self._send_error(reply.status, message, anthropic, reply.retry_after)
             elif anthropic:
                 self._anthropic(recorded, reply)
             else:

@@ -386,3 +386,84 @@ def test_ollama_tags(server: ScriptedModelServer) -> None:
     assert [m["name"] for m in _get(server.url + "/api/tags")[1]["models"]] == ["a", "b:7b"]
     server.ollama_tags = None
     assert _get(server.url + "/api/tags")[0] == 404
+
+
+# ---------------------------------------------------------------------- chores and error bodies
+
+
+def _chore(client: openai.OpenAI, kind: str, model: str = "gpt-test") -> str:
+    """A chore's request (its system prompt opens with the kind's words); the answer's text."""
+    from tests.fakes.model_server import CHORE_PROMPTS
+
+    messages = [{"role": "system", "content": f"{CHORE_PROMPTS[kind]} in a few words"}, *MSGS]
+    return _text(list(client.chat.completions.create(model=model, messages=messages,
+                                                     stream=True)))
+
+
+def test_chore_requests_keep_their_own_script(server: ScriptedModelServer,
+                                              oai: openai.OpenAI) -> None:
+    server.push(Reply(text="the turn's"))
+    server.push_chore(Reply(text="learned"), model="gpt-test", kind="learning")
+    title = _chore(oai, "title")
+    assert title == "A title"  # the kind's default: nothing pushed for it
+    learned = _chore(oai, "learning")
+    assert learned == "learned"
+    assert _chore(oai, "learning") == '{"items": []}'
+    assert _text(_stream_openai(oai)) == "the turn's"  # the turn's reply was left for it
+    assert [r.chore for r in server.requests] == [None]
+    assert [r.chore for r in server.calls(chores=True)] == ["title", "learning", "learning"]
+    assert [r.chore for r in server.every_call()] == ["title", "learning", "learning", None]
+    assert server.wait_for_requests(1, timeout=0) and not server.wait_for_requests(2, 0)
+
+
+def test_chore_queues_most_precise_first(server: ScriptedModelServer,
+                                         oai: openai.OpenAI) -> None:
+    server.push_chore("any model, any kind")
+    server.push_chore("a's summary", model="a", kind="summary")
+    server.chore_replies["summary"] = Reply(text="the summary default")
+    assert _chore(oai, "summary", "b") == (
+        "any model, any kind")
+    assert _chore(oai, "summary", "a") == "a's summary"
+    assert _chore(oai, "summary", "a") == (
+        "the summary default")
+    server.reset()
+    assert server.chore_replies["summary"].text != "the summary default"
+
+
+def test_an_anthropic_chore_is_known_by_its_system_field(
+        server: ScriptedModelServer, ant: anthropic.Anthropic) -> None:
+    from tests.fakes.model_server import CHORE_PROMPTS
+
+    server.push(Reply(text="turn"))
+    msg = ant.messages.create(model="c", max_tokens=10, messages=MSGS,
+                              system=CHORE_PROMPTS["summary"] + " in 60 words")
+    assert msg.content[0].text.startswith("The user and the agent")
+    assert server.requests == [] and [r.chore for r in server.calls(chores=True)] == ["summary"]
+
+
+def test_the_chore_prompts_are_hearths_own() -> None:
+    from hearth.engine.compaction import INSTRUCTIONS
+    from hearth.engine.titles import SYSTEM_PROMPT as TITLE
+    from hearth.memory.learning import SYSTEM_PROMPT as LEARNING
+    from tests.fakes.model_server import CHORE_PROMPTS
+
+    for kind, prompt in (("title", TITLE), ("learning", LEARNING), ("summary", INSTRUCTIONS)):
+        assert prompt.startswith(CHORE_PROMPTS[kind]), kind
+
+
+@pytest.mark.parametrize("body", [
+    {"error": {"message": "This model's maximum context length is 8192 tokens.",
+               "type": "invalid_request_error", "code": "context_length_exceeded"}},
+    {"type": "error", "error": {"type": "invalid_request_error",
+                                "message": "prompt is too long: 9000 tokens > 8192 maximum"}},
+])
+def test_an_error_status_with_a_body_of_the_tests_own(
+        server: ScriptedModelServer, oai: openai.OpenAI, ant: anthropic.Anthropic,
+        body: dict[str, Any]) -> None:
+    server.push(Reply(status=400, error_body=body), Reply(status=400, error_body=body))
+    with pytest.raises(openai.BadRequestError) as raised:
+        _stream_openai(oai)
+    assert raised.value.body == body["error"]  # the OpenAI SDK keeps the "error" object
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        ant.messages.create(model="c", max_tokens=10, messages=MSGS)
+    assert refused.value.body == body

@@ -73,7 +73,7 @@ def items_json(*items: tuple[str, str]) -> str:
 
 def test_valid_answer_keeps_each_item_written_by_learning_and_filed_under_the_chat(
         setup: Setup) -> None:
-    setup.server.push(Reply(text=items_json(
+    setup.server.push_chore(Reply(text=items_json(
         ("fact", "The owner moved to Lisbon recently."),
         ("preference", "The owner likes bakeries that open early."))))
     learned = setup.learn()
@@ -93,10 +93,10 @@ def test_valid_answer_keeps_each_item_written_by_learning_and_filed_under_the_ch
 
 
 def test_the_request_carries_the_prompt_and_the_exchange_capped(setup: Setup) -> None:
-    setup.server.push(Reply(text='{"items": []}'))
+    setup.server.push_chore(Reply(text='{"items": []}'))
     learned = setup.learn(question="q" * 10_000, answer="a" * 10_000)
     assert learned.written == 0 and not learned.failed and learned.why_none
-    (call,) = setup.server.calls("/v1/chat/completions")
+    (call,) = setup.server.calls("/v1/chat/completions", chores=True)
     system, user = call.body["messages"]
     assert system["role"] == "system" and '{"items": []}' in system["content"]
     assert user["content"].count("q") <= 4_100 and user["content"].count("a") <= 4_100
@@ -106,14 +106,14 @@ def test_the_request_carries_the_prompt_and_the_exchange_capped(setup: Setup) ->
 
 def test_a_json_fence_around_the_answer_is_accepted(setup: Setup) -> None:
     fenced = "```json\n" + items_json(("lesson", "Suggest places with opening hours.")) + "\n```"
-    setup.server.push(Reply(text=fenced))
+    setup.server.push_chore(Reply(text=fenced))
     assert setup.learn().written == 1
     assert [i.text for i in setup.items()] == ["Suggest places with opening hours."]
 
 
 def test_an_item_said_again_is_kept_once(setup: Setup) -> None:
     answer = items_json(("fact", "The owner moved to Lisbon recently."))
-    setup.server.push(Reply(text=answer), Reply(text=answer))
+    setup.server.push_chore(Reply(text=answer), Reply(text=answer))
     assert setup.learn() == Learned(written=1)
     assert setup.learn() == Learned(written=0, known=1)
     assert len(setup.items()) == 1
@@ -144,7 +144,7 @@ WRONG_SHAPES = {
 
 @pytest.mark.parametrize("said", WRONG_SHAPES.values(), ids=WRONG_SHAPES.keys())
 def test_a_wrong_shape_writes_nothing_and_is_audited(setup: Setup, said: str) -> None:
-    setup.server.push(Reply(text=said))
+    setup.server.push_chore(Reply(text=said))
     learned = setup.learn()
     assert learned.failed and learned.written == 0 and learned.why_none
     assert setup.items() == []
@@ -156,13 +156,13 @@ def test_a_wrong_shape_writes_nothing_and_is_audited(setup: Setup, said: str) ->
 
 
 def test_a_valid_item_next_to_a_wrong_one_is_not_kept_either(setup: Setup) -> None:
-    setup.server.push(Reply(text=items_json(("fact", "Lives in Lisbon."), ("fact", ""))))
+    setup.server.push_chore(Reply(text=items_json(("fact", "Lives in Lisbon."), ("fact", ""))))
     assert setup.learn().failed
     assert setup.items() == []
 
 
 def test_a_model_error_is_a_failure_not_a_crash(setup: Setup) -> None:
-    setup.server.push(Reply(status=500))
+    setup.server.push_chore(Reply(status=500))
     learned = setup.learn()
     assert learned.failed and learned.written == 0
     (row,) = setup.audit_rows()
@@ -171,7 +171,7 @@ def test_a_model_error_is_a_failure_not_a_crash(setup: Setup) -> None:
 
 
 def test_an_answer_cut_at_the_output_cap_is_a_failure(setup: Setup) -> None:
-    setup.server.push(Reply(text='{"items": [{"kind": "fact", "te', finish_reason="length"))
+    setup.server.push_chore(Reply(text='{"items": [{"kind": "fact", "te', finish_reason="length"))
     assert setup.learn().failed
     assert setup.items() == []
 
@@ -179,21 +179,23 @@ def test_an_answer_cut_at_the_output_cap_is_a_failure(setup: Setup) -> None:
 @pytest.mark.parametrize("mode", ["incognito", "temporary", "???", None, "Persistent"])
 def test_restricted_chats_never_learn_and_never_call_the_model(setup: Setup,
                                                                mode: object) -> None:
-    setup.server.push(Reply(text=items_json(("fact", "The owner moved to Lisbon."))))
+    setup.server.push_chore(Reply(text=items_json(("fact", "The owner moved to Lisbon."))))
     learned = setup.learn(mode=mode)
     assert learned.written == 0 and not learned.failed
     assert learned.why_none is not None and "never learn" in learned.why_none
-    assert setup.server.calls() == []
+    assert setup.server.every_call() == []
     assert setup.items() == [] and setup.audit_rows() == []
 
 
-def test_no_background_chain_means_no_learning_provider(model_server: ScriptedModelServer
-                                                        ) -> None:
+def test_no_background_chain_means_learning_on_the_chat_chain(model_server: ScriptedModelServer
+                                                             ) -> None:
     config = make_config(model_server.openai_base_url)
     registry = ModelRegistry.from_config(config, environ={})
-    assert registry.for_background() is None
-    assert registry.for_chat() is not None
-    assert ModelRegistry(config.models, config.chains.chat).for_background() is None
+    background = registry.for_background()
+    assert background is not None and background is registry.for_chat()
+    assert registry.chain("background") == registry.chat_chain == ["fake"]
+    assert ModelRegistry(config.models, config.chains.chat).background_chain == ["fake"]
+    assert ModelRegistry([], []).for_background() is None  # no model at all: none
 
 
 class SeenCalls:
@@ -208,7 +210,7 @@ class SeenCalls:
 
 def test_the_learning_call_is_recorded_by_the_guard_as_learning(setup: Setup) -> None:
     seen = SeenCalls()
-    setup.server.push(Reply(text='{"items": []}', usage=(1000, 500)))
+    setup.server.push_chore(Reply(text='{"items": []}', usage=(1000, 500)))
     before = guard.install(seen)  # type: ignore[arg-type]
     try:
         setup.learn()

@@ -68,3 +68,20 @@ def test_a_new_snapshot_keeps_the_breakers_and_takes_their_limits() -> None:
     after = registry.adopt(Config.model_validate(raw))
     assert after.breakers is registry.breakers and after.breakers.state("a").state == "open"
     assert (after.breakers.failures, after.breakers.pause) == (5, 60)
+
+
+def test_ready_in_says_when_a_call_may_go_without_taking_the_probe() -> None:
+    clock = Clock()
+    breakers = Breakers(failures=1, pause=30, clock=clock)
+    assert breakers.ready_in("a") == 0.0  # never failed: closed
+    breakers.failed("a")
+    assert breakers.ready_in("a") == 30.0
+    clock.now += 20
+    assert breakers.ready_in("a") == 10.0
+    clock.now += 10
+    assert breakers.ready_in("a") == 0.0
+    assert breakers.ready_in("a") == 0.0 and breakers.state("a").state == "open"  # asked only
+    assert breakers.allows("a")  # the probe is still there to take
+    assert breakers.ready_in("a") == 30.0  # while it is out, others wait
+    breakers.succeeded("a")
+    assert breakers.ready_in("a") == 0.0

@@ -80,13 +80,19 @@ def _turn(client: TestClient, key: str, words: str) -> dict[str, Any]:
     return ended
 
 
-def _rows(db: Database, count: int | None = None) -> list[dict[str, Any]]:
-    """The rows, waiting (a few seconds at most) until there are `count` of them."""
+CHORES = ("title", "learning", "compaction", "summary")  # run after a turn, on their own
+
+
+def _rows(db: Database, count: int | None = None, chores: bool = False) -> list[dict[str, Any]]:
+    """The rows (not the chores' unless asked: they run beside the turns), waiting (a few
+    seconds at most) until there are `count` of them."""
     deadline = time.monotonic() + 10
     while True:
+        query = select(model_calls).order_by(model_calls.c.id)
+        if not chores:
+            query = query.where(model_calls.c.purpose.not_in(CHORES))
         with db.read() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(
-                select(model_calls).order_by(model_calls.c.id))]
+            rows = [dict(r._mapping) for r in conn.execute(query)]
         if count is None or len(rows) >= count or time.monotonic() > deadline:
             return rows
         time.sleep(0.05)
@@ -118,6 +124,7 @@ def test_deleting_a_chat_keeps_its_calls_figures_but_not_its_name(
     assert client.delete(f"/api/sessions/{key}").status_code == 200
     rows = _rows(_db(client))
     assert [(r["session_key"], r["tokens_in"]) for r in rows] == [(None, 10)]
+    assert {r["session_key"] for r in _rows(_db(client), chores=True)} == {None}
 
 
 def test_a_failed_call_is_recorded_failed(
@@ -152,12 +159,13 @@ def test_an_incognito_chats_call_keeps_no_chat_and_no_text(
 
 
 def test_an_unpriced_models_call_has_no_cost_and_reads_unpriced(
-        client: TestClient, model_server: ScriptedModelServer) -> None:
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
-    assert _turn(client, _chat(client, model="plain"), "hi")["status"] == "complete"
-    [row] = _rows(_db(client), 1)
-    assert row["model_id"] == "plain" and row["cost_usd"] is None
-    page = client.get("/usage").text
+    for client in _client(tmp_path, _config(model_server, background=["plain"])):
+        assert _turn(client, _chat(client, model="plain"), "hi")["status"] == "complete"
+        [row] = _rows(_db(client), 1)
+        assert row["model_id"] == "plain" and row["cost_usd"] is None
+        page = client.get("/usage").text  # its chores' calls on the unpriced model too
     purposes = page.split("<caption>By purpose</caption>", 1)[1].split("</table>", 1)[0]
     assert "unpriced" in purposes and "$0" not in page
 
@@ -178,16 +186,16 @@ def test_a_learning_chores_call_is_recorded_as_learning(
     config = _config(model_server, background=["plain"])
     model_server.push(Reply(text="Noted.", usage=(30, 4)))
     for _ in range(2):  # the learning chore's answer (and the title chore's, which runs too)
-        model_server.push(Reply(text='{"items": []}', usage=(60, 5)), model="m-plain")
+        model_server.push_chore(Reply(text='{"items": []}', usage=(60, 5)), model="m-plain")
     for client in _client(tmp_path, config):
         key = _chat(client)
         assert _turn(client, key, "I like tea")["status"] == "complete"
         deadline = time.monotonic() + 10
-        rows = _rows(_db(client))
+        rows = _rows(_db(client), chores=True)
         while not any(r["purpose"] == "learning" for r in rows):
             assert time.monotonic() < deadline, rows
             time.sleep(0.05)
-            rows = _rows(_db(client))
+            rows = _rows(_db(client), chores=True)
     by_purpose = {r["purpose"]: r for r in rows}
     assert {"turn", "learning"} <= set(by_purpose)
     assert by_purpose["turn"]["model_id"] == "priced"
@@ -205,18 +213,23 @@ def test_usage_api_and_page_add_up_the_rows(
     _turn(client, key, "one")
     _turn(client, key, "two")
     _turn(client, key, "three")
-    rows = _rows(_db(client), 3)
+    turns = _rows(_db(client), 3)
+    rows = _rows(_db(client), 6, chores=True)  # and the chores': a title, learning twice
+    assert len(rows) == 6, rows
     body = client.get("/api/usage").json()
     want_cost = sum(r["cost_usd"] for r in rows)
     for axis, name in (("models", "model_id"), ("days", "day"), ("providers", "provider"),
                        ("purposes", "purpose")):
-        [total] = body[axis]
-        assert total["calls"] == len(rows), axis
-        assert total["tokens_in"] == sum(r["tokens_in"] for r in rows)
-        assert total["cost_usd"] == pytest.approx(want_cost)
-        assert name in total
+        totals = body[axis]
+        assert sum(t["calls"] for t in totals) == len(rows), axis
+        assert sum(t["tokens_in"] for t in totals) == sum(r["tokens_in"] for r in rows)
+        assert sum(t["cost_usd"] for t in totals) == pytest.approx(want_cost)
+        assert all(name in t for t in totals)
+    assert {t["purpose"]: t["calls"] for t in body["purposes"]} == {"turn": 3, "title": 1,
+                                                                    "learning": 2}
     outcomes = {o["outcome"]: o["calls"] for o in body["outcomes"]}
     assert outcomes == {o: sum(1 for r in rows if r["outcome"] == o) for o in outcomes}
+    rows = turns
     page = client.get("/usage").text
     table = page.split("<caption>By purpose</caption>", 1)[1].split("</table>", 1)[0]
     cells = re.search(r'<th scope="row">turn</th>(.*?)</tr>', table, re.S)

@@ -169,7 +169,7 @@ def _run_script(gateway: Gateway, server: ScriptedModelServer, mode: str
     key = _make_chat(api, home, mode)
     calls = _calls(int(seeded.json()["id"]))
     server.push(Reply(tool_calls=calls), Reply(text="All done."), model="fake-model")
-    server.push(Reply(text=LEARNED), model="bg-model")
+    server.push_chore(Reply(text=LEARNED), model="bg-model", kind="learning")
 
     before = {"rows": _memory_rows(home), "docs": _documents(home),
               "grants": _count(home, "grants"), "jobs": _count(home, "jobs")}
@@ -212,7 +212,7 @@ def test_a_restricted_chat_leaves_nothing_behind(
 
     assert _memory_rows(home) == done["before"]["rows"]  # no new row, no recall count
     assert _documents(home) == done["before"]["docs"]  # not a byte changed
-    assert {c.model for c in model_server.calls()} == {"fake-model"}  # the turn's model only
+    assert {c.model for c in model_server.every_call()} == {"fake-model"}  # the turn's only
     assert _count(home, "grants") == done["before"]["grants"]
     assert _count(home, "jobs") == done["before"]["jobs"]
     assert done["owner"].always_status == 403
@@ -264,7 +264,7 @@ def test_the_same_paths_write_in_a_persistent_chat(
     assert _learned(home), "the after-turn chore wrote nothing"
     docs = _documents(home)
     assert docs["MEMORY.md"] != done["before"]["docs"]["MEMORY.md"]
-    assert "bg-model" in {c.model for c in model_server.calls()}
+    assert "bg-model" in {c.model for c in model_server.every_call()}
     assert _count(home, "grants") == done["before"]["grants"] + 1
     assert _count(home, "jobs") == done["before"]["jobs"] + 1
     assert done["owner"].always_status == 200

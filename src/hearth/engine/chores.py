@@ -1,20 +1,27 @@
-"""Background chores after a turn, and the chores owed: titles and after-turn learning.
+"""Background chores after a turn, and the chores owed: titles, learning, idle summaries.
 
 After a turn completes, a kept chat gets its chores, each a task of its own that never holds
 up the chat: its title (once, after its first exchange: only while the chat is untitled,
 and not while a title is being asked or owed) and after-turn learning. Each is a call of its
-own on the background chain, through the chore runner (`models.chore_runner`). A restricted
-chat gets none: its mode is read again here (the one reader, failing closed) and no task is
-made, so nothing of it reaches a background model. With no background chain set up, no chore
-runs.
+own on the background chain (the chat chain when that is empty), through the chore runner
+(`models.chore_runner`), its providers built in a worker thread. A restricted chat gets
+none: its mode is read again here (the one reader, failing closed) and no task is made, so
+nothing of it reaches a background model. Other kinds register their doer (`register`: the
+idle summaries, `engine.idle_summaries`) and owe through `owe`.
 
 A chore no model could do is owed (`store.owed_chores`, so the list survives a restart) and
-tried again by a small loop that runs from `start` to `close`: after a pause that doubles with
-each try (`Pace`), up to `Pace.most_attempts` tries, then it is given up, saying so in the
-log. A try re-reads the chat first: one deleted, restricted, or (for a title) titled since
-owes nothing more. Deleting a chat cancels its chores and drops those it is owed
-(`cancel_for`). A chore still running when the gateway stops is cancelled; it wrote nothing it
-had not finished, and one owed stays owed.
+tried again by one loop that runs from `start` to `close`. It follows the breakers: nothing
+is tried while every model of the chain is resting (its breaker open), and a chore that failed
+because every model was resting is tried again, uncounted, as soon as one may be called
+(closed, or its pause over so a probe may go). A chore a model could be asked for and failed
+waits a pause that doubles with each try (`Pace`), and is given up after `Pace.most_attempts`
+counted tries or `Pace.keep_for` seconds, saying so in the log. The loop sleeps until the next
+chore falls due or a breaker's pause ends (a newly owed chore wakes it), never longer than
+`Pace.tick`, and tries the due ones one at a time, so a chain that fails again stops the pass.
+A try re-reads the chat first: one deleted, restricted, or (for a title) titled since owes
+nothing more. Deleting a chat cancels its chores and drops those it is owed (`cancel_for`). A
+chore still running when the gateway stops is cancelled; it wrote nothing it had not
+finished, and one owed stays owed.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from hearth.engine import titles
 from hearth.memory import learning
 from hearth.memory.service import Memory
-from hearth.models.chore_runner import Owed
+from hearth.models.chore_runner import Owed, background_chain
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider
 from hearth.privacy.modes import keeps_memory, mode_of, restricted
@@ -48,6 +55,8 @@ from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
 
 log = logging.getLogger(__name__)
+
+NAP_FLOOR = 0.05  # seconds: the loop never looks again sooner than this
 
 
 class Outcome(Enum):
@@ -65,13 +74,17 @@ class Pace:
 
     first_pause: float = 60.0  # seconds before the first retry; doubled after each try
     longest_pause: float = 3600.0
-    most_attempts: int = 20  # tries in all, the first included; then it is given up
-    tick: float = 5.0  # how often the loop looks for chores that are due
-    batch: int = 8  # chores tried at once, at most
+    most_attempts: int = 20  # counted tries in all, the first included; then it is given up
+    keep_for: float = 7 * 24 * 3600.0  # owed longer than this, it is given up
+    tick: float = 60.0  # the longest the loop sleeps before it looks again
+    batch: int = 8  # chores tried in one pass, at most
 
     def pause(self, attempts: int) -> float:
         """The pause after the `attempts`-th try."""
         return min(self.longest_pause, self.first_pause * 2 ** max(0, attempts - 1))
+
+    def gives_up(self, row: OwedRow, at: float) -> bool:
+        return row.attempts >= self.most_attempts or at - row.created_at > self.keep_for
 
 
 @dataclass(frozen=True)
@@ -92,8 +105,8 @@ class Chores:
         self.pace = pace or Pace()
         self._doers: dict[str, Doer] = {titles.KIND: self._title, learning.KIND: self._learn}
         self._running: dict[asyncio.Task[None], tuple[str, str]] = {}  # each: (kind, chat)
-        self._retrying: set[int] = set()  # owed rows being tried now
         self._loop: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # set when a chore is owed: the loop looks again
 
     def register(self, kind: str, doer: Doer) -> None:
         """Add a kind of chore that may be owed (its doer is what a retry runs)."""
@@ -113,14 +126,22 @@ class Chores:
         if kind == titles.KIND and await self._db.reading(owed_store.is_owed, key, kind):
             return  # a title owed already is tried by the retry loop, from its own exchange
         if await self._doers[kind](key, run.run_id) is Outcome.OWED:
-            await self._db.writing(owed_store.owe, kind, key, run.run_id, attempts=1,
-                                   next_at=time.time() + self.pace.pause(1))
+            await self.owe(kind, key, run.run_id)
+
+    async def owe(self, kind: str, key: str, run_id: str | None) -> None:
+        """Keep a chore no model could do, to be tried again: as soon as a model may be
+        called when every one was resting (uncounted), else after the first pause."""
+        resting = self._ready_in() > 0
+        at = time.time()
+        await self._db.writing(owed_store.owe, kind, key, run_id, attempts=0 if resting else 1,
+                               next_at=at if resting else at + self.pace.pause(1))
+        self._wake.set()
 
     # ------------------------------------------------------------------ the chores
 
     async def _title(self, key: str, run_id: str | None) -> Outcome:
         said = await self._db.reading(_exchange, key, run_id)
-        chain = self._chain()
+        chain = await self._chain()
         if (said.chat is None or restricted(mode_of(said.chat.memory_mode))
                 or said.chat.title is not None or not said.answer or not chain):
             return Outcome.MOOT
@@ -131,7 +152,7 @@ class Chores:
 
     async def _learn(self, key: str, run_id: str | None) -> Outcome:
         said = await self._db.reading(_exchange, key, run_id)
-        chain = self._chain()
+        chain = await self._chain()
         if (said.chat is None or not keeps_memory(mode_of(said.chat.memory_mode))
                 or not said.answer or not chain):
             return Outcome.MOOT
@@ -143,11 +164,16 @@ class Chores:
                  learned.known, " (no model could; it is owed)" if learned.failed else "")
         return Outcome.OWED if learned.failed else Outcome.DONE
 
-    def _chain(self) -> list[Provider]:
-        """The background chain's models, in order; empty when none is set up."""
+    async def _chain(self) -> list[Provider]:
+        """The background chain's models, in order (the chat chain's when it is empty; none
+        when no model is set up), built in a worker thread: a first build imports an SDK."""
+        return await asyncio.to_thread(background_chain, self._registry())
+
+    def _ready_in(self) -> float:
+        """Seconds until a model of the chain may be called (0: now, or no chain at all)."""
         registry = self._registry()
-        chain = [registry.provider(model_id) for model_id in registry.background_chain]
-        return [provider for provider in chain if provider is not None]
+        chain = registry.chain("background")
+        return min((registry.breakers.ready_in(m) for m in chain), default=0.0)
 
     # ------------------------------------------------------------------ owed chores
 
@@ -158,47 +184,63 @@ class Chores:
 
     async def _retry_forever(self) -> None:
         while True:
+            self._wake.clear()
             try:
                 await self.retry_due()
-            except SQLAlchemyError as error:  # the store is busy or away: look again next time
+                nap = await self._nap()
+            except SQLAlchemyError as error:  # the store is busy or away: look again later
                 log.warning("owed chores could not be read (%s); trying again later",
                             type(error).__name__)
-            await asyncio.sleep(self.pace.tick)
+                nap = self.pace.tick
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), nap)
+
+    async def _nap(self) -> float:
+        """How long the loop may sleep: until the next chore falls due, or (when one is due
+        already) until a model of the chain may be called; at most `Pace.tick`."""
+        soonest = await self._db.reading(owed_store.soonest, tuple(self._doers))
+        if soonest is None:
+            return self.pace.tick
+        wait = max(soonest - time.time(), self._ready_in())
+        return min(self.pace.tick, max(wait, NAP_FLOOR))
 
     async def retry_due(self) -> int:
-        """Start a try of each owed chore that is due (a batch at most); how many."""
+        """Try the owed chores that are due (a batch at most), one at a time, while a model
+        of the chain may be called; how many were tried."""
         due = await self._db.reading(owed_store.due, time.time(), self.pace.batch,
                                      tuple(self._doers))
-        started = 0
+        tried = 0
         for row in due:
-            if row.id not in self._retrying:
-                self._retrying.add(row.id)
-                self._start(row.kind, row.session_key, self._retry(row))
-                started += 1
-        return started
+            if self._ready_in() > 0:
+                break  # every model is resting: the breakers say when to look again
+            await asyncio.wait({self._start(row.kind, row.session_key, self._retry(row))})
+            tried += 1
+        return tried
 
     async def _retry(self, row: OwedRow) -> None:
-        try:
-            claimed = await self._db.writing(owed_store.claim, row.id,
-                                             time.time() + self.pace.pause(row.attempts + 1))
-            if claimed is None:
-                return  # done meanwhile, or its chat deleted
-            outcome = await self._doers[row.kind](row.session_key, row.run_id)
-            if outcome is Outcome.OWED and claimed.attempts < self.pace.most_attempts:
-                return  # owed still: its next try is scheduled
-            if outcome is Outcome.OWED:
-                log.warning("the %s chore of chat %s is given up after %d tries", row.kind,
-                            row.session_key, claimed.attempts)
+        claimed = await self._db.writing(owed_store.claim, row.id,
+                                         time.time() + self.pace.pause(row.attempts + 1))
+        if claimed is None:
+            return  # done meanwhile, or its chat deleted
+        outcome = await self._doers[row.kind](row.session_key, row.run_id)
+        if outcome is not Outcome.OWED:
             await self._db.writing(owed_store.settle, row.id)
-        finally:
-            self._retrying.discard(row.id)
+        elif self._ready_in() > 0:  # every model resting: again when one may be called
+            await self._db.writing(owed_store.put_back, row.id, attempts=claimed.attempts - 1,
+                                   next_at=time.time())
+        elif self.pace.gives_up(claimed, time.time()):
+            log.warning("the %s chore of chat %s is given up after %d tries", row.kind,
+                        row.session_key, claimed.attempts)
+            await self._db.writing(owed_store.settle, row.id)
 
     # ------------------------------------------------------------------ tasks
 
-    def _start(self, kind: str, key: str, work: Coroutine[Any, Any, None]) -> None:
+    def _start(self, kind: str, key: str,
+               work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(work, name=f"chore:{kind}:{key}")
         self._running[task] = (kind, key)
         task.add_done_callback(self._done)
+        return task
 
     def _busy(self, kind: str, key: str) -> bool:
         return (kind, key) in self._running.values()

@@ -3,9 +3,10 @@
 Any surface asks here (the API's POST /api/sessions/{key}/compact, the chat menu's Compact
 now, `/compact` in `hearth chat`). The chat must be persistent (a restricted chat keeps no
 summary, so one made now would be gone before its next turn; its turns compact themselves
-when they need to) and idle (a running turn holds the chat). The summary runs on the
-background chain's head, else on the chat's own model, and the notice is written in the chat
-as a turn's is.
+when they need to) and idle (a running turn holds the chat). The summary walks the background
+chain (the chat chain when that is empty), and the notice is written in the chat as a turn's
+is. When no model could write the summary nothing is folded (the owner asked for a summary;
+a turn that needs room compacts without one) and the request is refused saying so (503).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hearth.engine.compaction import Budget, Compactor
 from hearth.engine.events import message_frame
 from hearth.engine.turn import TurnDeps
 from hearth.errors import Refusal
+from hearth.models.chore_runner import background_chain
 from hearth.models.types import Provider
 from hearth.privacy.modes import keeps_memory, mode_of
 from hearth.privacy.reach import why
@@ -57,16 +59,18 @@ async def compact(deps: TurnDeps, key: str) -> Compacted:
         raise Refusal("turn_running", 409, "A turn is running in this chat; compact it once "
                       "the turn has ended.")
     chat_model = await asyncio.to_thread(registry.for_chat, session.model)
-    background = await asyncio.to_thread(registry.for_background)
-    summarizer = background or chat_model
-    if chat_model is None or summarizer is None:
+    chain = await asyncio.to_thread(background_chain, registry)
+    if chat_model is None or not chain:
         raise Refusal("no_model", 409, "No model is set up to write the summary, so the chat "
                       "was not compacted.")
     system_prompt = _prompt_of(config, session)
-    compactor = _compactor(deps, session, chat_model, summarizer, len(system_prompt))
+    compactor = _compactor(deps, session, chat_model, chain, len(system_prompt))
     await context.build(deps.db, None, system_prompt=system_prompt,
                         history_messages=config.limits.history_messages,
                         compactor=compactor, force=ASKED)
+    if compactor.owed is not None:
+        raise Refusal("summary_failed", 503, f"{compactor.owed.sentence()} The chat was not "
+                      "compacted; try again later.")
     if not compactor.done:
         return Compacted(False, NOTHING)
     last = compactor.done[-1]
@@ -75,7 +79,7 @@ async def compact(deps: TurnDeps, key: str) -> Compacted:
 
 
 def _compactor(deps: TurnDeps, session: SessionRow, chat_model: Provider,
-               summarizer: Provider, fixed_chars: int) -> Compactor:
+               chain: list[Provider], fixed_chars: int) -> Compactor:
     """The chat's compactor; its notice is appended as Hearth's own event (no turn's)."""
     config, registry = deps.config, deps.models
     model = registry.config_of(chat_model.model_id)
@@ -86,8 +90,8 @@ def _compactor(deps: TurnDeps, session: SessionRow, chat_model: Provider,
         deps.bus.publish(session.key, message_frame(event))
 
     return Compactor(
-        db=deps.db, session_key=session.key, keeps=True, provider=summarizer,
-        model_config=registry.config_of(summarizer.model_id),
+        db=deps.db, session_key=session.key, keeps=True, chain=chain,
+        config_of=registry.config_of, breakers=registry.breakers, owes=True,
         budget=Budget(context_window=model.context_window if model else 128_000,
                       max_output_tokens=model.max_output_tokens if model else 8192,
                       autocompact_pct=config.limits.autocompact_pct, fixed_chars=fixed_chars),

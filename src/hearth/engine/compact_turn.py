@@ -2,11 +2,14 @@
 too long, and the share of the window each prompt used (`context_pct`).
 
 `view` is what `engine.turn` asks for the turn's context. It builds the turn's `Compactor`:
-the summary runs on the background chain's head (else the turn's own model) for a persistent
-chat, and on the turn's own model only in a restricted chat (the guard refuses any other),
-and the notice is written as the turn's own event, live and on reload. `after_rejection` is
-the loop's one hook: a prompt refused as too long is compacted and sent again once; refused
-again, the turn ends with a sentence saying so.
+the summary walks the background chain (the chat chain when that is empty; its providers
+built in a worker thread) for a persistent chat, and runs on the turn's own model only in a
+restricted chat, never failing over (invariant 8: the guard refuses any other), and the
+notice is written as the turn's own event, live and on reload. When no model could write the
+summary the turn goes on compacted all the same, the owner's requests kept in their words.
+`after_rejection` is the loop's one hook: a prompt refused as too long (HTTP 413, or a 400
+that says so: `compaction.too_long`) is compacted and sent again once; refused again, the turn
+ends with a sentence saying so.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from hearth.engine import context, endings, record
 from hearth.engine.compaction import Budget, Compactor, context_pct, sizes, still_too_long, too_long
 from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
+from hearth.models.chore_runner import background_chain
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Message, ModelError, Provider, Usage
 from hearth.privacy import reach
@@ -29,10 +33,10 @@ DEFAULT_OUTPUT = 8192
 
 async def view(turn: Turn, registry: ModelRegistry, system_prompt: str) -> list[Message]:
     """The turn's context, compacted first when it must be."""
-    background = None
+    chain = [turn.provider]  # a restricted chat's words reach its own model alone
     if reach.restricted_mode() is None:  # built in a worker thread: a first build imports an SDK
-        background = await asyncio.to_thread(registry.for_background)
-    compactor = compactor_for(turn, registry, system_prompt, background)
+        chain = await asyncio.to_thread(background_chain, registry) or chain
+    compactor = compactor_for(turn, registry, system_prompt, chain)
     turn.compactor = compactor
 
     async def rebuild(why: str) -> list[Message]:
@@ -47,11 +51,12 @@ async def view(turn: Turn, registry: ModelRegistry, system_prompt: str) -> list[
 
 
 def compactor_for(turn: Turn, registry: ModelRegistry, system_prompt: str,
-                  background: Provider | None) -> Compactor:
-    """The turn's compactor: the summary on `background` (the background chain's head) for a
-    persistent chat, else on the turn's own model; a restricted chat's always on its own."""
+                  chain: list[Provider]) -> Compactor:
+    """The turn's compactor: the summary asked of `chain` for a persistent chat; a restricted
+    chat's of the turn's own model alone, its breaker left to the turn."""
     keeps = reach.restricted_mode() is None
-    provider = background if keeps and background is not None else turn.provider
+    if not keeps:
+        chain = [turn.provider]
     config = turn.model_config
     specs = [{"name": t.name, "description": t.description, "parameters": t.parameters}
              for t in turn.offered()]
@@ -64,9 +69,9 @@ def compactor_for(turn: Turn, registry: ModelRegistry, system_prompt: str,
     async def announce(sentence: str, meta: dict[str, Any]) -> None:
         await record.append(turn, "notice", {"text": sentence}, meta=meta)
 
-    return Compactor(db=turn.db, session_key=turn.session_key, keeps=keeps, provider=provider,
-                     model_config=registry.config_of(provider.model_id), budget=budget,
-                     announce=announce)
+    return Compactor(db=turn.db, session_key=turn.session_key, keeps=keeps, chain=chain,
+                     config_of=registry.config_of, budget=budget, announce=announce,
+                     breakers=registry.breakers if keeps else None)
 
 
 async def after_rejection(turn: Turn, error: ModelError) -> list[Message] | Ending | None:

@@ -7,9 +7,11 @@ The model's view of a chat (never its transcript) is compacted when it would use
 latest whole exchanges, the running turn's request and any message sent into it); this module
 folds the rest:
 
-- the summary is one model call: on the background chain's head (else the chat's own turn's
-  model) for a persistent chat, and on the turn's own model only for a restricted one
-  (invariant 8: the guard refuses any other), always through `models.guard`;
+- the summary is a chore of its own (`models.chore_runner`): for a persistent chat it walks
+  the background chain (the chat chain when that is empty), each model once through the guard,
+  until one's answer passes `read_summary` (a few words at least, not cut at the output cap, a
+  summary's length, none of the headings Hearth puts around it); a restricted chat's is asked
+  of the turn's own model only, never another (invariant 8: the guard refuses any other);
 - it carries the earlier summary forward, and lists what the owner asked in their own words
   (Hearth keeps that list itself, so a summary model that drops it cannot lose it);
 - a persistent chat keeps it as a derived record (`store.summaries`); a restricted chat keeps
@@ -17,31 +19,30 @@ folds the rest:
 - the chat says so where it happened, in a notice: "Conversation compacted: freed N% of the
   window (…)", live and on reload.
 
-A summary model that fails still compacts: the owner's requests are kept, and the notice says
-the summary could not be written.
+When no model could write the summary, a turn's compaction still compacts: the owner's
+requests are kept in their words, and the notice says the summary could not be written. An
+idle summary (`owes`) folds nothing then: the chat is left as it was and the chore is owed.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hearth.config import ModelConfig
 from hearth.engine.mentions import sent_text
-from hearth.models import guard
+from hearth.models.chore_runner import BreakerGate, Done, Owed, WrongAnswer, run_chore
 from hearth.models.types import (
-    Completed,
     Message,
     ModelError,
     ModelRequest,
     Provider,
     ProviderUnavailable,
-    TextDelta,
-    Usage,
 )
 from hearth.store import summaries
 from hearth.store.db import Database
@@ -51,7 +52,9 @@ log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 3  # a cautious estimate: the budget only needs to stay under the window
 MESSAGE_OVERHEAD = 32  # the wire's role and framing around each message, in characters
+CALL_OVERHEAD = 96  # a tool call's id, type and function framing on the wire
 ASK_CHARS = 240  # one request, as listed in the summary (longer ones are cut, marked …)
+SUMMARY_MIN_WORDS = 3  # an answer shorter than this ("OK.") is no summary
 EVENT_CHARS = 600  # one event, as the summary model reads it
 SUMMARY_HEADING = "Summary of the earlier part of this conversation (compacted by Hearth):"
 ASKS_HEADING = "What the user asked earlier, in their own words (oldest first):"
@@ -141,37 +144,48 @@ class Outcome:
 Announce = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
+ConfigOf = Callable[[str], ModelConfig | None]  # a model's settings, by its id
+
+
 @dataclass
 class Compactor:
-    """One chat's compaction, for one turn (or one /compact)."""
+    """One chat's compaction, for one turn (or one /compact, or one idle summary)."""
 
     db: Database
     session_key: str
     keeps: bool  # a persistent chat keeps its summary; a restricted one holds it for the turn
-    provider: Provider  # the summary's model
-    model_config: ModelConfig | None
+    chain: Sequence[Provider]  # the summary's models, in order (a restricted chat's: its own)
+    config_of: ConfigOf
     budget: Budget
     announce: Announce  # writes the notice where the chat shows it
     held: Folded | None = None  # a restricted chat's summary, this turn only
     done: list[Outcome] = field(default_factory=list)
     rebuild: Callable[[str], Awaitable[list[Message]]] | None = None  # the view, compacted: why
     kind: str = "compaction"  # the record's kind: "idle" for the idle chore's
+    breakers: BreakerGate | None = None  # told of each call (none for a restricted chat's)
+    owes: bool = False  # a summary no model could write folds nothing (the idle chore's)
+    owed: Owed | None = None  # why the last summary could not be written, when it could not
 
     async def fold(self, *, previous: Folded | None, head_through: int,
-                   events: list[EventRow], before_chars: int, why: str) -> Folded:
-        """Summarize `events` (with `previous` carried forward), keep or hold the result."""
+                   events: list[EventRow], before_chars: int, why: str) -> Folded | None:
+        """Summarize `events` (with `previous` carried forward), keep or hold the result; None
+        when no model could and the compactor `owes` it (nothing is folded)."""
         asks = _asks(previous, events, self.budget.summary_chars // 2)
         words = max(60, (self.budget.summary_chars - sum(map(len, asks))) // 6)
-        text, failure = await self._summarize(previous, events, words)
+        said = await self._summarize(previous, events, words)
+        if isinstance(said, Owed) and self.owes:
+            return None
+        text = said.value if isinstance(said, Done) else ""
         text = text[: max(200, self.budget.summary_chars - sum(map(len, asks)))]
         folded = Folded(head_through, events[-1].seq, text, tuple(asks))
         if self.keeps:
             await self.db.writing(
                 summaries.add, self.session_key, kind=self.kind, head_through=head_through,
                 through_seq=folded.through_seq, summary=text, asks=list(asks),
-                model_id=self.provider.model_id, durable=False)
+                model_id=said.model_id if isinstance(said, Done) else None, durable=False)
         else:
             self.held = folded
+        failure = said.sentence() if isinstance(said, Owed) else None
         self.done.append(Outcome(folded, before_chars, 0, len(events), why, failure))
         return folded
 
@@ -196,40 +210,39 @@ class Compactor:
         return outcome
 
     async def _summarize(self, previous: Folded | None, events: list[EventRow],
-                         words: int) -> tuple[str, str | None]:
-        """The summary model's prose, or "" and why it could not be written."""
-        request = ModelRequest(messages=[
-            Message("system", INSTRUCTIONS.format(words=words)),
-            Message("user", _material(previous, events, self._input_chars()))], tools=[],
-            max_output_tokens=max(256, words * 2))
-        try:
-            text = await _read(self.provider, request,
-                               "summary" if self.kind == "idle" else "compaction")
-        except ModelError as error:
-            log.warning("compaction summary for a chat failed on %s (%s)",
-                        self.provider.model_id, error.code)
-            return "", error.sentence
-        if not text.strip():
-            return "", f"{self.provider.model_id} wrote an empty summary"
-        return text.strip(), None
+                         words: int) -> Done[str] | Owed:
+        """The summary, asked of each model of the chain in turn, or why none could write it."""
+        def request(provider: Provider) -> ModelRequest:
+            material = _material(previous, events, self._input_chars(provider))
+            return ModelRequest(messages=[Message("system", INSTRUCTIONS.format(words=words)),
+                                          Message("user", material)], tools=[],
+                                max_output_tokens=max(256, words * 2))
 
-    def _input_chars(self) -> int:
+        outcome = await run_chore("summary" if self.kind == "idle" else "compaction",
+                                  self.chain, request, lambda said: read_summary(said, words),
+                                  breakers=self.breakers)
+        self.owed = outcome if isinstance(outcome, Owed) else None
+        return outcome
+
+    def _input_chars(self, provider: Provider) -> int:
         """What the summary model may be sent: its own window, less room for its answer."""
-        window = self.model_config.context_window if self.model_config else 128_000
+        config = self.config_of(provider.model_id)
+        window = config.context_window if config else 128_000
         return max(2000, (window * 3 // 4 - 600) * CHARS_PER_TOKEN)
 
 
-async def _read(provider: Provider, request: ModelRequest, purpose: str) -> str:
-    """The summary call's text, through the guard (recorded under `purpose`)."""
-    text = ""
-    done = Completed("stop", usage=Usage())
-    async for event in guard.stream(provider, request, purpose=purpose):
-        if isinstance(event, TextDelta):
-            text += event.text
-        else:
-            done = event
-    if done.finish_reason == "length":
-        text = text.rsplit("\n", 1)[0] if "\n" in text else text  # a cut last line goes
+def read_summary(said: str, words: int) -> str:
+    """The summary an answer gives, or WrongAnswer saying how it is not one: a few words at
+    least, at most about twice the `words` asked, and none of the headings Hearth puts around
+    a summary in the model's view (an answer that copies them wrote no summary of its own)."""
+    text = said.strip()
+    count = len(text.split())
+    if count < SUMMARY_MIN_WORDS:
+        raise WrongAnswer(f"the summary is {count} word(s), too short to be one")
+    if count > 2 * words + 20:
+        raise WrongAnswer(f"the summary is {count} words, far more than the {words} asked")
+    if SUMMARY_HEADING in text or ASKS_HEADING in text:
+        raise WrongAnswer("the summary repeats the headings Hearth puts around one")
     return text
 
 
@@ -316,9 +329,10 @@ def context_pct(prompt_tokens: int, estimated_chars: int, window: int) -> float 
 
 
 def size(message: Message) -> int:
-    """A message's size on the wire, roughly, in characters."""
+    """A message's size on the wire, roughly, in characters: a tool call's arguments as the
+    JSON string the wire carries them in (quoted, escaped), in the call's own framing."""
     return (len(message.text) + MESSAGE_OVERHEAD
-            + sum(len(str(c.arguments)) + len(c.name) + MESSAGE_OVERHEAD
+            + sum(len(json.dumps(json.dumps(c.arguments))) + len(c.name) + CALL_OVERHEAD
                   for c in message.tool_calls))
 
 

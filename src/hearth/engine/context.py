@@ -129,6 +129,8 @@ async def _compact(db: Database, compactor: Compactor, folded: Folded | None, re
         return None
     new = await compactor.fold(previous=folded, head_through=head_through, events=to_fold,
                                before_chars=chars, why=why)
+    if new is None:  # no model could write it, and the compactor folds nothing then
+        return None
     return _assemble(head, new, [e for e in tail if e.seq >= cut])
 
 

@@ -85,6 +85,7 @@ class Engine:
         self.active = ActiveTurns()
         self.desk = ApprovalDesk(db, self.bus)
         self.chores = Chores(db, lambda: self.deps.models, self.memory)
+        self.chores.register(idle_summaries.KIND, idle_summaries.doer(lambda: self.deps))
         self.placement = placement(config.tools.sandbox, config.tools.network,
                                    config.tools.elevated,
                                    tuple(str(p) for p in hidden_from_tools))
@@ -141,8 +142,9 @@ class Engine:
             name="sweep:temporary")
         self.scheduler.start()
         await self.chores.start()  # owed chores, a previous process's included, are tried again
-        self._summarizer = asyncio.create_task(idle_summaries.sweep_forever(self.deps),
-                                               name="sweep:idle-summaries")
+        self._summarizer = asyncio.create_task(
+            idle_summaries.sweep_forever(lambda: self.deps, self.chores),
+            name="sweep:idle-summaries")
         if forgotten:
             log.info("forgot %d temporary chat(s) left by the previous process", len(forgotten))
         if requeued or abandoned or waiting:

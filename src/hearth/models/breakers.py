@@ -69,6 +69,17 @@ class Breakers:
                 return True
             return False
 
+    def ready_in(self, model_id: str) -> float:
+        """Seconds until `allows` would let a call go to `model_id` (0: now), asked without
+        taking the probe; a half-open breaker whose probe is out answers its pause."""
+        with self._lock:
+            breaker = self._breakers.get(model_id)
+            if breaker is None or breaker.state == "closed":
+                return 0.0
+            if breaker.state == "open":
+                return max(0.0, breaker.opened_at + self.pause - self._clock())
+            return self.pause if breaker.probing else 0.0
+
     def succeeded(self, model_id: str) -> None:
         with self._lock:
             breaker = self._breakers.get(model_id)

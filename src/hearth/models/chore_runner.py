@@ -1,7 +1,8 @@
 """The chore runner: one background model call walked down a chain, with a validator.
 
-Owns how a chore (a chat's title, after-turn learning, a summary) asks its chain: each model
-once, in order, through the guard, each sent the chore's own request and nothing of any other
+Owns how a chore (a chat's title, after-turn learning, a summary) asks its chain (the
+background chain, the chat chain when that is empty: `background_chain`): each model once, in
+order, through the guard, each sent the chore's own request and nothing of any other
 chore. The chore says how to read an answer (`validate`, raising `WrongAnswer`); an empty
 answer, one in the wrong shape, one stopped at the output cap, a tool call instead of an
 answer, a failed call and an open breaker are each that model failing, and the next model
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from hearth.models import guard
+from hearth.models.registry import ModelRegistry
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -76,12 +78,20 @@ class Owed:
 
     def sentence(self) -> str:
         if not self.failures:
-            return f"The {self.kind} chore has no background model to run on."
+            return f"The {self.kind} chore has no model to run on."
         said = "; ".join(f"{f.model_id}: {f.reason}" for f in self.failures)
-        return f"No background model could do the {self.kind} chore ({said})."
+        return f"No model of its chain could do the {self.kind} chore ({said})."
 
 
 REFUSED = ("refusal", "content_filter")  # finish reasons that are no answer
+
+
+def background_chain(registry: ModelRegistry) -> list[Provider]:
+    """The background chain's models, in order (the chat chain's when it is empty), each built
+    if it was not yet: building an SDK client blocks (its import, an HTTP client with its TLS
+    context), so call this in a worker thread (`asyncio.to_thread`), never on the loop."""
+    chain = [registry.provider(model_id) for model_id in registry.chain("background")]
+    return [provider for provider in chain if provider is not None]
 
 
 async def run_chore(
@@ -158,4 +168,4 @@ def _log_failures(kind: str, failures: list[Failure], answered_by: str | None) -
         log.info("%s chore: answered by %s after %d model(s) failed", kind, answered_by,
                  len(failures))
     elif answered_by is None:
-        log.info("%s chore: no background model could do it; it is owed", kind)
+        log.info("%s chore: no model of its chain could do it", kind)

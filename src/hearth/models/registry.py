@@ -175,9 +175,11 @@ class ModelRegistry:
         self._providers = dict(providers or {})
         known = [m for m in chat_chain if m in self._configs] if models else []
         self.chat_chain = known or list(self._configs)  # not picked: every model, in order
-        self.background_chain = [m for m in background_chain or [] if m in self._configs]
-        self._chains = {axis: [m for m in (chains or {}).get(axis, []) if m in self._configs]
+        given = dict(chains or {})
+        given["background"] = list(given.get("background") or background_chain or [])
+        self._chains = {axis: [m for m in given.get(axis) or [] if m in self._configs]
                         for axis in AXES}
+        self.background_chain = self.chain("background")  # chores run on it; else on chat's
         self.breakers = breakers or Breakers()
 
     @classmethod
@@ -275,8 +277,8 @@ class ModelRegistry:
             return self._provider(model_id)
 
     def for_background(self) -> Provider | None:
-        """The provider background chores (after-turn learning) run on: the background chain's
-        head; None when no background chain is configured, and then they do not run."""
+        """The provider background chores run on first: the background chain's head (an empty
+        background chain is the chat chain); None only when no model is set up."""
         with self._lock:
             return self._provider(self.background_chain[0] if self.background_chain else None)
 

@@ -3,7 +3,9 @@
 A row names the chore (`kind`), the chat and the turn it is for, how many tries it has had
 and when it may be tried next. One chore is owed once: owing it again only moves its next
 try. A try claims the row first (`claim`: the try is counted and the next one scheduled in
-the same write), so a crash mid-try neither loses it nor tries it in a tight loop.
+the same write), so a crash mid-try neither loses it nor tries it in a tight loop; a try that
+found every model resting is put back uncounted (`put_back`). `soonest` says when the next
+one falls due, so the retry loop sleeps until then rather than look every few seconds.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import Connection, delete, func, select, update
 
 from hearth.store.db import now
 from hearth.store.schema import owed_chores
@@ -88,6 +90,20 @@ def due(conn: Connection, at: float, limit: int, kinds: tuple[str, ...]) -> list
                         .where(owed_chores.c.next_at <= at, owed_chores.c.kind.in_(kinds))
                         .order_by(owed_chores.c.next_at, owed_chores.c.id).limit(limit))
     return [OwedRow.of(r) for r in rows]
+
+
+def soonest(conn: Connection, kinds: tuple[str, ...]) -> float | None:
+    """When the first owed chore of these kinds falls due (None: none is owed)."""
+    at = conn.execute(select(func.min(owed_chores.c.next_at))
+                      .where(owed_chores.c.kind.in_(kinds))).scalar()
+    return None if at is None else float(at)
+
+
+def put_back(conn: Connection, owed_id: int, *, attempts: int, next_at: float) -> bool:
+    """Set the chore's tries and next try as given (a try that never reached a model is not
+    counted); False when it is no longer owed."""
+    return conn.execute(update(owed_chores).where(owed_chores.c.id == owed_id)
+                        .values(attempts=max(0, attempts), next_at=next_at)).rowcount == 1
 
 
 def claim(conn: Connection, owed_id: int, next_at: float) -> OwedRow | None:
