@@ -216,7 +216,7 @@ def test_the_map_rail_jumps_to_a_message(
 
 def test_the_repeat_guard_asks_before_a_regenerate_runs_a_write_again(
         gateway: Gateway, model_server: ScriptedModelServer, signed_in: SignedIn,
-        console_errors: list[str]) -> None:
+        shot: Shot, console_errors: list[str]) -> None:
     page = signed_in(gateway)
     api = gateway.client()
     key = api.new_chat()
@@ -232,6 +232,9 @@ def test_the_repeat_guard_asks_before_a_regenerate_runs_a_write_again(
     expect(answer.locator(".repeat-steps li")).to_have_text(
         ["write_file a.txt: Wrote 1 byte to a.txt."])
     assert len(model_server.requests) == asked  # asked, not run
+    page.mouse.move(0, 0)
+    expect(answer.get_by_role("button", name="Regenerate anyway")).to_have_css("opacity", "1")
+    shot(page, "branching-repeat-light")
     model_server.push(Reply(text="Again, without writing."))
     answer.get_by_role("button", name="Regenerate anyway").click()
     expect(_answers(page)).to_have_text(["Again, without writing."])
@@ -276,5 +279,6 @@ def test_the_controls_fit_a_phone_and_show_without_hover(
         page.locator("summary[aria-label='More actions for this answer']").click()
         panel = page.get_by_role("group", name="Actions for this answer")
         expect(panel).to_be_visible()
+        page.screenshot(path=str(shot(page, "branching-phone-menu-light")))  # the window
         box = panel.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
