@@ -282,3 +282,20 @@ def test_the_controls_fit_a_phone_and_show_without_hover(
         page.screenshot(path=str(shot(page, "branching-phone-menu-light")))  # the window
         box = panel.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+
+
+def test_a_turn_that_said_something_before_a_tool_call_has_its_actions_on_its_last_answer(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: SignedIn) -> None:
+    page = signed_in(gateway)
+    api = gateway.client()
+    key = api.new_chat()
+    model_server.push(Reply(text="Let me look.", tool_calls=[Call("list_files", {})]),
+                      Reply(text="Nothing there."))
+    assert api.wait(api.send(key, "what is here?")["run_id"])["status"] == "complete"
+    _open(page, gateway, key)
+    said, answered = page.locator(".item.assistant").first, page.locator(".item.assistant").last
+    expect(said.locator(".markdown")).to_have_text("Let me look.")
+    said.hover()
+    expect(said.get_by_role("button", name="Regenerate")).to_be_hidden()
+    answered.hover()
+    expect(answered.get_by_role("button", name="Regenerate")).to_be_visible()
