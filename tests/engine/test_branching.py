@@ -197,3 +197,25 @@ def test_doors_refuse_bad_addresses_and_a_running_turn(
     assert "stop it" in busy.json()["error"]["message"]
     release.set()
     api.wait(run_id)
+
+
+def test_an_answer_whose_turn_began_with_a_tool_call_flips_both_ways(
+        gateway: Gateway, model_server: ScriptedModelServer) -> None:
+    """The turn's variants are its first steps (here a tool call); its answer shows them and
+    is the address that flips them, forward and back."""
+    api = gateway.client()
+    key = api.new_chat()
+    model_server.push(Reply(tool_calls=[Call("read_file", {"path": "nope.txt"})]),
+                      Reply(text="Nothing there."))
+    api.wait(api.send(key, "read nope.txt")["run_id"])
+    model_server.push(Reply(text="I won't look."))
+    api.wait(post(api, f"/api/sessions/{key}/regenerate").json()["run_id"])
+    assert api.messages(key)[-1]["variants"] == {"count": 2, "index": 1}
+    post(api, f"/api/sessions/{key}/variant", {"index": 1, "variant": 0})
+    answer = [m for m in api.messages(key) if m["kind"] == "assistant"][-1]
+    assert answer["text"] == "Nothing there."
+    assert answer["variants"] == {"count": 2, "index": 0}
+    forward = post(api, f"/api/sessions/{key}/variant",
+                   {"index": answer["visible_index"], "variant": 1})
+    assert forward.status_code == 200, forward.text
+    assert said(api, key)[-1] == ("assistant", "I won't look.")

@@ -161,8 +161,8 @@ async def choose_variant(db: Database, key: str, index: int, variant: int) -> Mo
 
 
 def _choose_in(conn: Connection, key: str, index: int, variant: int) -> Moved:
-    message = _visible(conn, key, index)
-    found = branches.variants(conn, key, [message]).get(message.event_id)
+    holder = branches.turn_start(conn, key, _visible(conn, key, index))
+    found = branches.variants(conn, key, [holder]).get(holder.event_id)
     count = found.count if found else 1
     if not 0 <= variant < count:
         raise Refusal("variant_out_of_range", 422,

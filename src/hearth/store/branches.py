@@ -145,7 +145,26 @@ def variants(conn: Connection, session_key: str, events: list[EventRow]
         siblings = by_parent.get(e.parent_event_id, [])
         if len(siblings) > 1 and e.event_id in siblings:
             found[e.event_id] = Variants(siblings.index(e.event_id), len(siblings), siblings)
+    starts: dict[str, str] = {}  # run -> its first step among `events`
+    for e in events:
+        if e.run_id and e.kind != "user":
+            starts.setdefault(e.run_id, e.event_id)
+    for e in events:  # an answer shows its turn's variants (its first step may be a tool call)
+        start = starts.get(e.run_id or "")
+        if e.kind == "assistant" and e.event_id not in found and start in found:
+            found[e.event_id] = found[start]
     return found
+
+
+def turn_start(conn: Connection, session_key: str, event: EventRow) -> EventRow:
+    """Where an answer's variants are: its turn's first step on the path (a sibling of the
+    other answers to the same message); any other event is its own."""
+    if event.kind != "assistant" or event.run_id is None:
+        return event
+    row = conn.execute(select(*_EVENT_COLUMNS).where(
+        _T.c.session_key == session_key, ON_PATH, _T.c.run_id == event.run_id,
+        _T.c.kind != "user").order_by(_T.c.seq).limit(1)).first()
+    return EventRow.of(row) if row else event
 
 
 def newest_leaf(conn: Connection, session_key: str, event_id: str) -> str:
