@@ -476,3 +476,26 @@ def test_chores_build_their_models_off_the_event_loop(
     asyncio.run(body())
     assert {r.model for r in server.calls(chores=True)} == {"bg1-model"}
     assert registry.on_loop == []
+
+
+def test_a_chore_no_model_ever_does_is_given_up_after_its_counted_tries(
+        tmp_path: Path, server: ScriptedModelServer) -> None:
+    server.chore_replies["title"] = Reply(text="")  # a model answers, never with a title
+
+    async def body() -> None:
+        pace = replace(FAST, first_pause=0.3, longest_pause=0.3, most_attempts=3)
+        engine = _engine(tmp_path, server, pace)
+        await engine.start()
+        try:
+            key = await _new_chat(engine)
+            await _first_exchange(engine, server, key)
+            await engine.chores.settled()
+            assert [r.attempts for r in await _owed(engine, key)] == [1]
+            await _until(lambda: _none_owed(engine, key))
+            await asyncio.sleep(0.3)  # and no try after it was given up
+            assert len(_asked(server)) == 3 * 2  # three tries, each of both models
+            assert await _title(engine, key) is None
+        finally:
+            await engine.close()
+
+    asyncio.run(body())

@@ -31,7 +31,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -84,6 +84,7 @@ class Pace:
         return min(self.longest_pause, self.first_pause * 2 ** max(0, attempts - 1))
 
     def gives_up(self, row: OwedRow, at: float) -> bool:
+        """Is a chore owed since `row.created_at` and tried `row.attempts` times given up?"""
         return row.attempts >= self.most_attempts or at - row.created_at > self.keep_for
 
 
@@ -180,6 +181,7 @@ class Chores:
     async def start(self) -> None:
         """Start trying the owed chores again (those a previous process left included)."""
         if self._loop is None:
+            self._wake = asyncio.Event()  # of this loop
             self._loop = asyncio.create_task(self._retry_forever(), name="chores:owed")
 
     async def _retry_forever(self) -> None:
@@ -225,13 +227,16 @@ class Chores:
         outcome = await self._doers[row.kind](row.session_key, row.run_id)
         if outcome is not Outcome.OWED:
             await self._db.writing(owed_store.settle, row.id)
-        elif self._ready_in() > 0:  # every model resting: again when one may be called
-            await self._db.writing(owed_store.put_back, row.id, attempts=claimed.attempts - 1,
-                                   next_at=time.time())
-        elif self.pace.gives_up(claimed, time.time()):
+            return
+        resting = self._ready_in() > 0  # every model resting: this try is not counted
+        counted = replace(claimed, attempts=claimed.attempts - resting)
+        if self.pace.gives_up(counted, time.time()):
             log.warning("the %s chore of chat %s is given up after %d tries", row.kind,
-                        row.session_key, claimed.attempts)
+                        row.session_key, counted.attempts)
             await self._db.writing(owed_store.settle, row.id)
+        elif resting:  # tried again as soon as a model may be called
+            await self._db.writing(owed_store.put_back, row.id, attempts=counted.attempts,
+                                   next_at=time.time())
 
     # ------------------------------------------------------------------ tasks
 
