@@ -14,7 +14,9 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 TEMP_SUFFIX = ".hearth-tmp"
 
@@ -41,6 +43,24 @@ def write_atomically(path: Path, data: bytes, *, mode: int = 0o600,
     if placed:
         _sync_folder(path.parent)
     return placed
+
+
+@contextlib.contextmanager
+def streaming_atomically(path: Path, *, mode: int = 0o600) -> Iterator[BinaryIO]:
+    """`write_atomically` for bytes that come a piece at a time (an export): a handle on the
+    temporary file, put in place whole once the block ends, and removed if it raises."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        _replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _sync_folder(path.parent)
 
 
 def _replace(tmp: str, path: Path) -> bool:

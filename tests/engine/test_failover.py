@@ -20,14 +20,17 @@ from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
 
 def _config(url: str, chain: list[str] | None = None, **extra: Any) -> Config:
-    """Models a, b, c on the one scripted server (wire names ma, mb, mc); the chat chain."""
+    """Models a, b, c on the one scripted server (wire names ma, mb, mc); the chat chain.
+    Chores run on a model of their own (bg), so that their calls, which share the breakers,
+    never open or close a breaker under test between two turns."""
     models = [{"id": m, "provider": "openai", "base_url": url, "api_key": "sk-test",
-               "model": f"m{m}"} for m in ("a", "b", "c")]
+               "model": f"m{m}"} for m in ("a", "b", "c", "bg")]
     for model in models:
         model.update(extra.pop(f"model_{model['id']}", {}))
     models += extra.pop("more_models", [])
     raw: dict[str, Any] = {"tools": {"profile": "full"}, "models": models,
-                           "chains": {"chat": chain or ["a", "b", "c"]}, **extra}
+                           "chains": {"chat": chain or ["a", "b", "c"], "background": ["bg"]},
+                           **extra}
     return Config.model_validate(raw)
 
 
@@ -57,7 +60,8 @@ def _answer(rows: list[EventRow]) -> EventRow:
 
 
 def _models_called(server: ScriptedModelServer) -> list[str]:
-    return [r.model for r in server.requests]
+    """The turns' calls, by wire model (the chores' are the server's `chore_requests`)."""
+    return [r.model for r in server.requests if r.model]
 
 
 def test_a_503_before_anything_was_shown_moves_to_the_next_model_and_says_so(

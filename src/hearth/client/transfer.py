@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +35,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from hearth.atomic import streaming_atomically
 from hearth.client.api import GatewayApi, GatewayError, GatewayUnavailable
 
 EXIT_REFUSED = 1
@@ -136,15 +135,8 @@ def _destination(target: Path | None) -> Iterator[BinaryIO]:
     folder = target.resolve().parent
     if not folder.is_dir():
         raise TransferFailed(f"Cannot write {target}: there is no folder {folder}.")
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as sink:
-            yield sink
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with streaming_atomically(target, mode=0o600) as sink:  # the owner's chats: theirs alone
+        yield sink
 
 
 def _copy(chunks: Iterator[bytes], sink: BinaryIO, chat_done: Callable[[], None],

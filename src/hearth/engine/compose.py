@@ -86,7 +86,7 @@ def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = 
     memory = Memory(db, workspace / "memory")
     registry = ToolRegistry(standard_tools(db, memory) if tools is None else tools)
     return recording(Engine(db=db, config=config,
-                            models=ModelRegistry(config.models, config.chains.chat),
+                            models=ModelRegistry.from_config(config),
                             tools=registry, workspace=workspace, memory=memory))
 
 
