@@ -43,8 +43,10 @@ system_prompt = "You write code."
 
 
 def _chat(api: Api, model_server: ScriptedModelServer, words: str, answer: str = "Sure.") -> str:
+    """A chat of one exchange, titled (by its title chore) with its own words."""
     key = api.new_chat()
     model_server.push(Reply(text=answer))
+    model_server.push_chore(Reply(text=words), kind="title")
     api.wait(api.send(key, words)["run_id"])
     return key
 
