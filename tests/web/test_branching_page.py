@@ -12,30 +12,14 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from hearth.web import signin
 from hearth.web.branching_page import map_ticks
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.gateway import TOKEN, Api, Gateway
+from tests.gateway import Api, Gateway
+from tests.web.test_chat_page import FETCH, Page
 
-FETCH = {"X-Requested-With": "fetch"}
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
-
-
-class Page:
-    """A signed-in browser: its cookie and CSRF token."""
-
-    def __init__(self, gateway: Gateway) -> None:
-        self.http = httpx.Client(base_url=gateway.url, follow_redirects=False, timeout=30)
-        assert self.http.post("/login", data={"token": TOKEN}).status_code == 303
-        self.csrf = signin.csrf_for(TOKEN, self.http.cookies[signin.COOKIE])
-
-    def post(self, path: str, headers: dict[str, str] | None = None,
-             **form: str) -> httpx.Response:
-        return self.http.post(path, data={"csrf": self.csrf, **form},
-                              headers=FETCH if headers is None else headers)
 
 
 @pytest.fixture

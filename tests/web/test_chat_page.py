@@ -34,8 +34,11 @@ class Page:
         assert answer.status_code == 200, answer.text
         return answer.text
 
-    def post(self, path: str, **form: str) -> httpx.Response:
-        return self.http.post(path, data={"csrf": self.csrf, **form}, headers=FETCH)
+    def post(self, path: str, headers: dict[str, str] | None = None,
+             **form: str) -> httpx.Response:
+        """A form the page's script sends (FETCH), or with `headers` as a browser would."""
+        return self.http.post(path, data={"csrf": self.csrf, **form},
+                              headers=FETCH if headers is None else headers)
 
     def frames(self, key: str, after: int, until: Callable[[dict[str, Any]], bool]
                ) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -19,27 +18,20 @@ from typer.testing import CliRunner
 from hearth.cli import app
 from hearth.client.api import GatewayApi
 from hearth.client.transfer import TransferFailed, import_chats
-from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, kinds, module_gateway
+from tests.web import test_export_api as export_tests
+from tests.web.test_export_api import error_of
 
 server, gateway, api = module_gateway("import-api")
 NDJSON = {"Content-Type": "application/x-ndjson"}
 
 
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return str(body["error"]["message"])
-
-
 def talked(api: Api, server: ScriptedModelServer, **chat: str) -> str:
-    key = api.new_chat(**chat)
-    server.push(Reply(tool_calls=[Call("write_file", {"path": "notes/trip.md",
-                                                      "content": "Lisbon"})]),
-                Reply(text="I wrote **notes/trip.md**."))
-    assert api.wait(api.send(key, "Write my trip notes")["run_id"])["status"] == "complete"
-    if chat.get("memory_mode") is None:  # the owner's title: no title chore changes it later
+    """The export tests' chat; a kept one titled by the owner, so no title chore changes it
+    between two exports."""
+    key = export_tests.talked(api, server, **chat)
+    if chat.get("memory_mode") is None:
         assert api.http.patch(f"/api/sessions/{key}", json={"title": "Trip"}).status_code == 200
     return key
 
