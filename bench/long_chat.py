@@ -107,11 +107,6 @@ def prompt_chars(request: Recorded) -> int:
         json.dumps(request.body.get("tools", [])))
 
 
-def is_summary(request: Recorded) -> bool:
-    messages = request.messages
-    return bool(messages) and str(messages[0].get("content", "")).startswith(SUMMARY_MARK)
-
-
 def p50(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -137,13 +132,14 @@ def main() -> None:
             chat.close()
         finally:
             gateway.stop()
-        report(args, results, said, list(model.requests))
+        report(args, results, said, list(model.requests),
+               [r for r in model.calls(chores=True) if r.chore == "summary"])
 
 
 def report(args: argparse.Namespace, results: list[tuple[float, str]], said: list[str],
-           requests: list[Recorded]) -> None:
-    turns = [r for r in requests if not is_summary(r)]
-    summaries = [r for r in requests if is_summary(r)]
+           turns: list[Recorded], summaries: list[Recorded]) -> None:
+    """`turns`: the turns' model calls; `summaries`: the compaction summaries' (chores, which
+    the scripted server records apart)."""
     limit = args.window - OUTPUT
     tokens3 = [prompt_chars(r) / 3 for r in turns]
     tokens4 = [prompt_chars(r) / 4 for r in turns]
