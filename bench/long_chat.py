@@ -43,7 +43,6 @@ from tests.fakes.model_server import Recorded, Reply, ScriptedModelServer  # noq
 from tests.gateway import TOKEN, Gateway, write_config  # noqa: E402
 
 OUTPUT = 512
-SUMMARY_MARK = "You compact a conversation"
 ANSWER = ("Noted. The raised beds go on the south side, a metre apart, with the beans on the "
           "north edge so they shade nothing; water in the morning, mulch in June, and keep "
           "the paths wide enough for a barrow.")
