@@ -172,6 +172,49 @@ class McpServerConfig(_Section):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class TelegramConfig(_Section):
+    """[channels.telegram]: a bot on Telegram, long polling (no public address needed)."""
+
+    token_env: str | None = "TELEGRAM_BOT_TOKEN"
+    token: str | None = Field(None, repr=False)
+    base_url: str = "https://api.telegram.org/bot"  # the Bot API; the token is put after it
+    owner_ids: list[int] = Field(default_factory=list)  # Telegram user ids of the owner
+    poll_timeout_seconds: float = Field(25.0, ge=0, le=50)
+    max_chars: int = Field(4096, ge=100, le=4096)
+
+    def resolved_token(self, environ: Mapping[str, str] | None = None) -> str | None:
+        if self.token:
+            return self.token
+        if self.token_env:
+            return (os.environ if environ is None else environ).get(self.token_env)
+        return None
+
+
+class WebhookConfig(_Section):
+    """[channels.webhook]: any app is a channel: it POSTs signed messages in, and Hearth POSTs
+    signed replies to its callback URL."""
+
+    secret_env: str | None = "HEARTH_WEBHOOK_SECRET"
+    secret: str | None = Field(None, repr=False)
+    callback_url: str | None = None
+    owner_ids: list[str] = Field(default_factory=list)  # the sender ids that are the owner
+    max_chars: int = Field(4000, ge=100, le=100_000)
+    max_age_seconds: float = Field(300.0, gt=0)  # an older timestamp is refused
+    send_attempts: int = Field(6, ge=1, le=50)
+
+    def resolved_secret(self, environ: Mapping[str, str] | None = None) -> str | None:
+        if self.secret:
+            return self.secret
+        if self.secret_env:
+            return (os.environ if environ is None else environ).get(self.secret_env)
+        return None
+
+
+class ChannelsConfig(_Section):
+    telegram: TelegramConfig | None = None
+    webhook: WebhookConfig | None = None
+
+
 class Config(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -182,6 +225,7 @@ class Config(_Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
 
     @model_validator(mode="after")
     def _chains_name_known_models(self) -> Config:

@@ -31,6 +31,8 @@ POINTS = {
     "tool_recorded": "after a tool call is recorded finished",
     "steer_taken": "after a running turn took a message sent into it, before the model read it",
     "answer_persisted": "after the final answer is appended, before the run is marked done",
+    "channel_admitted": "after a channel's message is admitted with its cursor, before a reply",
+    "delivery_sent": "after a channel took a message, before the ledger records it sent",
 }
 
 

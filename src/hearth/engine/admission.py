@@ -96,9 +96,11 @@ async def admit(
 
 def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
              source_channel: str | None, kind: str, meta: dict[str, Any] | None,
-             steer: bool = False) -> tuple[Admitted, EventRow | None]:
+             steer: bool = False, source: tuple[str, str] | None = None,
+             ) -> tuple[Admitted, EventRow | None]:
     """The user's event and its run, in the caller's transaction (`text` already validated);
-    the event is None when `idem` names a message already admitted (the same run again)."""
+    the event is None when `idem` names a message already admitted (the same run again).
+    `source` is a channel message's (thread, sender), written on the line once."""
     session = session_store.get(conn, session_key)
     if session is None:
         raise AdmissionError(
@@ -119,6 +121,7 @@ def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
     event = transcript.append(
         conn, session_key, "user", {"text": text}, run_id=run_id, meta=meta,
         idempotency_key=idem, source_channel=source_channel,
+        source_thread=source[0] if source else None, source_user=source[1] if source else None,
     )
     run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
                      generation=session.generation, user_event_seq=event.seq, kind=kind)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,12 @@ class Bus:
         self._streaming: dict[str, tuple[str, str]] = {}  # session -> (run_id, text so far)
         self._run_ended: dict[str, asyncio.Event] = {}
         self._waiters: dict[str, int] = defaultdict(int)  # run -> how many wait_run await it
+        self._taps: list[Callable[[str, Frame], None]] = []
+
+    def tap(self, listener: Callable[[str, Frame], None]) -> None:
+        """Hear every frame of every chat, on the loop, as it is published (the channels'
+        delivery hears what a linked chat says this way). `listener` must return at once."""
+        self._taps.append(listener)
 
     def subscribe(self, session_key: str) -> Subscription:
         sub = Subscription(session_key)
@@ -83,6 +90,8 @@ class Bus:
 
     def publish(self, session_key: str, frame: Frame) -> None:
         _on_the_loop("publish")
+        for listener in self._taps:
+            listener(session_key, frame)
         for sub in list(self._subs.get(session_key, ())):
             try:
                 sub.queue.put_nowait(frame)

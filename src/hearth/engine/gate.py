@@ -6,7 +6,8 @@ refused before anything else is asked (`tools.fence`); a tool the policy does no
 agent is refused; a call that only reads where it runs goes ahead (a tool whose own code only
 reads, or a command placed in the read-only sandbox; never a command judged by its text), and
 so does one to a tool that needs no approval (memory_remember); a call that may change
-something goes ahead when the chat is trusted or a standing grant covers it (a shell grant
+something goes ahead when the chat is trusted or a standing grant covers it (never for a turn
+that answers someone other than the owner on a channel: the owner is asked) (a shell grant
 limited to a prefix covers one simple command beyond it); a turn nobody can answer for (a
 job's, a helper's) refuses it; otherwise the owner is asked and the call waits on the
 answer. Every decision writes an audit row naming who decided.
@@ -21,7 +22,7 @@ from sqlalchemy import Connection
 from hearth.engine.state import CallScope
 from hearth.models.types import ToolCall
 from hearth.privacy import reach
-from hearth.store import approvals, audit, ledger
+from hearth.store import approvals, audit, ledger, transcript
 from hearth.store.approvals import ApprovalRow
 from hearth.tools import fence, policy
 from hearth.tools.base import Tool, effect_of
@@ -62,6 +63,8 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     if effect == "reads":
         await _audit(turn, call, "allowed", "policy", "it only reads", effect)
         return None
+    if await _asked_by_guest(turn):  # neither trust nor a grant answers for someone else
+        return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
     if not getattr(tool, "needs_approval", True):
         await _audit(turn, call, "allowed", "policy", "it changes only the owner's memory", effect)
         return None
@@ -79,6 +82,16 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
                 f"can answer for this {turn.run.kind}'s turn, so it was not run. Ask for it "
                 "from a chat, or add a standing grant.")
     return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
+
+
+async def _asked_by_guest(turn: CallScope) -> bool:
+    """Whether the turn answers a message from someone other than the owner (a channel's
+    guest: its `meta.guest`)."""
+    seq = turn.run.user_event_seq
+    if seq is None:
+        return False
+    event = await turn.db.reading(transcript.at, turn.session_key, seq)
+    return event is not None and isinstance(event.meta, dict) and "guest" in event.meta
 
 
 async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str,

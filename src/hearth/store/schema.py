@@ -291,3 +291,71 @@ context_summaries = Table(
     Index("ix_context_summaries_chat", "session_key", "id"),
     sqlite_autoincrement=True,
 )
+
+# Channel links: a chat continues on one channel thread, and a thread continues one chat
+# (both unique). `owner_dm`: the thread is the owner's own direct chat on its channel (told
+# once where the chat went when it moves on). `delivered_seq`: the chat's last event handed
+# to the delivery ledger (what follows it is owed to the thread). Removed with the chat.
+channel_links = Table(
+    "channel_links",
+    metadata,
+    Column("session_key", String(200), ForeignKey("sessions.key", ondelete="CASCADE"),
+           primary_key=True),
+    Column("channel", String(40), nullable=False),
+    Column("thread", String(200), nullable=False),
+    Column("owner_dm", Boolean, nullable=False, server_default=false()),
+    Column("delivered_seq", Integer, nullable=False, server_default="0"),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("channel", "thread", name="uq_channel_links_thread"),
+)
+
+# The delivery ledger: one row per message sent to a channel, `created` before the send,
+# `attempted_at` set as the send starts, then `sent` (with the channel's message id), `failed`
+# (with why) or `unknown` (a send a crash interrupted, which the channel cannot confirm).
+# `kind`: reply (an answer's part), notice, approval (a question with its approval id), note
+# (a link's one-time word to the thread it left). Removed with the chat.
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_key", String(200), ForeignKey("sessions.key", ondelete="CASCADE"),
+           nullable=False),
+    Column("channel", String(40), nullable=False),
+    Column("thread", String(200), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("event_seq", Integer),
+    Column("approval_id", String(64)),
+    Column("part", Integer, nullable=False, server_default="1"),
+    Column("parts", Integer, nullable=False, server_default="1"),
+    Column("text", Text, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("message_id", String(100)),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("error", Text),
+    Column("attempted_at", Float),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_deliveries_due", "channel", "status", "id"),
+    Index("ix_deliveries_chat", "session_key", "id"),
+    sqlite_autoincrement=True,
+)
+
+# Inbound messages a channel admitted, by the channel's own id (Telegram's update_id): a
+# redelivery is admitted once. No text and no chat: only that it was taken in, and when.
+channel_inbound = Table(
+    "channel_inbound",
+    metadata,
+    Column("channel", String(40), primary_key=True),
+    Column("inbound_id", String(200), primary_key=True),
+    Column("received_at", Float, nullable=False),
+)
+
+# A channel's own cursor (Telegram's next update offset), committed in the transaction that
+# admitted what it passed.
+channel_cursors = Table(
+    "channel_cursors",
+    metadata,
+    Column("channel", String(40), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)

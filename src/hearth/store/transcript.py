@@ -39,6 +39,8 @@ class EventRow:
     source_channel: str | None
     run_id: str | None
     created_at: float
+    source_thread: str | None = None  # where the line came from (written once, by its door)
+    source_user: str | None = None
 
     @classmethod
     def of(cls, row: Any) -> EventRow:
@@ -85,6 +87,8 @@ def append(
     writer: str | None = None,
     idempotency_key: str | None = None,
     source_channel: str | None = None,
+    source_thread: str | None = None,
+    source_user: str | None = None,
 ) -> EventRow:
     """Append one event. With `writer`, the append fails unless that run holds the claim.
 
@@ -111,6 +115,8 @@ def append(
         "content": content,
         "meta": meta or {},
         "source_channel": source_channel,
+        "source_thread": source_thread,
+        "source_user": source_user,
         "run_id": run_id,
         "created_at": now(),
     }

@@ -12,6 +12,8 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from hearth import __version__, masking
+from hearth.channels import setup
+from hearth.channels.manager import Channels
 from hearth.config import Config
 from hearth.engine.compose import build_engine
 from hearth.engine.runtime import Engine
@@ -21,6 +23,7 @@ from hearth.web import (
     approvals_page,
     branching_api,
     branching_page,
+    channels_api,
     chat_manage,
     chat_page,
     dashboard,
@@ -53,19 +56,24 @@ log = logging.getLogger(__name__)
 def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:
     masking.mask_logs()  # from here on no log record shows a secret the masker knows
     engine = engine or build_engine(home, config)
+    channels = Channels(engine, setup.build(engine.config))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await engine.start()
+        await channels.start()
         try:
             yield
         finally:
+            await channels.stop_receiving()  # no new message; turns may still answer
             await engine.close()
+            await channels.stop()  # what is still owed is sent at the next start
             await asyncio.to_thread(engine.db.close)  # the writer finishes what is queued
 
     app = FastAPI(title="Hearth", version=__version__, lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url=None)
     app.state.engine = engine
+    app.state.channels = channels
     app.state.token = home.token()
     masking.know(app.state.token)
     app.state.home = home  # where the Settings page keeps settings.json
@@ -90,12 +98,13 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                 "models": engine.deps.models.ids(),
                 "breakers": _breakers(engine),
                 "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,
-                            "says": where.describe()}}
+                            "says": where.describe()},
+                "channels": channels.health()}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in (sessions_api, branching_api, runs_api, events_api, approvals_api,
                    memory_api, jobs_api, usage_api, grants_api, prompts_api, import_api,
-                   search_api, search_page):
+                   search_api, search_page, channels_api):
         protected.include_router(module.router)
     app.include_router(protected)
     app.include_router(openai_api.router)  # the bearer token alone: no cookie

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
-from hearth.engine import compact_now
+from hearth.engine import compact_now, outbox
 from hearth.engine.export import export_chat
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
@@ -113,6 +113,7 @@ async def get_session(
                      for e in window.events],
         "running": current is not None,
         "run_id": current.run_id if current else None,
+        "link": outbox.link_view(await outbox.link_of(engine, key)),  # where it answers
     }
 
 

@@ -1,0 +1,1 @@
+"""Chat channels: Telegram, a signed webhook, and the machinery they share (`manager`)."""

@@ -1,0 +1,106 @@
+"""The channel protocol: what every channel adapter is, and the few words they share.
+
+An adapter owns its connection to one outside service: it takes messages in (handing each
+to its `Desk`, which admits it through the engine, once), sends what the delivery ledger owes
+a thread (`send`, which says by the exception it raises whether the message might have
+arrived), shows that a turn is running (`typing`), and reports its health in a sentence. It
+never touches the store, the transcript or a lane: the manager (`channels.manager`) does,
+through the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hearth.engine.channel_inbound import Inbound, Received
+
+DECISIONS = ("allow_once", "allow_always", "deny")
+# Reply words that answer an approval on a channel without buttons (or when typed anyway).
+REPLY_WORDS = {"yes": "allow_once", "allow": "allow_once", "ok": "allow_once",
+               "always": "allow_always", "no": "deny", "deny": "deny"}
+APPROVAL_BUTTONS = (("Allow once", "allow_once"), ("Always", "allow_always"),
+                    ("Deny", "deny"))
+
+
+class SendError(Exception):
+    """A send that did not end in the channel's message id; the message says why."""
+
+
+class NotSent(SendError):
+    """The channel never took the message (it refused the connection, asked to wait): it may
+    be sent again, after `retry_after` seconds if the channel said so."""
+
+    def __init__(self, why: str, retry_after: float | None = None) -> None:
+        super().__init__(why)
+        self.retry_after = retry_after
+
+
+class Refused(SendError):
+    """The channel refused the message for good (a bad request, a blocked bot)."""
+
+
+class Unsure(SendError):
+    """The send may have reached the channel (a timeout after the request went out)."""
+
+
+@dataclass(frozen=True)
+class Outbound:
+    """One message for a thread: a part of what the ledger owes, with its buttons."""
+
+    delivery_id: int
+    thread: str
+    text: str
+    kind: str  # reply | notice | approval | note
+    part: int = 1
+    parts: int = 1
+    chat: str = ""  # the chat's key (for a channel that tells its app which chat answered)
+    approval_id: str | None = None
+    buttons: tuple[tuple[str, str], ...] = ()  # (label, decision) for an approval
+
+
+@dataclass
+class Health:
+    """A channel's state, with the sentence that says it: starting | running | error."""
+
+    state: str = "starting"
+    sentence: str = "Starting."
+    detail: dict[str, str] = field(default_factory=dict)
+
+
+class Desk(Protocol):
+    """What an adapter may ask of the gateway (the manager implements it)."""
+
+    async def receive(self, inbound: Inbound) -> Received | None: ...
+
+    async def answer(self, channel: str, approval_id: str, decision: str, sender: str,
+                     owner: bool) -> str: ...
+
+    async def skip(self, channel: str, cursor: int) -> None: ...
+
+    async def cursor(self, channel: str) -> int | None: ...
+
+
+class Channel(Protocol):
+    """A channel adapter."""
+
+    name: str
+    max_chars: int  # a message longer than this is split (never cut)
+    measure: Callable[[str], int]  # how the channel counts a message's length
+    resend_is_safe: bool  # the channel drops a message it already has, by its delivery id
+    health: Health
+
+    async def start(self, desk: Desk) -> None:
+        """Begin taking messages in (return at once; work in tasks of its own)."""
+
+    async def stop(self) -> None: ...
+
+    async def send(self, out: Outbound) -> str | None:
+        """Send one message; the channel's id for it. Raises NotSent, Refused or Unsure."""
+
+    async def typing(self, thread: str) -> None:
+        """Show that an answer is being written (best effort; errors are swallowed)."""
+
+    def owner_thread(self) -> str | None:
+        """The owner's own direct chat on this channel (where "Continue on" moves a chat)."""

@@ -1,0 +1,23 @@
+"""Which channel adapters a gateway runs: those its configuration sets up ([channels.*]).
+
+An adapter's library is imported only when its channel is set up (python-telegram-bot takes
+a moment to import, and a gateway without Telegram never pays for it).
+"""
+
+from __future__ import annotations
+
+from hearth.channels.base import Channel
+from hearth.config import Config
+
+
+def build(config: Config) -> list[Channel]:
+    adapters: list[Channel] = []
+    if config.channels.telegram is not None:
+        from hearth.channels.telegram import TelegramChannel
+
+        adapters.append(TelegramChannel(config.channels.telegram))
+    if config.channels.webhook is not None:
+        from hearth.channels.webhook import WebhookChannel
+
+        adapters.append(WebhookChannel(config.channels.webhook))
+    return adapters
