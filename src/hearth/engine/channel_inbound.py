@@ -5,7 +5,9 @@ crash finds it and is admitted nothing), the thread's chat is found by its link 
 thread has none or its chat is gone — deleted, archived, being deleted — a new chat is made
 and linked to it), the message and its run are admitted with where the line came from
 (`source_channel`, `source_thread`, `source_user`, written once), and the channel's cursor is
-moved past it. So the channel commits its offset only with the admission it passes.
+moved past it. So the channel commits its offset only with the admission it passes. A
+message is never sent into a running turn (steering): a thread's messages are answered one by
+one, in order, by the chat's lane.
 
 A message from anyone but the channel's owner carries `meta.guest` (their name): the model
 reads it fenced as theirs (`engine.context`), and its turn runs no call that needs the owner's
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from hearth.engine import admission, steering
+from hearth.engine import admission
 from hearth.engine.admission import Admitted
 from hearth.engine.events import message_frame
 from hearth.faults import crash_point
@@ -84,10 +86,8 @@ async def receive(engine: Engine, inbound: Inbound) -> Received:
     if not engine.accepting:
         raise admission.AdmissionError("shutting_down", 503, "The gateway is stopping.")
     new = chats.checked_new(origin=inbound.channel, choices=engine.choices())
-    linked = await engine.db.reading(channel_store.of_thread, inbound.channel, inbound.thread)
-    steer = linked is None or steering.may_steer(engine.active.turn_of(linked.session_key))
     received, event = await engine.db.writing(_take, inbound, text, new,
-                                              frozenset(engine.deleting), steer)
+                                              frozenset(engine.deleting))
     if event is None or received.session_key is None:
         return received
     crash_point("channel_admitted")
@@ -97,7 +97,7 @@ async def receive(engine: Engine, inbound: Inbound) -> Received:
 
 
 def _take(conn: Connection, inbound: Inbound, text: str, new: NewChat,
-          deleting: frozenset[str], steer: bool) -> tuple[Received, EventRow | None]:
+          deleting: frozenset[str]) -> tuple[Received, EventRow | None]:
     if inbound.cursor is not None:
         channel_store.move_cursor(conn, inbound.channel, inbound.cursor)
     if not channel_store.take_inbound(conn, inbound.channel, inbound.inbound_id):
@@ -105,7 +105,7 @@ def _take(conn: Connection, inbound: Inbound, text: str, new: NewChat,
     key, opened = _chat_of_thread(conn, inbound, new, deleting)
     admitted, event = admission.admit_in(
         conn, key, text, f"{inbound.channel}:{inbound.inbound_id}", inbound.channel, "chat",
-        meta_of(inbound), steer and not opened, source=(inbound.thread, inbound.sender))
+        meta_of(inbound), source=(inbound.thread, inbound.sender))
     return Received(key, admitted, opened), event
 
 
