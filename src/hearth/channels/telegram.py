@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import warnings
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -293,7 +294,9 @@ def _send_error(error: TelegramError) -> SendError:
     """What a failed send means for the ledger: not sent, refused for good, or unsure."""
     why = masking.mask(str(error))
     if isinstance(error, RetryAfter):
-        wait = error.retry_after
+        with warnings.catch_warnings():  # PTB 22 warns that it will be a timedelta one day
+            warnings.simplefilter("ignore")
+            wait = error.retry_after
         seconds = wait.total_seconds() if isinstance(wait, timedelta) else float(wait)
         return NotSent(f"Telegram asked to wait {seconds:.0f} s", seconds)
     if isinstance(error, InvalidToken):
