@@ -41,7 +41,7 @@ def split(text: str, limit: int, measure: Measure = len) -> list[str]:
         fence = _open_fence(head)
         reopen = ""
         if fence is not None:
-            head = head.rstrip("\n") + "\n" + FENCE
+            head += FENCE if head.endswith("\n") else "\n" + FENCE
             reopen = f"{FENCE}{fence}\n"
         parts.append(head)
     return parts
