@@ -45,6 +45,7 @@ from hearth.web import (
     start_page,
     usage_api,
     usage_page,
+    webhook_api,
 )
 from hearth.web.auth import require_token
 from hearth.web.headers import SecurityHeaders
@@ -108,6 +109,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
         protected.include_router(module.router)
     app.include_router(protected)
     app.include_router(openai_api.router)  # the bearer token alone: no cookie
+    app.include_router(webhook_api.router)  # its signature alone: no token, no cookie
     return app
 
 
