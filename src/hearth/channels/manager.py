@@ -205,8 +205,9 @@ class Channels:
             return
         def parts(text: str) -> list[str]:
             return chunking.split(text, adapter.max_chars, adapter.measure)
-        if await outbox.owe_said(self.engine, session_key, parts):
-            self._kicks[adapter.name].set()
+        owed = await outbox.owe_said(self.engine, session_key, parts)
+        if owed:
+            self._serve(adapter, owed[0].thread)
 
     async def _ask(self, approval: dict[str, Any]) -> None:
         tool, target = approval.get("tool", "a tool"), approval.get("target")
@@ -243,11 +244,14 @@ class Channels:
             await kick.wait()
             kick.clear()
             for row in await outbox.due(self.engine, adapter.name, 1000):
-                place = (adapter.name, row.thread)
-                if place not in self._busy:
-                    self._busy.add(place)
-                    self._spawn(self._send_thread(adapter, row.thread),
-                                f"channel:{adapter.name}:send")
+                self._serve(adapter, row.thread)
+
+    def _serve(self, adapter: Channel, thread: str) -> None:
+        """Make sure a task sends the thread's owed rows (one per thread: in order)."""
+        place = (adapter.name, thread)
+        if place not in self._busy:
+            self._busy.add(place)
+            self._spawn(self._send_thread(adapter, thread), f"channel:{adapter.name}:send")
 
     async def _send_thread(self, adapter: Channel, thread: str) -> None:
         try:

@@ -62,7 +62,12 @@ async def links_of(engine: Engine, keys: list[str]) -> dict[str, LinkRow]:
 
 
 async def owe_said(engine: Engine, session_key: str, split: Split) -> list[DeliveryRow]:
-    return await engine.db.writing(deliveries.owe_said, session_key, split)
+    """What the linked chat said since its link's cursor, recorded as owed. Bookkeeping (not
+    synced): rows and cursor move together, so a crash that loses them owes them again at
+    the next start; the synced mark of a send's start (`attempting`) persists them first."""
+    if not await engine.db.reading(deliveries.owes, session_key):
+        return []
+    return await engine.db.writing(deliveries.owe_said, session_key, split, durable=False)
 
 
 async def owe_approval(engine: Engine, approval_id: str, text: str) -> list[DeliveryRow]:

@@ -106,6 +106,16 @@ def owe_said(conn: Connection, session_key: str,
     return owed
 
 
+def owes(conn: Connection, session_key: str) -> bool:
+    """Whether the chat said anything since its link's cursor (a read, to skip the write)."""
+    link = channels.of_chat(conn, session_key)
+    if link is None:
+        return False
+    last = conn.execute(select(sessions.c.last_seq).where(sessions.c.key == session_key)
+                        ).scalar_one_or_none()
+    return last is not None and last > link.delivered_seq
+
+
 def due(conn: Connection, channel: str, limit: int = 100,
         thread: str | None = None) -> list[DeliveryRow]:
     """The channel's rows not yet tried (of one thread, if named), oldest first."""
