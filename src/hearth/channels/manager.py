@@ -131,6 +131,8 @@ class Channels:
         """A button pressed on an approval: the sentence to show whoever pressed it."""
         if not owner:
             return "Only the owner can answer this."
+        if not await outbox.asked_on(self.engine, approval_id, channel):
+            return "This approval was not asked here, so it cannot be answered here."
         try:
             await self.engine.desk.decide(approval_id, decision, None)
         except Refusal as refusal:
@@ -274,26 +276,27 @@ class Channels:
             await outbox.failed(self.engine, row, str(error))
             return True
         except Unsure as error:
-            await self._unsure(adapter, row, str(error))
-            return True
+            return await self._unsure(adapter, row, str(error))
         crash_point("delivery_sent")
         await outbox.sent(self.engine, row.id, message_id)
         return True
 
     async def _not_sent(self, row: Delivery, why: str, retry_after: float | None) -> bool:
-        if row.attempts + 1 >= SEND_ATTEMPTS:
-            await outbox.failed(self.engine, row, f"{why}; tried {SEND_ATTEMPTS} times")
+        adapter = self.adapters.get(row.channel)
+        attempts = int(getattr(adapter, "send_attempts", SEND_ATTEMPTS))
+        if row.attempts + 1 >= attempts:
+            await outbox.failed(self.engine, row, f"{why}; tried {attempts} times")
             return True
         await outbox.not_sent(self.engine, row.id, why)
         await asyncio.sleep(retry_after if retry_after is not None
                             else min(PAUSE_MAX, 0.5 * 2 ** row.attempts))
         return False
 
-    async def _unsure(self, adapter: Channel, row: Delivery, why: str) -> None:
-        if adapter.resend_is_safe:
-            await self._not_sent(row, why, None)
-        else:
-            await outbox.unsure(self.engine, row, why)
+    async def _unsure(self, adapter: Channel, row: Delivery, why: str) -> bool:
+        if adapter.resend_is_safe:  # the channel drops a second copy: send it again
+            return await self._not_sent(row, why, None)
+        await outbox.unsure(self.engine, row, why)
+        return True
 
 
 def _outbound(row: Delivery) -> Outbound:

@@ -86,6 +86,13 @@ def _owe_approval(conn: Connection, approval_id: str, text: str) -> list[Deliver
                           [text], approval_id=approval_id)
 
 
+async def asked_on(engine: Engine, approval_id: str, channel: str) -> bool:
+    """Whether the approval was asked on this channel (its question is in the ledger there):
+    a channel answers only what it was asked."""
+    rows = await engine.db.reading(deliveries.of_approval, approval_id)
+    return any(row.channel == channel for row in rows)
+
+
 async def pending_approvals(engine: Engine, session_key: str) -> list[str]:
     """The ids of the chat's approvals still waiting on the owner, oldest first."""
     rows = await engine.db.reading(approval_store.pending)
