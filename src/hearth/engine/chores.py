@@ -95,6 +95,7 @@ class Exchange:
     chat: SessionRow | None
     question: str = ""
     answer: str = ""
+    guest: bool = False  # the message was a channel guest's: nothing of it is the owner's
 
 
 class Chores:
@@ -155,8 +156,8 @@ class Chores:
         said = await self._db.reading(_exchange, key, run_id)
         chain = await self._chain()
         if (said.chat is None or not keeps_memory(mode_of(said.chat.memory_mode))
-                or not said.answer or not chain):
-            return Outcome.MOOT
+                or not said.answer or not chain or said.guest):
+            return Outcome.MOOT  # memory learns from the owner's own words only
         learned = await learning.learn_after_turn(
             self._memory, chain, db=self._db, session_key=key,
             recorded_mode=said.chat.memory_mode, run_id=run_id, question=said.question,
@@ -285,10 +286,12 @@ def _exchange(conn: Connection, key: str, run_id: str | None) -> Exchange:
     if chat is None or run is None or run.session_key != key or run.user_event_seq is None:
         return Exchange(chat)
     events = transcript.of_run(conn, key, run.run_id, run.user_event_seq)
-    question = next((str(e.content.get("text", "")) for e in events if e.kind == "user"), "")
+    asked = next((e for e in events if e.kind == "user"), None)
+    question = str(asked.content.get("text", "")) if asked is not None else ""
     answers = [str(e.content.get("text", "")) for e in events
                if e.kind == "assistant" and not e.meta.get("partial")]
-    return Exchange(chat, question, answers[-1] if answers else "")
+    guest = asked is not None and "guest" in (asked.meta or {})
+    return Exchange(chat, question, answers[-1] if answers else "", guest)
 
 
 async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
