@@ -17,7 +17,7 @@ from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
-from hearth.web import branching_page
+from hearth.web import branching_page, channels_view
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.events_api import MAX_SEQ, sse, stream_response
@@ -64,6 +64,8 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                       earlier=first if first is not None and first > 1 else None,
                       running=state.running if before is None else None,
                       models=engine.deps.models.ids(), agents=agent_names(engine),
+                      link=await channels_view.link_of(engine, key),  # where it answers
+                      channels=channels_view.rows(request),
                       page_note=PAGE_NOTES.get(note or ""),
                       message_id=uuid.uuid4().hex)  # a form sent twice is one message
 

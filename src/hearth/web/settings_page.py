@@ -1,5 +1,6 @@
 """The dashboard's Settings page: models (add, Test with a real call, remove one added here),
-the chat chain, named agents, and your name.
+the chat chain, named agents, and your name; the shell sandbox and the chat channels, as they
+are (both set in config.toml).
 
 Each change is kept in `$HEARTH_HOME/settings.json` (see `hearth.settings`; config.toml is
 never written) and applied to the running gateway at once, so the next turn uses it. A bad
@@ -27,6 +28,7 @@ from hearth.engine.runtime import Engine
 from hearth.models.breakers import BreakerView
 from hearth.models.probe import probe
 from hearth.settings import Settings, SettingsError
+from hearth.web import channels_view
 from hearth.web import settings_forms as forms
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
@@ -127,7 +129,8 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
         ollama_url=forms.OLLAMA_BASE_URL, chain=chain, chain_choices=choices,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
         agents=sorted(engine.config.agents.items()), profiles=forms.PROFILES,
-        user_name=engine.config.agent.user_name or "", sandbox=engine.placement, **shown)
+        user_name=engine.config.agent.user_name or "", sandbox=engine.placement,
+        channels=channels_view.rows(request), **shown)
 
 
 @pages.get("/settings")

@@ -35,7 +35,7 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
     if item["kind"] in ("user", "assistant"):
         item["place"] = _place(message)
     if item["kind"] == "user":
-        item.update(queued=queued, steered=bool(meta.get("steered")))
+        item.update(queued=queued, steered=bool(meta.get("steered")), via=_via(message))
     elif item["kind"] == "assistant":
         item.update(partial=bool(meta.get("partial")), telemetry=meta.get("turn_telemetry"),
                     fed=meta.get("context_fed"))
@@ -54,6 +54,18 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
         item["retry"] = bool(item["ending"] and item["outcome"] in RETRYABLE_OUTCOMES
                              and message["run_id"])
     return item
+
+
+def _via(message: dict[str, Any]) -> dict[str, str | None] | None:
+    """Where a message of a channel came from, as its line says it ("Bob via Telegram"):
+    the channel, and the sender's name when it was not the owner (`meta.guest`). None for a
+    message typed here (only a channel's door writes a thread)."""
+    source, meta = message.get("source") or {}, message.get("meta") or {}
+    if not source.get("thread"):
+        return None
+    guest = meta.get("guest")
+    return {"channel": str(source.get("channel") or "a channel").title(),
+            "guest": str(guest)[:80] if guest else None}
 
 
 def _place(message: dict[str, Any]) -> dict[str, int] | None:

@@ -1,0 +1,193 @@
+"""What the dashboard's pages show of the channels (web/channels_view.py), against a real
+gateway whose Telegram channel talks to the fake Bot API over loopback: the chat menu's
+"Continue on Telegram" and the top bar's badge as the link says, none for a restricted chat,
+a channel message's "via" line (a guest's name escaped), and Settings → Channels. The script
+that calls the API from the menu is driven in tests/browser/test_channels_ui.py."""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from markupsafe import escape
+
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.telegram_server import FakeTelegram
+from tests.gateway import Api, Gateway
+from tests.pages import main_of
+from tests.web.test_chat_page import Page
+
+OWNER = 111  # the owner's Telegram user id, so their own chat with the bot is 111 too
+MOVED_AWAY = "This chat continues on the dashboard now. Messages here no longer reach it."
+
+
+def telegram_config(fake: FakeTelegram, owner_ids: tuple[int, ...] = (OWNER,)) -> str:
+    ids = ", ".join(str(i) for i in owner_ids)
+    return (f'[channels.telegram]\ntoken = "{fake.token}"\nbase_url = "{fake.base_url}"\n'
+            f"owner_ids = [{ids}]\npoll_timeout_seconds = 1\n")
+
+
+def running(api: Api, name: str = "telegram", timeout: float = 10.0) -> dict[str, str]:
+    """Wait until the channel says it is running; its entry of GET /api/channels."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {c["name"]: c for c in api.http.get("/api/channels").json()["channels"]}
+        if found[name]["state"] == "running" or time.monotonic() > deadline:
+            assert found[name]["state"] == "running", found
+            return found[name]
+        time.sleep(0.05)
+
+
+def chat_of_thread(api: Api, thread: str, timeout: float = 10.0) -> str:
+    """The chat a channel's thread opened (found by its first message's source)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for chat in api.http.get("/api/sessions").json()["sessions"]:
+            messages = api.messages(chat["key"])
+            if any(m["source"]["thread"] == thread for m in messages):
+                return str(chat["key"])
+        time.sleep(0.05)
+    raise AssertionError(f"no chat was opened by thread {thread}")
+
+
+def badge_of(page: str) -> str:
+    """The top bar's badge: its words, or "" when hidden."""
+    found = re.search(r'<span class="link-badge" id="link-badge"[^>]*?( hidden)?>\s*'
+                      r'<span class="link-dot" aria-hidden="true"></span>'
+                      r'<span class="link-words">(.*?)</span>\s*</span>', page, re.S)
+    assert found is not None, "the chat page has no link badge"
+    words = html.unescape(re.sub(r"<[^>]+>", "", found.group(2))).strip()
+    return "" if found.group(1) else words
+
+
+def shown_buttons(page: str) -> list[str]:
+    """The labels of the link menu's buttons that are not hidden."""
+    menu = re.search(r"<div class=\"menu-section link-menu.*?</div>\s*<p", page, re.S)
+    if menu is None:
+        return []
+    return [html.unescape(label) for attrs, label in
+            re.findall(r"<button ([^>]*)>([^<]*)</button>", menu.group(0))
+            if " hidden" not in attrs]
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+def linked_gateway(gateway_factory: Callable[..., Gateway],
+                   telegram: FakeTelegram) -> tuple[Gateway, Api, Page]:
+    gateway = gateway_factory(telegram_config(telegram))
+    api = gateway.client()
+    running(api)
+    return gateway, api, Page(gateway)
+
+
+def test_the_menu_continues_a_chat_on_telegram_and_the_badge_says_where_it_answers(
+        linked_gateway: tuple[Gateway, Api, Page], telegram: FakeTelegram,
+        model_server: ScriptedModelServer) -> None:
+    _, api, page = linked_gateway
+    key = api.new_chat()
+    before = page.html(key)
+    assert badge_of(before) == ""
+    assert shown_buttons(before) == ["Continue on Telegram"]
+
+    moved = page.http.put(f"/api/sessions/{key}/link", json={"channel": "telegram"},
+                          headers={"X-CSRF-Token": page.csrf})
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["link"] == {"channel": "telegram", "thread": str(OWNER),
+                                    "owner_dm": True}
+    after = page.html(key)
+    assert badge_of(after) == "Answers on Telegram · your DM"
+    assert shown_buttons(after) == ["Answer here only"]  # not the channel it is already on
+
+    model_server.push(Reply(text="An answer for both"))
+    api.wait(api.send(key, "hello")["run_id"])
+    [answer] = telegram.wait_sent(1, chat_id=OWNER)  # the move itself said nothing there
+    assert answer.plain == "An answer for both"
+
+    here = page.http.delete(f"/api/sessions/{key}/link", headers={"X-CSRF-Token": page.csrf})
+    assert here.status_code == 200 and here.json() == {"link": None}
+    assert badge_of(page.html(key)) == ""
+    assert shown_buttons(page.html(key)) == ["Continue on Telegram"]
+    assert telegram.wait_sent(2, chat_id=OWNER)[-1].plain == MOVED_AWAY
+
+
+def test_a_restricted_chat_offers_no_continue_and_the_api_refuses_to_link_it(
+        linked_gateway: tuple[Gateway, Api, Page]) -> None:
+    _, api, page = linked_gateway
+    for mode in ("incognito", "temporary"):
+        key = api.new_chat(memory_mode=mode)
+        shown = page.html(key)
+        assert "data-continue" not in shown and "Continue on" not in shown
+        assert badge_of(shown) == ""
+        refused = page.http.put(f"/api/sessions/{key}/link", json={"channel": "telegram"},
+                                headers={"X-CSRF-Token": page.csrf})
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "restricted_chat"
+
+
+def test_a_channel_without_the_owners_chat_offers_no_continue_and_settings_say_why(
+        gateway_factory: Callable[..., Gateway], telegram: FakeTelegram) -> None:
+    gateway = gateway_factory(telegram_config(telegram, owner_ids=()))
+    api = gateway.client()
+    assert running(api)["can_continue"] is False
+    page = Page(gateway)
+    key = api.new_chat()
+    assert "Continue on" not in page.html(key)
+    settings = main_of(page.http.get("/settings").text)
+    assert "Chats cannot be continued on Telegram until it knows your own chat" in settings
+
+
+def test_channel_messages_say_via_and_a_guests_name_is_escaped(
+        linked_gateway: tuple[Gateway, Api, Page], telegram: FakeTelegram,
+        model_server: ScriptedModelServer) -> None:
+    _, api, page = linked_gateway
+    model_server.default = Reply(text="ok")
+    telegram.push_message(chat_id=OWNER, from_id=OWNER, text="from my phone")
+    owners = chat_of_thread(api, str(OWNER))
+    shown = page.html(owners)
+    assert '<p class="via">via Telegram</p>' in shown
+    assert badge_of(shown) == "Answers on Telegram · your DM"  # a DM's chat answers there
+
+    hostile = '<img src=x onerror="alert(1)">'
+    telegram.push_message(chat_id=222, from_id=222, text="hi, I am a guest", first_name=hostile)
+    guests = chat_of_thread(api, "222")
+    shown = page.html(guests)
+    assert hostile not in shown
+    assert f"<strong>{escape(hostile)}</strong> via Telegram" in shown
+    assert badge_of(shown) == "Answers on Telegram"  # someone else's chat: not "your DM"
+
+
+def test_settings_show_each_channels_state_and_sentence(
+        gateway_factory: Callable[..., Gateway], telegram: FakeTelegram) -> None:
+    telegram.fail("getMe", 401, times=1000)  # a refused token: the channel says so
+    gateway = gateway_factory(telegram_config(telegram))
+    api = gateway.client()
+    deadline = time.monotonic() + 10
+    while (health := api.http.get("/healthz").json()["channels"]["telegram"])["state"] != \
+            "error":
+        assert time.monotonic() < deadline, health
+        time.sleep(0.05)
+    settings = main_of(Page(gateway).http.get("/settings").text)
+    row = re.search(r'<li class="channel-row" data-channel="telegram" data-state="error">'
+                    r"(.*?)</li>", settings, re.S)
+    assert row is not None, settings
+    assert '<span class="pill channel-state error">error</span>' in row.group(1)
+    said = health["sentence"].split(" (next try")[0]  # the pause grows meanwhile
+    assert str(escape(said)) in row.group(1) and said.strip()
+    assert "No channel is set up" not in settings
+
+
+def test_settings_say_how_to_add_a_channel_when_none_is_set_up(gateway: Gateway) -> None:
+    settings = main_of(Page(gateway).http.get("/settings").text)
+    assert 'id="no-channels"' in settings and "<code>[channels.telegram]</code>" in settings
+    assert "channel-row" not in settings
+    key = gateway.client().new_chat()
+    chat = Page(gateway).html(key)
+    assert "link-menu" not in chat and badge_of(chat) == ""
