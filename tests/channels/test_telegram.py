@@ -153,3 +153,24 @@ def test_memory_learns_from_the_owner_and_never_from_a_guest(
     time.sleep(1.0)  # the guest's turn ended first: a learning chore of it would be here
     assert any("green tea" in said for said in learned())
     assert not any("hates tea" in said for said in learned())
+
+
+def test_a_flood_in_one_thread_is_answered_in_order_without_starving_another(
+        telegram: FakeTelegram, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="one answer", chunks=3, delay=0.1)
+    gateway = gateway_factory(config=telegram_config(telegram))
+    api = gateway.client()
+    for n in range(8):
+        telegram.push_message(OWNER, OWNER, f"flood {n}")
+    telegram.wait_sent(1, chat_id=OWNER)
+    telegram.push_message(GUEST, GUEST, "me too", first_name="Bob")
+    [answer] = telegram.wait_sent(1, chat_id=GUEST)
+    flood = telegram.wait_sent(8, chat_id=OWNER, timeout=30)
+    assert answer.time < flood[-1].time, "the other thread waited for the whole flood"
+    mine = next(c for c in chats(api) if c["origin"] == "telegram" and
+                api.messages(c["key"])[0]["source"]["thread"] == str(OWNER))
+    said = api.messages(mine["key"])
+    assert [m["text"] for m in said if m["kind"] == "user"] == [f"flood {n}" for n in range(8)]
+    runs = [m["run_id"] for m in said if m["kind"] == "user"]
+    assert [m["run_id"] for m in said if m["kind"] == "assistant"] == runs  # each, in order
