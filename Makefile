@@ -45,6 +45,7 @@ bench: install-dev
 	$(BIN)/python bench/shell_placement.py
 	$(BIN)/python bench/turns.py
 	$(BIN)/python bench/search.py
+	$(BIN)/python bench/channels.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
