@@ -58,6 +58,16 @@ def base_url_problem(url: str) -> str | None:
     return BASE_URL_ADDRESS if port == 0 else None
 
 
+def _secret(given: str | None, env_name: str | None,
+            environ: Mapping[str, str] | None) -> str | None:
+    """A secret set in the file, else read from the environment variable it names."""
+    if given:
+        return given
+    if env_name:
+        return (os.environ if environ is None else environ).get(env_name)
+    return None
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -96,11 +106,7 @@ class ModelConfig(_Section):
         return self
 
     def resolved_api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
-        if self.api_key:
-            return self.api_key
-        if self.api_key_env:
-            return (os.environ if environ is None else environ).get(self.api_key_env)
-        return None
+        return _secret(self.api_key, self.api_key_env, environ)
 
 
 class ChainsConfig(_Section):
@@ -131,6 +137,7 @@ class LimitsConfig(_Section):
 class AgentConfig(_Section):
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     user_name: str | None = Field(None, min_length=1, max_length=80)  # the owner, told the model
+    bot_name: str = Field("Hearth", min_length=1, max_length=80)  # {{bot_name}} in instructions
 
 
 class ToolPolicyConfig(_Section):
@@ -144,6 +151,8 @@ class ToolPolicyConfig(_Section):
 
 class NamedAgentConfig(_Section):
     system_prompt: str | None = None
+    voice: str | None = None  # how it speaks, layered on its instructions (engine.agents)
+    bot_name: str | None = Field(None, min_length=1, max_length=80)  # its {{bot_name}}
     model: str | None = None  # the agent's pin: its turns run on this model, before the chain
     tools: ToolPolicyConfig = Field(default_factory=ToolPolicyConfig)
 
@@ -183,11 +192,7 @@ class TelegramConfig(_Section):
     max_chars: int = Field(4096, ge=100, le=4096)
 
     def resolved_token(self, environ: Mapping[str, str] | None = None) -> str | None:
-        if self.token:
-            return self.token
-        if self.token_env:
-            return (os.environ if environ is None else environ).get(self.token_env)
-        return None
+        return _secret(self.token, self.token_env, environ)
 
 
 class WebhookConfig(_Section):
@@ -203,11 +208,7 @@ class WebhookConfig(_Section):
     send_attempts: int = Field(6, ge=1, le=50)
 
     def resolved_secret(self, environ: Mapping[str, str] | None = None) -> str | None:
-        if self.secret:
-            return self.secret
-        if self.secret_env:
-            return (os.environ if environ is None else environ).get(self.secret_env)
-        return None
+        return _secret(self.secret, self.secret_env, environ)
 
 
 class ChannelsConfig(_Section):

@@ -81,6 +81,13 @@ class Home:
         return self.root / "sessions"
 
     @property
+    def agents_dir(self) -> Path:
+        """Each agent's workspace files (AGENTS.md, SOUL.md, …) are in `agents/<name>/`
+        (the default agent's in `agents/default/`): the owner's to edit, out of the tools'
+        reach (the home is hidden from them)."""
+        return self.root / "agents"
+
+    @property
     def memory_dir(self) -> Path:
         return self.workspace / "memory"
 

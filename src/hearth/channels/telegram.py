@@ -103,10 +103,7 @@ class TelegramChannel:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        bot, self._bot = self._bot, None
-        if bot is not None:
-            with contextlib.suppress(TelegramError, httpx.HTTPError, RuntimeError):
-                await bot.shutdown()
+        await self._drop_bot()
 
     # -- taking in ---------------------------------------------------------------------
 

@@ -15,8 +15,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from hearth.config import Config
-from hearth.engine import context
+from hearth.engine import agents, context
 from hearth.engine.compaction import Budget, Compactor
 from hearth.engine.events import message_frame
 from hearth.engine.turn import TurnDeps
@@ -63,7 +62,9 @@ async def compact(deps: TurnDeps, key: str) -> Compacted:
     if chat_model is None or not chain:
         raise Refusal("no_model", 409, "No model is set up to write the summary, so the chat "
                       "was not compacted.")
-    system_prompt = _prompt_of(config, session)
+    told = await asyncio.to_thread(agents.instructions_for, config, session.agent,
+                                   deps.agents_folder)
+    system_prompt = agents.assemble(told)  # its size is what a turn's view leaves room for
     compactor = _compactor(deps, session, chat_model, chain, len(system_prompt))
     await context.build(deps.db, None, system_prompt=system_prompt,
                         history_messages=config.limits.history_messages,
@@ -98,6 +99,3 @@ def _compactor(deps: TurnDeps, session: SessionRow, chat_model: Provider,
         announce=announce)
 
 
-def _prompt_of(config: Config, session: SessionRow) -> str:
-    own = config.agents.get(session.agent) if session.agent else None
-    return (own.system_prompt if own else None) or config.agent.system_prompt

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hearth import masking, settings
 from hearth.config import Config
+from hearth.engine import agents
 from hearth.engine.job_tool import job_tools
 from hearth.engine.runtime import Engine
 from hearth.home import Home
@@ -49,6 +50,7 @@ def standard_tools(db: Database, memory: Memory) -> list[Tool]:
 def build_engine(home: Home, config: Config) -> Engine:
     """Open the store (migrated), find the models, and compose the gateway's engine."""
     home.ensure()
+    config = agents.with_folder_profiles(config, home.agents_dir)  # agents/<name>/agent.toml
     base = config
     config = settings.apply(config, home.root)  # what the dashboard's Settings page kept
     masking.know(*(value for server in config.mcp_servers for name, value in server.env.items()
@@ -64,7 +66,8 @@ def build_engine(home: Home, config: Config) -> Engine:
     tools = ToolRegistry(standard_tools(db, memory))
     engine = Engine(db=db, config=config, models=models, tools=tools, memory=memory,
                     workspace=home.workspace, hidden_from_tools=(home.root,),
-                    chats_dir=home.sessions_dir, base_config=base)
+                    chats_dir=home.sessions_dir, base_config=base,
+                    agents_dir=home.agents_dir)
     return recording(engine)
 
 

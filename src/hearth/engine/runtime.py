@@ -71,6 +71,7 @@ class Engine:
         memory: Memory | None = None,
         chats_dir: Path | None = None,
         base_config: Config | None = None,
+        agents_dir: Path | None = None,
     ) -> None:
         protect(db)  # the memory tables refuse changes from work that keeps nothing
         self.db = db
@@ -93,7 +94,7 @@ class Engine:
                              default_workspace=workspace, active=self.active, desk=self.desk,
                              placement=self.placement, prepare_tools=self._list_mcp_tools,
                              memory=self.memory, after_turn=self.chores.after_turn,
-                             chats_dir=self.chats_dir)
+                             chats_dir=self.chats_dir, agents_dir=agents_dir)
         self.mcp: McpServers | None = None  # made when first needed: the SDK takes ~1 s to import
         self._mcp_listed = False
         self._mcp_lock = asyncio.Lock()

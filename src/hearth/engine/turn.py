@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.config import Config
-from hearth.engine import compact_turn, endings, failover, loop, mentions, recovery
+from hearth.engine import agents, compact_turn, endings, failover, loop, mentions, record, recovery
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus
@@ -63,6 +63,11 @@ class TurnDeps:
     memory: Memory
     after_turn: Callable[[RunRow, SessionRow], None]  # background chores (engine.chores)
     chats_dir: Path | None = None  # each chat's own folder (default: beside the workspace)
+    agents_dir: Path | None = None  # the agents' workspace files (default: beside it too)
+
+    @property
+    def agents_folder(self) -> Path:
+        return self.agents_dir or self.default_workspace.parent / "agents"
 
 
 async def run_turn(deps: TurnDeps, run: RunRow) -> None:
@@ -180,13 +185,33 @@ async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
     """Finish the calls a resumed run left waiting on the owner, then the loop."""
     if waiting:
         await run_batch(turn, tuple(waiting))
-    fed = await asyncio.to_thread(deps.memory.context_for, await _message_of(deps, turn.run))
+    asked = await _message_of(deps, turn.run)
+    fed = await asyncio.to_thread(deps.memory.context_for, asked)
     turn.context_fed = fed.sentence
-    system_prompt = _system_prompt(deps.config, turn.agent)
-    if fed.block:
-        system_prompt = f"{system_prompt}\n\n{fed.block}"
+    told = await asyncio.to_thread(agents.instructions_for, deps.config, turn.agent,
+                                   deps.agents_folder)
+    if told.skipped:
+        await _say(turn, "Left out of the agent's instructions, unreadable: "
+                   + "; ".join(told.skipped) + ".")
+    system_prompt = agents.assemble(told, fed.block)  # the safety rules last
     messages = await compact_turn.view(turn, deps.models, system_prompt)  # compacted if due
-    return await _drive_in_order(deps, turn, plan, messages)
+    ending = await _drive_in_order(deps, turn, plan, messages)
+    if ending.code == "complete":
+        await _check_word_limit(turn, told, asked)
+    return ending
+
+
+async def _say(turn: Turn, sentence: str, meta: dict[str, Any] | None = None) -> None:
+    """A notice in the chat, as this turn's (published by `record.append`)."""
+    await record.append(turn, "notice", {"text": sentence}, meta=meta)
+
+
+async def _check_word_limit(turn: Turn, told: agents.Instructions, asked: str) -> None:
+    """An answer past the agent's own word limit gets a notice with its count (never cut)."""
+    answer = await turn.db.reading(_final_answer, turn.session_key, turn.run_id)
+    said = agents.over_limit(told, answer, asked)
+    if said is not None:
+        await _say(turn, said, {"word_limit": told.word_limit})
 
 
 async def _drive_in_order(deps: TurnDeps, turn: Turn, plan: failover.Plan,
@@ -242,12 +267,14 @@ def _say_moved(turn: Turn, candidate: Candidate, plan: failover.Plan) -> None:
     turn.notes["failover"] = f"Answered by {candidate.model_id}: {plan.account()}."
 
 
-def _system_prompt(config: Config, agent: str | None) -> str:
-    """The chat's agent's prompt (else the default one), and the owner's name when set."""
-    own = config.agents.get(agent) if agent else None
-    prompt = (own.system_prompt if own else None) or config.agent.system_prompt
-    name = config.agent.user_name
-    return f"{prompt}\n\nThe owner's name is {name}." if name else prompt
+def _final_answer(conn: Connection, key: str, run_id: str) -> str:
+    """The text of the run's last answer ("" when it gave none)."""
+    run = run_store.get(conn, run_id)
+    if run is None or run.user_event_seq is None:
+        return ""
+    said = [e for e in transcript.of_run(conn, key, run_id, run.user_event_seq)
+            if e.kind == "assistant" and not e.meta.get("partial")]
+    return str(said[-1].content.get("text", "")) if said else ""
 
 
 async def _message_of(deps: TurnDeps, run: RunRow) -> str:
