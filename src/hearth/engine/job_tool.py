@@ -20,8 +20,9 @@ from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, To
 class ScheduleJob:
     name = "schedule_job"
     description = (
-        "Schedule a prompt to run later as its own chat (job-<id>): once, in_minutes from now, "
-        "or repeatedly, every every_minutes. Give exactly one of the two. The job's turns run "
+        "Schedule a prompt to run later as its own chat (job-<id>): once, in_minutes from now "
+        "or at a time; or repeatedly, every every_minutes or on a cron expression in a time "
+        "zone. Give exactly one of in_minutes, every_minutes, cron, at. The job's turns run "
         "unattended: what needs the owner's approval is refused there."
     )
     parameters: dict[str, Any] = {
@@ -32,6 +33,17 @@ class ScheduleJob:
                            "description": "Run once, this many minutes from now"},
             "every_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_MINUTES,
                               "description": "Run every this many minutes"},
+            "cron": {"type": "string", "description": "Run at each time of this five-field "
+                     "cron expression (minute hour day-of-month month day-of-week), e.g. "
+                     "'0 9 * * 1-5' for weekdays at 09:00"},
+            "at": {"type": "string", "description": "Run once at this time: an ISO 8601 local "
+                   "date-time (2026-12-24T09:00), or 'in 20 minutes', 'tomorrow 9:00', "
+                   "'at 17:30'"},
+            "timezone": {"type": "string", "description": "IANA time zone for cron or at "
+                         "(e.g. Europe/Paris); the gateway's own when left out"},
+            "missed": {"type": "string", "enum": ["once", "skip"], "description": "Fires "
+                       "missed while the gateway was down: once (one catch-up run, the "
+                       "default) or skip"},
         },
         "required": ["prompt"],
     }
@@ -49,9 +61,8 @@ class ScheduleJob:
             raise ToolRefused(refused)
         try:
             job = await asyncio.to_thread(
-                schedule, self.db, prompt=args.get("prompt"), in_minutes=args.get("in_minutes"),
-                every_minutes=args.get("every_minutes"), made_by=ctx.session_key,
-                actor="tool", run_id=ctx.run_id)
+                schedule, self.db, prompt=args.get("prompt"), request=args,
+                made_by=ctx.session_key, actor="tool", run_id=ctx.run_id)
         except BadSchedule as bad:
             raise ToolRefused(bad.sentence) from bad
         said = f"Scheduled job #{job.id}: {describe(job)}."

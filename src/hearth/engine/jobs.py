@@ -1,7 +1,9 @@
 """The jobs rules: what a job request may be (one of in_minutes / every_minutes, 1 minute to a
-year; a prompt of 1 to 8000 characters), making one (a promise, audited), listing them, and
-pausing, resuming or deleting one, for a chat only when the chat keeps things. The jobs tool
-(engine/job_tool.py) and the jobs routes (web/jobs_api.py) are thin adapters over these.
+year; a cron expression in an IANA time zone; a one-shot time `at`, see engine/schedules.py;
+`missed` once or skip; a prompt of 1 to 8000 characters), making one (a promise, audited),
+listing them, and pausing, resuming or deleting one, for a chat only when the chat keeps
+things. The jobs tool (engine/job_tool.py) and the jobs routes (web/jobs_api.py) are thin
+adapters over these.
 
 A job outlasts the chat that asks for it, so a chat that keeps nothing (Incognito, Temporary,
 or one whose mode cannot be read) may not make, change or delete one: refused with the one
@@ -10,8 +12,12 @@ sentence saying so and an audit row `job.refused`. Audit rows name jobs, never t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
+from hearth.engine import schedules
+from hearth.engine.schedules import BadSchedule
 from hearth.errors import Refusal
 from hearth.privacy import reach
 from hearth.privacy.modes import mode_of
@@ -21,20 +27,50 @@ from hearth.store import jobs as job_store
 from hearth.store.db import Database, now
 from hearth.store.jobs import JobRow
 
-__all__ = ["MAX_MINUTES", "MAX_PROMPT", "WHAT", "BadSchedule", "JobRow", "change", "delete",
-           "describe", "listing", "make", "may_change", "schedule"]
+__all__ = ["MAX_MINUTES", "MAX_PROMPT", "WHAT", "BadSchedule", "JobRow", "Plan", "change",
+           "delete", "describe", "listing", "make", "may_change", "plan_of", "schedule"]
 
 WHAT = "a scheduled job"  # what lasting_refusal says was not made
 MAX_MINUTES = 525_600  # a year
 MAX_PROMPT = 8000
 
 
-class BadSchedule(ValueError):
-    """A job request that cannot be scheduled; `sentence` says why."""
+@dataclass(frozen=True)
+class Plan:
+    """A request's schedule, checked: when it is first due and how it repeats."""
 
-    def __init__(self, sentence: str) -> None:
-        super().__init__(sentence)
-        self.sentence = sentence
+    next_at: float
+    every_seconds: int | None = None
+    cron: str | None = None
+    timezone: str | None = None
+    missed: str = "once"
+
+
+def plan_of(request: dict[str, object], at: float) -> Plan:
+    """The schedule a request asks for: exactly one of in_minutes, every_minutes, cron (with
+    timezone) or at (with timezone); `missed` once (the default) or skip."""
+    kinds = [k for k in ("in_minutes", "every_minutes", "cron", "at")
+             if request.get(k) is not None]
+    if len(kinds) != 1:
+        raise BadSchedule("Give exactly one of in_minutes (run once), every_minutes (repeat), "
+                          "cron (repeat, with timezone) or at (run once at a time); no job was "
+                          "made.")
+    missed = request.get("missed") or "once"
+    if missed not in schedules.MISSED:
+        raise BadSchedule("missed is once (fires missed while the gateway was down are caught "
+                          "up with one run) or skip; no job was made.")
+    zone = request.get("timezone")
+    if kinds[0] == "cron":
+        name = schedules.zone_of(zone)
+        cron = schedules.check_cron(request["cron"])
+        return Plan(schedules.next_cron(cron, name, at), None, cron, name, str(missed))
+    if kinds[0] == "at":
+        name = schedules.zone_of(zone)
+        return Plan(schedules.at_of(request["at"], name, at), timezone=name, missed=str(missed))
+    if zone is not None:
+        raise BadSchedule("A timezone goes with cron or at; no job was made.")
+    next_at, every = plan(request.get("in_minutes"), request.get("every_minutes"), at)
+    return Plan(next_at, every, missed=str(missed))
 
 
 def plan(in_minutes: object, every_minutes: object, at: float) -> tuple[float, int | None]:
@@ -59,34 +95,43 @@ def checked_prompt(prompt: object) -> str:
     return prompt.strip()
 
 
-def schedule(db: Database, *, prompt: object, in_minutes: object, every_minutes: object,
-             made_by: str, actor: str, run_id: str | None = None) -> JobRow:
-    """Make the job (a promise: synced before it is reported) and audit it."""
+def schedule(db: Database, *, prompt: object, request: dict[str, object], made_by: str,
+             actor: str, run_id: str | None = None) -> JobRow:
+    """Make the job (a promise: synced before it is reported) and audit it. `request` holds
+    the schedule's fields (in_minutes, every_minutes, cron, at, timezone, missed)."""
     text = checked_prompt(prompt)
-    next_at, every_seconds = plan(in_minutes, every_minutes, now())
+    planned = plan_of(request, now())
     with db.write() as conn:
-        job = job_store.add(conn, prompt=text, next_at=next_at, every_seconds=every_seconds,
-                            made_by=made_by)
+        job = job_store.add(conn, prompt=text, next_at=planned.next_at,
+                            every_seconds=planned.every_seconds, made_by=made_by,
+                            cron=planned.cron, timezone=planned.timezone,
+                            missed=planned.missed)
         audit.write(conn, "job.created", actor=actor,
                     session_key=None if made_by == "owner" else made_by, run_id=run_id,
-                    detail={"job": job.id, "every_seconds": every_seconds,
-                            "next_at": next_at})
+                    detail={"job": job.id, "every_seconds": planned.every_seconds,
+                            "cron": planned.cron, "timezone": planned.timezone,
+                            "next_at": planned.next_at})
     return job
 
 
-def clock(stamp: float, today: float | None = None) -> str:
-    """A local time as a person reads it: 14:05 today, 2026-12-02 14:05 on another day."""
-    when = datetime.fromtimestamp(stamp)
-    if when.date() == datetime.fromtimestamp(now() if today is None else today).date():
+def clock(stamp: float, today: float | None = None, zone: str | None = None) -> str:
+    """A time as a person reads it (in `zone`, by default the gateway's): 14:05 today,
+    2026-12-02 14:05 on another day."""
+    tz = ZoneInfo(zone) if zone else None
+    when = datetime.fromtimestamp(stamp, tz)
+    if when.date() == datetime.fromtimestamp(now() if today is None else today, tz).date():
         return when.strftime("%H:%M")
     return when.strftime("%Y-%m-%d %H:%M")
 
 
 def describe(job: JobRow) -> str:
-    """The schedule in words: "every 60 min, next at 14:05" or "once, at 14:05"."""
-    if job.every_seconds is None:
-        return f"once, at {clock(job.next_at)}"
-    return f"every {job.every_seconds // 60} min, next at {clock(job.next_at)}"
+    """The schedule in words: "every 60 min, next at 14:05", "once, at 14:05", "every
+    weekday at 09:00 (Europe/Paris), next at 2026-12-03 09:00" (a cron job's and an `at`
+    job's times in its own zone)."""
+    at = clock(job.next_at, zone=job.timezone)
+    if job.once:
+        return f"once, at {at}" + (f" ({job.timezone})" if job.timezone else "")
+    return f"{schedules.describe(job)}, next at {at}"
 
 
 def _not_found(job_id: int) -> Refusal:
@@ -120,15 +165,15 @@ def listing(db: Database, session: str | None) -> list[JobRow]:
         return job_store.list_all(conn)
 
 
-def make(db: Database, *, prompt: str, in_minutes: int | None, every_minutes: int | None,
-         session: str | None, route: str) -> JobRow:
-    """A job the owner (or a chat that keeps things) asks for; a bad schedule is refused."""
+def make(db: Database, *, prompt: str, request: dict[str, object], session: str | None,
+         route: str) -> JobRow:
+    """A job the owner (or a chat that keeps things) asks for; a bad schedule is refused
+    (422 with its code: invalid_cron, invalid_timezone, invalid_at or invalid_request)."""
     made_by = may_change(db, session, WHAT, route)
     try:
-        return schedule(db, prompt=prompt, in_minutes=in_minutes,
-                        every_minutes=every_minutes, made_by=made_by, actor="owner")
+        return schedule(db, prompt=prompt, request=request, made_by=made_by, actor="owner")
     except BadSchedule as bad:
-        raise Refusal("invalid_request", 422, bad.sentence) from bad
+        raise Refusal(bad.code, 422, bad.sentence) from bad
 
 
 def delete(db: Database, job_id: int, session: str | None, route: str) -> None:
@@ -151,7 +196,7 @@ def change(db: Database, job_id: int, enabled: bool, session: str | None, route:
             raise Refusal("job_finished", 409,
                           f"Job #{job_id} ran once and is done; schedule a new one to run it "
                           "again.")
-        changed = job_store.set_enabled(conn, job_id, enabled, now())
+        changed = job_store.set_enabled(conn, job_id, enabled, now(), schedules.upcoming)
         assert changed is not None
         audit.write(conn, "job.changed", actor="owner",
                     session_key=None if by == "owner" else by,

@@ -7,6 +7,12 @@ the prompt with the idempotency key `job:<id>:<due second>` as a run of kind "jo
 gate refuses what would need the owner's approval), then moves the job on; a crash between the
 two fires nothing twice: the next tick finds the job still due, admission answers the run
 already made, and the job moves on. Logs and audit rows name jobs, never their prompts.
+
+Missed fires: a job due before this gateway started (it was down), or found more than
+`LATE_SECONDS` past due, has missed its time. With `missed = "once"` it fires once now and
+moves to its next future time (however many times it missed); with `"skip"` nothing runs and it
+moves to its next future time (audited `job.skipped`, reason "missed"; a one-shot is done).
+`run_now` fires a job at once, outside its schedule, which it leaves as it is.
 All of it runs on the loop, awaiting the store's seam.
 """
 
@@ -23,7 +29,9 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.engine import schedules
 from hearth.engine.admission import AdmissionError, Admitted
+from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.sessions.chats import ChatError
 from hearth.store import audit
@@ -34,6 +42,7 @@ from hearth.store.jobs import JobRow
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 1.0
+LATE_SECONDS = 120.0  # due longer ago than this, a job has missed its time
 ACTOR = "scheduler"
 
 
@@ -67,9 +76,12 @@ class Scheduler:
         self.tick_seconds = tick_seconds
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        self.started_at: float | None = None  # what was due before this missed its time
 
     def start(self) -> None:
         """Start ticking, in an empty context: no chat's work scope reaches the scheduler."""
+        if self.started_at is None:
+            self.started_at = time.time()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="scheduler",
                                               context=contextvars.Context())
@@ -96,6 +108,9 @@ class Scheduler:
             moment = time.time() if at is None else at
             fired: list[Fired] = []
             for job in await self._due(moment):
+                if job.missed == "skip" and self._missed(job, moment):
+                    fired.append(await self._pass(job, moment))
+                    continue
                 one = await self._fire(job)
                 if one is None:  # the gateway is stopping: what is left fires next time
                     break
@@ -104,6 +119,29 @@ class Scheduler:
 
     async def _due(self, at: float) -> list[JobRow]:
         return await self.host.db.reading(job_store.due, at)
+
+    def _missed(self, job: JobRow, moment: float) -> bool:
+        before_start = self.started_at is not None and job.next_at < self.started_at
+        return before_start or job.next_at < moment - LATE_SECONDS
+
+    async def _pass(self, job: JobRow, moment: float) -> Fired:
+        """A missed time of a job that skips what it missed: move on, run nothing."""
+        log.info("job #%d missed its time while the gateway was down; skipped", job.id)
+        await self.host.db.writing(_passed, job, moment, durable=False)
+        return Fired(job.id, job.next_at, None)
+
+    async def run_now(self, job_id: int) -> Fired:
+        """Fire the job now, outside its schedule (which stays as it is): a run of its chat."""
+        job = await self.host.db.reading(job_store.get, job_id)
+        if job is None:
+            raise Refusal("job_not_found", 404, f"There is no job #{job_id}.")
+        await self._open(job)
+        key = f"job:{job.id}:now:{time.time_ns()}"
+        admitted = await self.host.send(job.session_key, job.prompt, kind="job", dispatch=False,
+                                        meta={"job": job.id}, idempotency_key=key)
+        self.host.dispatch(job.session_key)
+        await self.host.db.writing(_ran_now, job, admitted)
+        return Fired(job.id, time.time(), admitted.run_id)
 
     async def _fire(self, job: JobRow) -> Fired | None:
         try:
@@ -145,13 +183,28 @@ class Scheduler:
 
 
 def _advance(conn: Connection, job: JobRow, admitted: Admitted) -> None:
-    job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
+    job_store.advance(conn, job.id, time.time(), due_at=job.next_at,
+                      upcoming=schedules.upcoming)
     audit.write(conn, "job.fired", actor=ACTOR, session_key=job.session_key,
                 run_id=admitted.run_id,
                 detail={"job": job.id, "due_at": job.next_at, "again": admitted.duplicate})
 
 
+def _passed(conn: Connection, job: JobRow, moment: float) -> None:
+    job_store.advance(conn, job.id, None, due_at=job.next_at, upcoming=schedules.upcoming,
+                      after=moment)
+    audit.write(conn, "job.skipped", actor=ACTOR, session_key=job.session_key,
+                detail={"job": job.id, "due_at": job.next_at, "reason": "missed"})
+
+
+def _ran_now(conn: Connection, job: JobRow, admitted: Admitted) -> None:
+    job_store.mark_fired(conn, job.id, time.time())
+    audit.write(conn, "job.fired", actor="owner", session_key=job.session_key,
+                run_id=admitted.run_id, detail={"job": job.id, "now": True})
+
+
 def _skipped(conn: Connection, job: JobRow, code: str) -> None:
-    job_store.advance(conn, job.id, time.time(), due_at=job.next_at)
+    job_store.advance(conn, job.id, time.time(), due_at=job.next_at,
+                      upcoming=schedules.upcoming)
     audit.write(conn, "job.skipped", actor=ACTOR, session_key=job.session_key,
                 detail={"job": job.id, "due_at": job.next_at, "reason": code})

@@ -1,7 +1,9 @@
 """The jobs aggregate: scheduled prompts, when each is next due, and what fired last.
 
 A job fires its prompt into its own chat (`job-<id>`) at `next_at`, then every
-`every_seconds`; a one-shot (`every_seconds` NULL) is disabled once it fired. `advance` moves a
+`every_seconds` or at the next time of its `cron` expression in its `timezone` (computed by the
+engine, `engine/schedules.py`, and handed in as `upcoming`); a one-shot (neither) is disabled
+once it fired. `missed` says what fires missed while the gateway was down come to. `advance` moves a
 job past the due time it fired for, and only that one: a second advance for the same due time
 changes nothing, so two ticks that both saw the job due cannot skip an occurrence.
 """
@@ -9,6 +11,7 @@ changes nothing, so two ticks that both saw the job due cannot skip an occurrenc
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,15 +35,21 @@ class JobRow:
     made_by: str
     created_at: float
     last_fired_at: float | None
+    cron: str | None = None
+    timezone: str | None = None
+    missed: str = "once"
 
     @property
     def once(self) -> bool:
-        return self.every_seconds is None
+        return self.every_seconds is None and self.cron is None
 
     @classmethod
     def of(cls, row: Any) -> JobRow:
         m = row._mapping
         return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+
+Upcoming = Callable[[JobRow, float], float | None]  # a job's first fire time after a moment
 
 
 def chat_name(job_id: int) -> str:
@@ -49,11 +58,13 @@ def chat_name(job_id: int) -> str:
 
 
 def add(conn: Connection, *, prompt: str, next_at: float, every_seconds: int | None,
-        made_by: str) -> JobRow:
+        made_by: str, cron: str | None = None, timezone: str | None = None,
+        missed: str = "once") -> JobRow:
     """A new enabled job, named after its id (the id is known once the row is in)."""
     inserted = conn.execute(jobs.insert().values(
         prompt=prompt, every_seconds=every_seconds, next_at=next_at, enabled=True,
-        session_key="", made_by=made_by, created_at=now(),
+        session_key="", made_by=made_by, created_at=now(), cron=cron, timezone=timezone,
+        missed=missed,
     )).inserted_primary_key
     assert inserted is not None
     job_id = int(inserted[0])
@@ -104,19 +115,31 @@ def following(due_at: float, every_seconds: int, after: float) -> float:
     return due_at + skipped * every_seconds
 
 
-def advance(conn: Connection, job_id: int, fired_at: float,
-            due_at: float | None = None) -> JobRow | None:
-    """Record that the job fired (for the due time `due_at`, by default its current one) and
-    move it on: a repeating job to its next occurrence after `fired_at`, a one-shot to
-    disabled. None (and nothing changed) when the job is gone, paused, or already moved on."""
+def _next(job: JobRow, after: float, upcoming: Upcoming | None) -> float | None:
+    if upcoming is not None:
+        return upcoming(job, after)
+    if job.every_seconds is None:
+        return None
+    return following(job.next_at, job.every_seconds, after)
+
+
+def advance(conn: Connection, job_id: int, fired_at: float | None,
+            due_at: float | None = None, upcoming: Upcoming | None = None,
+            after: float | None = None) -> JobRow | None:
+    """Record that the job fired at `fired_at` (None: it was skipped, nothing ran) for the
+    due time `due_at` (by default its current one) and move it on: a repeating job to its
+    first occurrence after `after` (by default `fired_at`), a one-shot to disabled. None (and
+    nothing changed) when the job is gone, paused, or already moved on."""
     job = get(conn, job_id)
     if job is None or not job.enabled or (due_at is not None and job.next_at != due_at):
         return None
-    values: dict[str, Any] = {"last_fired_at": fired_at}
-    if job.every_seconds is None:
+    values: dict[str, Any] = {} if fired_at is None else {"last_fired_at": fired_at}
+    moment = after if after is not None else (fired_at if fired_at is not None else now())
+    upcoming_at = _next(job, moment, upcoming)
+    if upcoming_at is None:
         values["enabled"] = False
     else:
-        values["next_at"] = following(job.next_at, job.every_seconds, fired_at)
+        values["next_at"] = upcoming_at
     moved = conn.execute(update(jobs)
                          .where(jobs.c.id == job_id, jobs.c.next_at == job.next_at,
                                 jobs.c.enabled.is_(True))
@@ -124,13 +147,19 @@ def advance(conn: Connection, job_id: int, fired_at: float,
     return get(conn, job_id) if moved.rowcount == 1 else None
 
 
-def set_enabled(conn: Connection, job_id: int, enabled: bool, at: float) -> JobRow | None:
+def mark_fired(conn: Connection, job_id: int, fired_at: float) -> None:
+    """Record a firing outside the schedule (run now): the schedule stays as it is."""
+    conn.execute(update(jobs).where(jobs.c.id == job_id).values(last_fired_at=fired_at))
+
+
+def set_enabled(conn: Connection, job_id: int, enabled: bool, at: float,
+                upcoming: Upcoming | None = None) -> JobRow | None:
     """Pause or resume a job; a repeating job resumed after its time skips what it missed."""
     job = get(conn, job_id)
     if job is None:
         return None
     values: dict[str, Any] = {"enabled": enabled}
-    if enabled and job.every_seconds is not None and job.next_at <= at:
-        values["next_at"] = following(job.next_at, job.every_seconds, at)
+    if enabled and not job.once and job.next_at <= at:
+        values["next_at"] = _next(job, at, upcoming)
     conn.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
     return get(conn, job_id)

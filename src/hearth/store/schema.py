@@ -192,8 +192,10 @@ memory_items = Table(
 )
 
 # Scheduled jobs: a prompt admitted into the job's own chat (`session_key`, `job-<id>`) at
-# `next_at`, then every `every_seconds` (NULL: once, then disabled). `made_by` is the chat
-# whose tool made it, or "owner". Ids are never reused (a job's chat keeps its name).
+# `next_at`, then every `every_seconds`, or at each time of the `cron` expression in the IANA
+# zone `timezone` (neither: once, then disabled). `missed`: what fires missed while the gateway
+# was down come to, `once` (one catch-up run) or `skip`. `made_by` is the chat whose tool made
+# it, or "owner". Ids are never reused (a job's chat keeps its name).
 jobs = Table(
     "jobs",
     metadata,
@@ -206,6 +208,9 @@ jobs = Table(
     Column("made_by", String(200), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("last_fired_at", Float),
+    Column("cron", String(200)),
+    Column("timezone", String(64)),
+    Column("missed", String(10), nullable=False, server_default="once"),
     Index("ix_jobs_due", "enabled", "next_at"),
     sqlite_autoincrement=True,
 )

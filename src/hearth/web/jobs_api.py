@@ -1,4 +1,5 @@
-"""Routes for scheduled jobs: list them, schedule one, pause or resume it, delete it.
+"""Routes for scheduled jobs: list them, schedule one (every N minutes, in N minutes, a cron
+expression in a time zone, or at a time), run one now, pause or resume it, delete it.
 
 A request is the owner's unless it names a chat with `X-Hearth-Session: <key>` (an unknown
 chat answers 404 `session_not_found`). A job outlasts the chat that asks for it, so a chat that
@@ -10,13 +11,13 @@ delete one: 403 `restricted_session` with the one sentence saying so, an audit r
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hearth.engine import jobs
+from hearth.engine import jobs, schedules
 from hearth.engine.jobs import MAX_MINUTES, MAX_PROMPT, JobRow, describe
 from hearth.engine.views import iso
 from hearth.web.deps import EngineDep, SessionHeader
@@ -32,13 +33,23 @@ class NewJob(BaseModel):
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT, pattern=r"\S")
     in_minutes: Minutes = None
     every_minutes: Minutes = None
+    cron: str | None = Field(default=None, max_length=schedules.MAX_CRON)
+    at: str | None = Field(default=None, max_length=64)
+    timezone: str | None = Field(default=None, max_length=64)
+    missed: Literal["once", "skip"] = "once"
 
     @model_validator(mode="after")
     def _one_schedule(self) -> NewJob:
-        if (self.in_minutes is None) == (self.every_minutes is None):
-            raise ValueError("give exactly one of in_minutes (run once) or every_minutes "
-                             "(repeat)")
+        given = [k for k in ("in_minutes", "every_minutes", "cron", "at")
+                 if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of in_minutes (run once), every_minutes "
+                             "(repeat), cron (repeat, with timezone) or at (run once at a "
+                             "time)")
         return self
+
+    def request(self) -> dict[str, object]:
+        return self.model_dump(exclude={"prompt"})
 
 
 class JobChange(BaseModel):
@@ -51,7 +62,11 @@ def job_view(job: JobRow) -> dict[str, Any]:
         "id": job.id,
         "prompt": job.prompt,
         "schedule": describe(job),
+        "kind": "cron" if job.cron else ("every" if job.every_seconds else "once"),
         "every_minutes": None if job.every_seconds is None else job.every_seconds // 60,
+        "cron": job.cron,
+        "timezone": job.timezone,
+        "missed": job.missed,
         "next_at": iso(job.next_at),
         "enabled": job.enabled,
         "session_key": job.session_key,
@@ -71,9 +86,20 @@ async def list_jobs(engine: EngineDep, session: SessionHeader = None) -> dict[st
 async def make_job(body: NewJob, engine: EngineDep,
                    session: SessionHeader = None) -> JSONResponse:
     job = await asyncio.to_thread(jobs.make, engine.db, prompt=body.prompt,
-                                  in_minutes=body.in_minutes, every_minutes=body.every_minutes,
-                                  session=session, route="POST /api/jobs")
+                                  request=body.request(), session=session,
+                                  route="POST /api/jobs")
     return JSONResponse(job_view(job), status_code=201)
+
+
+@router.post("/api/jobs/{job_id}/run")
+async def run_job(job_id: JobId, engine: EngineDep,
+                  session: SessionHeader = None) -> JSONResponse:
+    """Fire the job now, as a run of its own chat; its schedule stays as it is."""
+    await asyncio.to_thread(jobs.may_change, engine.db, session,
+                            f"a run of job #{job_id}", "POST /api/jobs/run")
+    fired = await engine.scheduler.run_now(job_id)
+    return JSONResponse({"job": job_id, "run_id": fired.run_id,
+                         "session_key": f"job-{job_id}"}, status_code=202)
 
 
 @router.patch("/api/jobs/{job_id}")
