@@ -25,6 +25,7 @@ from hearth.config import Config
 from hearth.home import Home
 from hearth.web.app import create_app
 from hearth.web.auth import require_token
+from hearth.web.permissions import permission_of
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 
@@ -553,5 +554,28 @@ def test_census_every_route_but_healthz_needs_the_token(tmp_path: Path) -> None:
         app.add_api_route("/api/leak", lambda: {})
         app.add_api_route("/api/nested", lambda: {}, dependencies=[Depends(guarded)])
         assert unprotected_routes(app) == ["GET /api/leak"]
+    finally:
+        app.state.engine.db.close()
+
+
+def routes_without_a_permission(app: FastAPI) -> list[str]:
+    """Every route (method and path) the one table of route → permission does not name."""
+    found = []
+    for context in iter_route_contexts(app.routes):
+        if not isinstance(context.original_route, APIRoute | APIWebSocketRoute):
+            continue
+        for method in sorted(context.methods or {"GET"}):
+            if permission_of(method, context.path) is None:
+                found.append(f"{method} {context.path}")
+    return found
+
+
+def test_census_every_route_is_in_the_permission_table(tmp_path: Path) -> None:
+    app = create_app(Home(tmp_path / "census"), Config())
+    try:
+        assert routes_without_a_permission(app) == []
+        # the positive control: a planted route missing from the table is found
+        app.add_api_route("/api/planted/{key}", lambda key: {}, methods=["POST"])
+        assert routes_without_a_permission(app) == ["POST /api/planted/{key}"]
     finally:
         app.state.engine.db.close()

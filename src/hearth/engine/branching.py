@@ -193,7 +193,7 @@ def _fork_in(conn: Connection, key: str, index: int, memory_mode: str | None) ->
                       f"{source.memory_mode} chat, so that its words stay as kept as they are.")
     made = chats.insert_new(conn, chats.checked_new(
         memory_mode=mode, agent=source.agent, model=source.model, trust=source.trust,
-        origin="fork"))
+        origin="fork", created_by_app=source.created_by_app))  # an app's fork is its own
     for event in branches.path_through(conn, key, last.seq):
         transcript.append(conn, made.key, event.kind, event.content, meta=event.meta,
                           source_channel=event.source_channel)

@@ -7,7 +7,8 @@ agent is refused; a call that only reads where it runs goes ahead (a tool whose 
 reads, or a command placed in the read-only sandbox; never a command judged by its text), and
 so does one to a tool that needs no approval (memory_remember); a call that may change
 something goes ahead when the chat is trusted or a standing grant covers it (never for a turn
-that answers someone other than the owner on a channel: the owner is asked) (a shell grant
+that answers someone other than the owner on a channel, nor in a chat an app started: the
+owner is asked) (a shell grant
 limited to a prefix covers one simple command beyond it); a turn nobody can answer for (a
 job's, a helper's) refuses it; otherwise the owner is asked and the call waits on the
 answer. Every decision writes an audit row naming who decided.
@@ -22,7 +23,7 @@ from sqlalchemy import Connection
 from hearth.engine.state import CallScope
 from hearth.models.types import ToolCall
 from hearth.privacy import reach
-from hearth.store import approvals, audit, ledger, transcript
+from hearth.store import approvals, audit, ledger, sessions, transcript
 from hearth.store.approvals import ApprovalRow
 from hearth.tools import fence, policy
 from hearth.tools.base import Tool, effect_of
@@ -63,7 +64,7 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     if effect == "reads":
         await _audit(turn, call, "allowed", "policy", "it only reads", effect)
         return None
-    if await _asked_by_guest(turn):  # neither trust nor a grant answers for someone else
+    if await _asked_by_guest(turn) or await _started_by_app(turn):  # nor for an app's chat
         return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
     if not getattr(tool, "needs_approval", True):
         await _audit(turn, call, "allowed", "policy", "it changes only the owner's memory", effect)
@@ -92,6 +93,14 @@ async def _asked_by_guest(turn: CallScope) -> bool:
         return False
     event = await turn.db.reading(transcript.at, turn.session_key, seq)
     return event is not None and isinstance(event.meta, dict) and "guest" in event.meta
+
+
+async def _started_by_app(turn: CallScope) -> bool:
+    """Whether the chat is an app's (`created_by_app`): its turns run under the app's
+    permission, never the owner's trust or grants, so each call that may change something
+    asks the owner."""
+    chat = await turn.db.reading(sessions.get, turn.session_key)
+    return chat is not None and chat.created_by_app is not None
 
 
 async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str,

@@ -100,6 +100,7 @@ class Asked:
     chat: str | None
     history: tuple[Said, ...]
     text: str
+    app: str | None = None  # the app asking (its chats are its own), None for the owner
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,8 @@ async def _begin_named(engine: Engine, asked: Asked, name: str) -> Exchange:
     admission.validate(asked.text, None)
     target = asked.target
     opened = await chats.open_chat(engine.db, name=name, agent=target.agent, model=target.model,
-                                   origin=SOURCE, choices=engine.choices())
+                                   origin=SOURCE, choices=engine.choices(),
+                                   created_by_app=asked.app)
     await _run_on(engine, opened.session, target)
     sub = engine.bus.subscribe(name)  # before the run exists: none of its frames is missed
     try:
@@ -203,7 +205,8 @@ async def _begin_stateless(engine: Engine, asked: Asked) -> Exchange:
                              "once it is back.")
     admission.validate(asked.text, None)
     new = chats.checked_new(memory_mode="temporary", agent=asked.target.agent,
-                            model=asked.target.model, origin=SOURCE, choices=engine.choices())
+                            model=asked.target.model, origin=SOURCE, choices=engine.choices(),
+                            created_by_app=asked.app)
     mention = await mentions.prepare(engine.prompts_dir, asked.text, None)  # @name expanded
     for _attempt in range(ATTEMPTS):
         try:

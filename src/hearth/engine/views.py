@@ -108,6 +108,7 @@ def session_view(row: SessionRow) -> dict[str, Any]:
         "folder": row.folder,
         "tags": list(row.tags),
         "pinned": row.pinned,
+        "created_by_app": row.created_by_app,  # the app whose token started it; None: yours
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
     }

@@ -129,17 +129,20 @@ async def open_chat(
     trust: str | None = None,
     keep_out: tuple[str, ...] = (),
     choices: Choices | None = None,
+    created_by_app: str | None = None,
 ) -> Opened:
     """Open the kept chat called `name`, or make a new one (named by `naming` when no name).
     A `workspace_dir` that is, contains or lies inside a `keep_out` folder (the Hearth home),
-    or is `/`, is refused; with `choices`, so are a model and an agent not among them."""
+    or is `/`, is refused; with `choices`, so are a model and an agent not among them. With
+    `created_by_app` (a verified app's name) the chat made is that app's, and a name taken by
+    a chat the app did not start is refused (409 `name_taken`)."""
     _check_opening(name, memory_mode, model, agent, choices)
     if workspace_dir is not None:
         workspace_dir = _checked_folder(workspace_dir, keep_out)
     for _attempt in range(20):
         try:
             return await db.writing(_open_or_insert, name, memory_mode, agent, model,
-                                    workspace_dir, origin, trust)
+                                    workspace_dir, origin, trust, created_by_app)
         except IntegrityError:
             continue  # another request took the name in the same instant; look again
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
@@ -155,25 +158,26 @@ class NewChat:
     workspace_dir: str | None
     trust: str | None
     origin: str
+    created_by_app: str | None = None  # a verified app's name: the chat is that app's
 
 
 def checked_new(*, memory_mode: str | None = None, agent: str | None = None,
                 model: str | None = None, workspace_dir: str | None = None,
                 trust: str | None = None, origin: str = "api", keep_out: tuple[str, ...] = (),
-                choices: Choices | None = None) -> NewChat:
+                choices: Choices | None = None, created_by_app: str | None = None) -> NewChat:
     """A new chat's settings checked as `open_chat` checks them, before anything is written,
     for a caller that makes the chat inside a transaction of its own (`insert_new`)."""
     _check_opening(None, memory_mode, model, agent, choices)
     if trust is not None and trust not in TRUST:
         raise ChatError("invalid_trust", 422, f"trust must be one of {', '.join(TRUST)}.")
     folder = _checked_folder(workspace_dir, keep_out) if workspace_dir is not None else None
-    return NewChat(memory_mode, agent, model, folder, trust, origin)
+    return NewChat(memory_mode, agent, model, folder, trust, origin, created_by_app)
 
 
 def insert_new(conn: Connection, new: NewChat) -> SessionRow:
     """Make a chat named by `naming` with `new`'s settings, in the caller's transaction."""
     return _open_or_insert(conn, None, new.memory_mode, new.agent, new.model,
-                           new.workspace_dir, new.origin, new.trust).session
+                           new.workspace_dir, new.origin, new.trust, new.created_by_app).session
 
 
 def _check_opening(name: str | None, memory_mode: str | None, model: str | None,
@@ -227,10 +231,14 @@ def _open_or_insert(
     workspace_dir: str | None,
     origin: str,
     trust: str | None,
+    created_by_app: str | None = None,
 ) -> Opened:
     if name is not None:
         kept = session_store.get(conn, name)
         if kept is not None:
+            if created_by_app is not None and kept.created_by_app != created_by_app:
+                raise ChatError("name_taken", 409,
+                                f"The name {name!r} is taken; choose another name for the chat.")
             if memory_mode is not None and memory_mode != kept.memory_mode:
                 raise ChatError(
                     "memory_mode_fixed", 409,
@@ -254,6 +262,7 @@ def _open_or_insert(
         origin=origin,
         title=MODE_TITLES.get(mode),
         trust=trust or "ask",
+        created_by_app=created_by_app,
     )
     return Opened(row, created=True)
 
@@ -318,6 +327,7 @@ async def list_chats(
     folder: str | None = None,
     tag: str | None = None,
     archived: bool = False,
+    by_app: str | None = None,
 ) -> tuple[list[SessionRow], str | None]:
     """A page of the listed chats, pinned first, then newest first; `folder` and `tag` keep
     the chats in that folder / carrying that tag (a tag matches whatever its case). Archived
@@ -327,7 +337,7 @@ async def list_chats(
     tag = (tag or "").strip().lower() or None
     rows = await db.reading(session_store.list_page, modes=LISTED_MODES, limit=limit + 1,
                             query=query, folder=folder, tag=tag, after=after,
-                            archived=archived)
+                            archived=archived, by_app=by_app)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = _encode_cursor(rows[-1]) if more and rows else None

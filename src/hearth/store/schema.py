@@ -364,3 +364,18 @@ channel_cursors = Table(
     Column("position", Integer, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+# Apps: programs given a token of their own (`hearth apps add`), with the permissions they were
+# given (a JSON list). `token_hash` is the SHA-256 (hex) of the token: the token itself is shown
+# once and never kept. A revoked app's row stays (its name stays taken, its chats its own).
+apps = Table(
+    "apps",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("permissions", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("last_used_at", Float),
+    Column("revoked_at", Float),
+)

@@ -44,6 +44,7 @@ class SessionRow:
     folder: str | None = None
     tags: tuple[str, ...] = ()
     pinned: bool = False
+    created_by_app: str | None = None  # the app whose token started it; None: the owner
 
     @classmethod
     def of(cls, row: Any) -> SessionRow:
@@ -84,6 +85,7 @@ def insert(
     origin: str = "api",
     title: str | None = None,
     trust: str = "ask",
+    created_by_app: str | None = None,
 ) -> SessionRow:
     stamp = now()
     conn.execute(
@@ -98,6 +100,7 @@ def insert(
             origin=origin,
             title=title,
             trust=trust,
+            created_by_app=created_by_app,
             tags=[],
             created_at=stamp,
             updated_at=stamp,
@@ -121,11 +124,15 @@ def list_page(
     tag: str | None = None,
     after: Position | None = None,
     archived: bool | None = None,
+    by_app: str | None = None,
 ) -> list[SessionRow]:
     """Pinned first, then newest first: by (pinned, updated_at, key), all descending; `after`
     is the position of the last row of the previous page. `archived` keeps only the archived
-    chats (True) or only the others (False); None lists both."""
+    chats (True) or only the others (False); None lists both. `by_app` keeps only the chats
+    that app started (None: every chat)."""
     stmt = select(sessions).where(sessions.c.memory_mode.in_(modes))
+    if by_app is not None:
+        stmt = stmt.where(sessions.c.created_by_app == by_app)
     if archived is not None:
         stmt = stmt.where(sessions.c.archived == archived)
     if query:

@@ -19,8 +19,10 @@ from hearth.engine.compose import build_engine
 from hearth.engine.runtime import Engine
 from hearth.home import Home
 from hearth.web import (
+    agent_files_page,
     approvals_api,
     approvals_page,
+    apps_api,
     branching_api,
     branching_page,
     channels_api,
@@ -87,6 +89,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.include_router(dashboard.public)
     # each dashboard page module's signed-in routes
     for page in (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
+                 agent_files_page,
                  memory_page, usage_page, settings_page, shell):
         app.include_router(page.pages)
 
@@ -105,7 +108,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in (sessions_api, branching_api, runs_api, events_api, approvals_api,
                    memory_api, jobs_api, usage_api, grants_api, prompts_api, import_api,
-                   search_api, search_page, channels_api):
+                   search_api, search_page, channels_api, apps_api):
         protected.include_router(module.router)
     app.include_router(protected)
     app.include_router(openai_api.router)  # the bearer token alone: no cookie

@@ -7,7 +7,9 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from hearth.engine import apps
 from hearth.web.deps import EngineDep
+from hearth.web.permissions import AppName
 
 router = APIRouter()
 
@@ -20,8 +22,13 @@ class Answer(BaseModel):
 
 
 @router.get("/api/approvals")
-async def list_approvals(engine: EngineDep) -> dict[str, Any]:
-    return {"approvals": await engine.desk.pending()}
+async def list_approvals(engine: EngineDep, app: AppName) -> dict[str, Any]:
+    """What waits on the owner (for an app: in the chats it started, which it cannot answer)."""
+    waiting = await engine.desk.pending()
+    if app is not None:
+        own = await apps.own_keys(engine.db, app, {item["session"] for item in waiting})
+        waiting = [item for item in waiting if item["session"] in own]
+    return {"approvals": waiting}
 
 
 @router.post("/api/approvals/{approval_id}")

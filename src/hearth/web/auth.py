@@ -11,9 +11,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
-from hearth.engine import signins
+from hearth.engine import apps, signins
 from hearth.errors import Refusal
-from hearth.web import signin
+from hearth.web import permissions, signin
 
 FORM = "application/x-www-form-urlencoded"
 NEEDS_TOKEN = ("This needs the gateway's token: send 'Authorization: Bearer <token>' "
@@ -29,7 +29,11 @@ async def bearer_only(request: Request) -> None:
 
 
 async def require_token(request: Request) -> None:
+    """The owner (the gateway's token, the signed-in cookie), or an app by its own token, held
+    to its permissions and its chats there (`web.permissions.enforce`); `request.state.app`
+    says which (None: the owner)."""
     expected: str = request.app.state.token
+    request.state.app = None
     header = request.headers.get("authorization", "")
     if not header and signin.COOKIE in request.cookies:
         await _require_cookie(request, expected, request.cookies[signin.COOKIE])
@@ -37,8 +41,16 @@ async def require_token(request: Request) -> None:
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
         raise Refusal("unauthorized", 401, NEEDS_TOKEN)
-    if not expected or not hmac.compare_digest(given.strip().encode(), expected.encode()):
-        raise Refusal("unauthorized", 401, "The token is not this gateway's token.")
+    given = given.strip()
+    if expected and hmac.compare_digest(given.encode(), expected.encode()):
+        return
+    app = await apps.identify(request.app.state.engine.db, given)
+    if app is None:
+        raise Refusal("unauthorized", 401,
+                      "The token is not this gateway's token, nor a token of an app that is "
+                      "not revoked.")
+    request.state.app = app
+    await permissions.enforce(request, app)
 
 
 async def signed_in(request: Request, cookie: str | None) -> bool:

@@ -7,9 +7,10 @@ stream (ending `data: [DONE]`; `stream_options.include_usage` adds the usage chu
 errors, in OpenAI's shape on every `/v1/` route (`web.errors`). The engine owns the rest: which
 agent or model `model` names, the chat (named, or stateless), the turn, the reply.
 
-Auth is the bearer token alone (`web.auth.bearer_only`, then `require_token`: never the
-dashboard's cookie). A request names a chat with the `X-Hearth-Session` header or the `user`
-field; without one it is stateless. Sampling settings (`temperature`, `max_tokens`, …) are the
+Auth is a bearer token alone (`web.auth.bearer_only`, then `require_token`: never the
+dashboard's cookie): the gateway's, or an app's with `send_messages` (its chats are its
+own). A request names a chat with the `X-Hearth-Session` header or the `user` field; without
+one it is stateless. Sampling settings (`temperature`, `max_tokens`, …) are the
 model's own in Hearth and are not read; `n` above 1 and a client's own `tools` are refused (the
 agent runs Hearth's tools), and so is any content but text. A stream waiting (a tool
 running, a call waiting on the owner) sends an SSE comment every `KEEPALIVE_SECONDS`, which
@@ -36,6 +37,7 @@ from hearth.sessions.naming import NAME_PATTERN
 from hearth.web.auth import bearer_only, require_token
 from hearth.web.deps import EngineDep
 from hearth.web.errors import openai_envelope, openai_error
+from hearth.web.permissions import AppName
 
 router = APIRouter(dependencies=[Depends(bearer_only), Depends(require_token)])
 KEEPALIVE_SECONDS = 15.0
@@ -92,11 +94,11 @@ async def list_models(engine: EngineDep) -> dict[str, Any]:
 
 @router.post("/v1/chat/completions", response_model=None)
 async def chat_completions(
-    body: ChatRequest, engine: EngineDep,
+    body: ChatRequest, engine: EngineDep, app: AppName,
     session: Annotated[str | None, Header(alias="X-Hearth-Session")] = None,
 ) -> Response:
     chat, history, text = _read(body, session)
-    asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text)
+    asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text, app)
     exchange = await openai_requests.begin(engine, asked)
     headers = {"X-Hearth-Run": exchange.run_id}
     if not exchange.stateless:

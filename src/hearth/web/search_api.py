@@ -7,15 +7,18 @@ it (earlier answers kept as variants, what a rewind passed). The dashboard's sea
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from hearth.engine import apps
 from hearth.engine import search as chat_search
 from hearth.engine.search import Asked, SearchPage
 from hearth.errors import Refusal
 from hearth.web.deps import EngineDep
+from hearth.web.permissions import AppName
 from hearth.web.ui import shown_name
 
 router = APIRouter()
@@ -28,14 +31,21 @@ Day = Annotated[str | None, Query(max_length=10, description="YYYY-MM-DD, the ga
 
 
 @router.get("/api/search")
-async def search(engine: EngineDep, q: Annotated[str, Query(max_length=200)] = "",
+async def search(engine: EngineDep, app: AppName,
+                 q: Annotated[str, Query(max_length=200)] = "",
                  folder: Text = None, tag: Text = None, pinned: Text = None,
                  archived: Text = None, since: Day = None, until: Day = None,
                  limit: Text = None, cursor: Text = None, off_path: Text = None
                  ) -> dict[str, Any]:
     asked = asked_of(q, folder=folder, tag=tag, pinned=pinned, archived=archived,
                      since=since, until=until, limit=limit, cursor=cursor, off_path=off_path)
-    return page_view(await chat_search.search(engine.db, asked))
+    page = await chat_search.search(engine.db, asked)
+    if app is not None:  # an app finds only what was said in the chats it started
+        own = await apps.own_keys(engine.db, app, {hit.key for hit in page.hits}
+                                  | {chat.key for chat in page.titles})
+        page = replace(page, hits=[hit for hit in page.hits if hit.key in own],
+                       titles=[chat for chat in page.titles if chat.key in own])
+    return page_view(page)
 
 
 def asked_of(q: str, *, folder: str | None = None, tag: str | None = None,

@@ -18,6 +18,7 @@ from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.deps import EngineDep
+from hearth.web.permissions import AppName
 
 router = APIRouter()
 MAX_SEQ = 2**62  # sequence numbers are SQLite integers; larger is not a place in any chat
@@ -69,12 +70,13 @@ class SendMessage(BaseModel):
 
 
 @router.post("/api/sessions")
-async def create_session(engine: EngineDep, body: CreateSession | None = None) -> JSONResponse:
+async def create_session(engine: EngineDep, app: AppName,
+                         body: CreateSession | None = None) -> JSONResponse:
     body = body or CreateSession()
     opened = await chats.open_chat(
         engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
         model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
-        keep_out=engine.placement.hidden, choices=engine.choices(),
+        keep_out=engine.placement.hidden, choices=engine.choices(), created_by_app=app,
     )
     return JSONResponse(session_view(opened.session), status_code=201 if opened.created else 200)
 
@@ -82,6 +84,7 @@ async def create_session(engine: EngineDep, body: CreateSession | None = None) -
 @router.get("/api/sessions")
 async def list_sessions(
     engine: EngineDep,
+    app: AppName,
     q: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=500)] = None,
@@ -89,10 +92,11 @@ async def list_sessions(
     tag: Annotated[str | None, Query(max_length=200)] = None,
     archived: Annotated[bool, Query()] = False,
 ) -> dict[str, Any]:
-    """The listed chats; archived ones only with `archived=true` (then only they)."""
+    """The listed chats; archived ones only with `archived=true` (then only they); an app's
+    own alone for an app."""
     rows, next_cursor = await chats.list_chats(engine.db, limit=limit, query=q,
                                                cursor=cursor, folder=folder, tag=tag,
-                                               archived=archived)
+                                               archived=archived, by_app=app)
     return {"sessions": [session_view(r) for r in rows], "next_cursor": next_cursor}
 
 
