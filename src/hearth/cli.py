@@ -1,4 +1,4 @@
-"""The `hearth` command: gateway, chat, export, import, token, db, tools, mcp.
+"""The `hearth` command: gateway, chat, export, import, token, db, tools, mcp, jobs.
 
 Its help shows no type tags: a flag is shown bare (`--verbose`, not `--verbose <bool>`) and an
 option that takes a value names it (`--port PORT`, not `--port <int>`), by `HearthCommand` and
@@ -50,6 +50,9 @@ db_app = typer.Typer(help="The database.", no_args_is_help=True, cls=HearthGroup
 app.add_typer(db_app, name="db")
 tools_app = typer.Typer(help="The agent's tools.", no_args_is_help=True, cls=HearthGroup)
 app.add_typer(tools_app, name="tools")
+jobs_app = typer.Typer(help="Scheduled jobs, on the running gateway.", no_args_is_help=True,
+                       cls=HearthGroup)
+app.add_typer(jobs_app, name="jobs")
 
 
 def _print_version(asked: bool) -> None:
@@ -238,6 +241,81 @@ def mcp(
     home, config = _load()
     base = url or f"http://{config.gateway.host}:{config.gateway.port}"
     raise typer.Exit(run(base, home.token() or "", session))
+
+
+_URL = typer.Option(metavar="URL", help="The gateway's address (default: from the configuration)")
+_JOB = typer.Argument(metavar="ID", help="The job's number (see `hearth jobs list`)")
+
+
+def _gateway(url: str | None) -> tuple[str, str]:
+    home, config = _load()
+    return url or f"http://{config.gateway.host}:{config.gateway.port}", home.token() or ""
+
+
+@jobs_app.command("list", cls=HearthCommand)
+def jobs_list(url: Annotated[str | None, _URL] = None) -> None:
+    """List the scheduled jobs with their schedule and next fire time."""
+    from hearth.client.jobs import run_list
+
+    raise typer.Exit(run_list(*_gateway(url)))
+
+
+@jobs_app.command("add", cls=HearthCommand)
+def jobs_add(
+    prompt: Annotated[str, typer.Argument(metavar="PROMPT", help="What the job asks")],
+    every: Annotated[int | None, typer.Option(
+        "--every", metavar="MINUTES", help="Repeat every this many minutes")] = None,
+    within: Annotated[int | None, typer.Option(
+        "--in", metavar="MINUTES", help="Run once, this many minutes from now")] = None,
+    cron: Annotated[str | None, typer.Option(
+        "--cron", metavar="EXPR", help="Repeat on a cron expression ('0 9 * * 1-5')")] = None,
+    at: Annotated[str | None, typer.Option(
+        "--at", metavar="WHEN", help="Run once at a time: ISO 8601 (2026-12-24T09:00) or "
+        "'tomorrow 9:00', 'in 20 minutes'")] = None,
+    tz: Annotated[str | None, typer.Option(
+        "--tz", metavar="ZONE", help="IANA time zone for --cron or --at (default: the "
+        "gateway's)")] = None,
+    missed: Annotated[str | None, typer.Option(
+        "--missed", metavar="once|skip", help="Fires missed while the gateway was down: one "
+        "catch-up run (once, the default) or none (skip)")] = None,
+    url: Annotated[str | None, _URL] = None,
+) -> None:
+    """Schedule a prompt: give one of --every, --in, --cron or --at."""
+    from hearth.client.jobs import run_add
+
+    body = {"prompt": prompt, "every_minutes": every, "in_minutes": within, "cron": cron,
+            "at": at, "timezone": tz, "missed": missed}
+    raise typer.Exit(run_add(*_gateway(url), body))
+
+
+def _job_action(action: str, job_id: int, url: str | None) -> None:
+    from hearth.client.jobs import run_action
+
+    raise typer.Exit(run_action(*_gateway(url), action, job_id))
+
+
+@jobs_app.command("run", cls=HearthCommand)
+def jobs_run(job_id: Annotated[int, _JOB], url: Annotated[str | None, _URL] = None) -> None:
+    """Run a job now, as a run of its own chat (its schedule stays)."""
+    _job_action("run", job_id, url)
+
+
+@jobs_app.command("pause", cls=HearthCommand)
+def jobs_pause(job_id: Annotated[int, _JOB], url: Annotated[str | None, _URL] = None) -> None:
+    """Pause a job: it does not fire until resumed."""
+    _job_action("pause", job_id, url)
+
+
+@jobs_app.command("resume", cls=HearthCommand)
+def jobs_resume(job_id: Annotated[int, _JOB], url: Annotated[str | None, _URL] = None) -> None:
+    """Resume a paused job (from its next future time)."""
+    _job_action("resume", job_id, url)
+
+
+@jobs_app.command("delete", cls=HearthCommand)
+def jobs_delete(job_id: Annotated[int, _JOB], url: Annotated[str | None, _URL] = None) -> None:
+    """Delete a job (its chat stays)."""
+    _job_action("delete", job_id, url)
 
 
 def main() -> None:
