@@ -45,7 +45,8 @@ _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in 
     ("GET", "/usage"), ("GET", "/search"), ("GET", "/settings"), ("POST", "/settings/models"),
     ("POST", "/settings/models/{model_id}/test"), ("POST", "/settings/models/{model_id}/remove"),
     ("POST", "/settings/chain"), ("POST", "/settings/agents"), ("POST", "/settings/name"),
-    ("POST", "/settings/apps/{name}/revoke"),
+    ("POST", "/settings/apps/{name}/revoke"), ("GET", "/settings/agents/{name}/files"),
+    ("POST", "/settings/agents/{name}/files/{file}"),
 )}
 
 ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
