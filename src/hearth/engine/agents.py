@@ -36,7 +36,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from hearth.atomic import write_atomically
 from hearth.config import Config, NamedAgentConfig
+from hearth.errors import Refusal
 
 log = logging.getLogger(__name__)
 
@@ -174,3 +176,59 @@ def with_folder_profiles(config: Config, agents_dir: Path) -> Config:
     if not found:
         return config
     return config.model_copy(update={"agents": {**found, **config.agents}})
+
+
+@dataclass(frozen=True)
+class AgentFile:
+    """One workspace file of an agent as the Settings page shows it."""
+
+    name: str
+    text: str  # "" when absent or unreadable
+    present: bool
+    problem: str | None = None  # why it cannot be read (then it is left out of the prompt)
+
+
+class AgentFileError(Refusal):
+    """A workspace file that cannot be written as asked."""
+
+
+def known_agent(config: Config, agent: str) -> str:
+    """`agent` when it is the default agent or one set up; else a refusal."""
+    if agent != DEFAULT_FOLDER and agent not in config.agents:
+        raise AgentFileError("unknown_agent", 404, f"There is no agent named {agent[:40]!r}.")
+    return agent
+
+
+def read_files(agents_dir: Path, agent: str) -> list[AgentFile]:
+    """The agent's seven files, in their order (blocking: call it in a worker thread)."""
+    folder = folder_of(agents_dir, agent)
+    _sections, skipped = _files(folder)
+    problems = {entry.split(" (", 1)[0]: entry.split(" (", 1)[1].rstrip(")")
+                for entry in skipped}
+    shown = []
+    for name in FILES:
+        path = folder / name
+        if name in problems or not path.is_file():
+            shown.append(AgentFile(name, "", name in problems, problems.get(name)))
+        else:
+            shown.append(AgentFile(name, path.read_text(encoding="utf-8"), True))
+    return shown
+
+
+def write_file(agents_dir: Path, agent: str, name: str, text: str) -> bool:
+    """Keep `text` as the agent's file `name` (written whole, or not at all); empty text
+    removes the file. Whether a file is there now (blocking: call it in a worker thread)."""
+    if name not in FILES:
+        raise AgentFileError("unknown_file", 422,
+                             f"An agent's files are {', '.join(FILES)}; {name[:40]!r} is not one.")
+    data = text.replace("\r\n", "\n").encode("utf-8")
+    if len(data) > FILE_MAX:
+        raise AgentFileError("file_too_large", 413,
+                             f"{name} would be {len(data):,} bytes; at most {FILE_MAX:,} are read.")
+    path = folder_of(agents_dir, agent) / name
+    if not text.strip():
+        path.unlink(missing_ok=True)
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_atomically(path, data)
+    return True

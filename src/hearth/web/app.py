@@ -19,6 +19,7 @@ from hearth.engine.compose import build_engine
 from hearth.engine.runtime import Engine
 from hearth.home import Home
 from hearth.web import (
+    agent_files_page,
     approvals_api,
     approvals_page,
     apps_api,
@@ -88,6 +89,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.include_router(dashboard.public)
     # each dashboard page module's signed-in routes
     for page in (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
+                 agent_files_page,
                  memory_page, usage_page, settings_page, shell):
         app.include_router(page.pages)
 

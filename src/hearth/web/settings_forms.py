@@ -124,9 +124,14 @@ def agent_of(form: dict[str, str], existing: NamedAgentConfig | None
     profile = form.get("profile", "")
     if profile not in (*PROFILES, ""):
         raise Invalid("Pick the agent's tools: minimal, coding, full, or the gateway's.")
+    voice = form.get("voice", "").strip().replace("\r\n", "\n")
+    if len(voice) > PROMPT_MAX:
+        raise Invalid(f"A voice is at most {PROMPT_MAX:,} characters.")
     kept = existing.tools if existing else ToolPolicyConfig()
     tools = kept.model_copy(update={"profile": profile or None})
-    return name, NamedAgentConfig(system_prompt=prompt or None, tools=tools)
+    base = existing or NamedAgentConfig()  # its model pin and name are kept as they were
+    return name, base.model_copy(update={"system_prompt": prompt or None,
+                                         "voice": voice or None, "tools": tools})
 
 
 def user_name_of(form: dict[str, str]) -> str | None:

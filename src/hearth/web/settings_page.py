@@ -141,6 +141,7 @@ async def settings_page(request: Request, engine: EngineDep,
     return await _page(request, engine, saved=SAVED.get(saved or ""), saved_what=saved,
                  agent_form={"name": agent if editing else "",
                              "system_prompt": (editing.system_prompt or "") if editing else "",
+                             "voice": (editing.voice or "") if editing else "",
                              "profile": (editing.tools.profile or "") if editing else ""})
 
 
@@ -242,7 +243,7 @@ async def pick_chain(request: Request, engine: EngineDep) -> Response:
 @pages.post("/settings/agents")
 async def save_agent(request: Request, engine: EngineDep) -> Response:
     form = await form_of(request)
-    refill = {k: form.get(k, "") for k in ("name", "system_prompt", "profile")}
+    refill = {k: form.get(k, "") for k in ("name", "system_prompt", "voice", "profile")}
     try:
         name, agent = forms.agent_of(form, engine.config.agents.get(form.get("name", "").strip()))
     except Invalid as bad:
