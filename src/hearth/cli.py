@@ -1,4 +1,4 @@
-"""The `hearth` command: gateway, chat, export, import, token, db, tools, mcp, jobs.
+"""The `hearth` command: gateway, chat, export, import, token, db, tools, mcp, jobs, apps.
 
 Its help shows no type tags: a flag is shown bare (`--verbose`, not `--verbose <bool>`) and an
 option that takes a value names it (`--port PORT`, not `--port <int>`), by `HearthCommand` and
@@ -53,6 +53,9 @@ app.add_typer(tools_app, name="tools")
 jobs_app = typer.Typer(help="Scheduled jobs, on the running gateway.", no_args_is_help=True,
                        cls=HearthGroup)
 app.add_typer(jobs_app, name="jobs")
+apps_app = typer.Typer(help="Apps and their tokens, on the running gateway.",
+                       no_args_is_help=True, cls=HearthGroup)
+app.add_typer(apps_app, name="apps")
 
 
 def _print_version(asked: bool) -> None:
@@ -316,6 +319,39 @@ def jobs_resume(job_id: Annotated[int, _JOB], url: Annotated[str | None, _URL] =
 def jobs_delete(job_id: Annotated[int, _JOB], url: Annotated[str | None, _URL] = None) -> None:
     """Delete a job (its chat stays)."""
     _job_action("delete", job_id, url)
+
+
+_APP = typer.Argument(metavar="NAME", help="The app's name (letters, digits, '.', '_', '-')")
+
+
+@apps_app.command("add", cls=HearthCommand)
+def apps_add(
+    name: Annotated[str, _APP],
+    allow: Annotated[list[str], typer.Option(
+        "--allow", metavar="PERMISSION", help="A permission to give it (again for more): "
+        "read_chats, send_messages, manage_memory, run_jobs, admin")],
+    url: Annotated[str | None, _URL] = None,
+) -> None:
+    """Make an app's token with the permissions given; the token is printed only now."""
+    from hearth.client.apps import run_add
+
+    raise typer.Exit(run_add(*_gateway(url), name, allow))
+
+
+@apps_app.command("list", cls=HearthCommand)
+def apps_list(url: Annotated[str | None, _URL] = None) -> None:
+    """List the apps: permissions, when made, last used, revoked."""
+    from hearth.client.apps import run_list
+
+    raise typer.Exit(run_list(*_gateway(url)))
+
+
+@apps_app.command("revoke", cls=HearthCommand)
+def apps_revoke(name: Annotated[str, _APP], url: Annotated[str | None, _URL] = None) -> None:
+    """Revoke an app's token: refused from its next request on."""
+    from hearth.client.apps import run_revoke
+
+    raise typer.Exit(run_revoke(*_gateway(url), name))
 
 
 def main() -> None:

@@ -1,0 +1,97 @@
+"""`hearth apps add|list|revoke`: apps and their tokens on the running gateway, over its HTTP
+API (`/api/apps`), the list as a table (rich), every refusal as the gateway's own sentence on
+the error stream. A new app's token is printed once, on standard output alone, and is never
+shown again (the gateway keeps only its hash).
+
+Exit codes: 0 done, 1 the gateway refused (its sentence is shown), 3 it could not be reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from rich.console import Console
+from rich.table import Table
+
+from hearth.client.api import GatewayApi, GatewayError, GatewayUnavailable
+
+EXIT_REFUSED = 1
+EXIT_NO_GATEWAY = 3
+JSON = dict[str, Any]
+
+
+class AppsApi(GatewayApi):
+    """The apps routes of one gateway."""
+
+    def apps(self) -> list[JSON]:
+        return list(self._call("GET", "/api/apps").get("apps", []))
+
+    def add_app(self, name: str, permissions: list[str]) -> JSON:
+        return self._call("POST", "/api/apps", json={"name": name, "permissions": permissions})
+
+    def revoke_app(self, name: str) -> JSON:
+        return self._call("DELETE", f"/api/apps/{quote(name, safe='')}")
+
+
+def _local(iso: str | None) -> str:
+    if not iso:
+        return "never"
+    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def table_of(apps: list[JSON]) -> Table:
+    table = Table(title="Apps", title_justify="left")
+    for name in ("Name", "Permissions", "Created (local)", "Last used", "Revoked"):
+        table.add_column(name, overflow="fold")
+    for app in apps:
+        table.add_row(app["name"], ", ".join(app["permissions"]), _local(app["created_at"]),
+                      _local(app["last_used_at"]),
+                      _local(app["revoked_at"]) if app["revoked"] else "no")
+    return table
+
+
+def _with_api(base: str, token: str, work: Callable[[AppsApi, Console], None]) -> int:
+    """Run `work(api, out)`, turning the gateway's refusals into exit codes and sentences."""
+    api = AppsApi(base, token)
+    out, err = Console(soft_wrap=True), Console(stderr=True, soft_wrap=True)
+    try:
+        work(api, out)
+        return 0
+    except GatewayError as error:
+        err.print(str(error), markup=False, highlight=False)
+        return EXIT_NO_GATEWAY if isinstance(error, GatewayUnavailable) else EXIT_REFUSED
+    finally:
+        api.close()
+
+
+def run_list(base: str, token: str) -> int:
+    def work(api: AppsApi, out: Console) -> None:
+        apps = api.apps()
+        if apps:
+            out.print(table_of(apps))
+        else:
+            out.print("No apps. Add one with `hearth apps add NAME --allow read_chats`.",
+                      markup=False)
+    return _with_api(base, token, work)
+
+
+def run_add(base: str, token: str, name: str, permissions: list[str]) -> int:
+    def work(api: AppsApi, out: Console) -> None:
+        made = api.add_app(name, permissions)
+        app = made["app"]
+        out.print(f"Made the app {app['name']} ({', '.join(app['permissions'])}). Its token, "
+                  "shown only now (the gateway keeps only its hash; revoke the app and add "
+                  "another if it is lost):", markup=False, highlight=False)
+        out.print(made["token"], markup=False, highlight=False)
+    return _with_api(base, token, work)
+
+
+def run_revoke(base: str, token: str, name: str) -> int:
+    def work(api: AppsApi, out: Console) -> None:
+        api.revoke_app(name)
+        out.print(f"Revoked the app {name}: its token is refused from now on (its chats stay).",
+                  markup=False, highlight=False)
+    return _with_api(base, token, work)
