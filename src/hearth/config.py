@@ -153,7 +153,15 @@ class NamedAgentConfig(_Section):
     system_prompt: str | None = None
     voice: str | None = None  # how it speaks, layered on its instructions (engine.agents)
     bot_name: str | None = Field(None, min_length=1, max_length=80)  # its {{bot_name}}
+    workspace: str | None = None  # where its chats' tools work (absolute; else the gateway's)
     model: str | None = None  # the agent's pin: its turns run on this model, before the chain
+
+    @model_validator(mode="after")
+    def _workspace_is_absolute(self) -> NamedAgentConfig:
+        if self.workspace is not None and not Path(self.workspace).expanduser().is_absolute():
+            raise ValueError(f"an agent's workspace must be an absolute folder, not "
+                             f"{self.workspace[:200]!r}")
+        return self
     tools: ToolPolicyConfig = Field(default_factory=ToolPolicyConfig)
 
 

@@ -127,3 +127,25 @@ def test_a_turn_reads_its_agents_files_and_says_what_it_left_out(
     assert "SOUL.md (it is not UTF-8 text)" in said[1]["text"]
     assert said[2]["text"] == "one two three four five six"  # never cut
     assert said[3]["text"].startswith("This answer is 6 words;")
+
+
+def test_an_agents_chats_work_in_its_own_workspace(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer,
+        tmp_path: Path) -> None:
+    from tests.fakes.model_server import Call
+
+    folder = tmp_path / "poet-desk"
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "ode.txt",
+                                                            "content": "O desk"})]),
+                      Reply(text="Written."))
+    gateway = gateway_factory(config=f'[agents.poet]\nworkspace = "{folder}"\n')
+    api = gateway.client()
+    key = api.new_chat(agent="poet")
+    api.wait(api.send(key, "write an ode")["run_id"])
+    assert (folder / "ode.txt").read_text() == "O desk"
+    assert not (gateway.home / "workspace" / "ode.txt").exists()
+
+
+def test_an_agents_workspace_must_be_absolute() -> None:
+    with pytest.raises(ValueError, match="absolute"):
+        Config.model_validate({"agents": {"poet": {"workspace": "desk"}}})

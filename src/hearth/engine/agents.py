@@ -94,6 +94,17 @@ def instructions_for(config: Config, agent: str | None, agents_dir: Path) -> Ins
                         limit, sentence)
 
 
+def workspace_of(config: Config, agent: str | None) -> Path | None:
+    """The folder an agent's chats work in by default (made when first needed), or None: the
+    gateway's workspace. A chat's own folder still wins."""
+    own = config.agents.get(agent) if agent else None
+    if own is None or not own.workspace:
+        return None
+    folder = Path(own.workspace).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def assemble(instructions: Instructions, recalled: str | None = None) -> str:
     """The system prompt: the agent's instructions, what memory recalled, the safety rules
     last."""

@@ -166,7 +166,9 @@ def _say_live(turn: Turn, sentence: str) -> None:
 def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, Any]:
     """What work done as this chat, under this run, is given (see `CallScope`)."""
     chats_dir = deps.chats_dir or deps.default_workspace.parent / "sessions"
-    workspace = folders.workspace_for(session, chats_dir, deps.default_workspace)
+    workspace = folders.workspace_for(
+        session, chats_dir, agents.workspace_of(deps.config, session.agent)
+        or deps.default_workspace)
     limits, tools = deps.config.limits, deps.config.tools
     context_for_tools = ToolContext(
         workspace=workspace, session_key=run.session_key, run_id=run.run_id,
