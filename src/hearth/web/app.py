@@ -34,6 +34,7 @@ from hearth.web import (
     grants_api,
     import_api,
     jobs_api,
+    jobs_page,
     memory_api,
     memory_page,
     openai_api,
@@ -90,7 +91,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     # each dashboard page module's signed-in routes
     for page in (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
                  agent_files_page,
-                 memory_page, usage_page, settings_page, shell):
+                 jobs_page, memory_page, usage_page, settings_page, shell):
         app.include_router(page.pages)
 
     @app.get("/healthz")

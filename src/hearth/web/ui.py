@@ -21,8 +21,9 @@ STATIC = HERE / "static"
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
 templates.globals["markdown"] = markdown.render
 templates.globals["icon"] = icon
-NAV = (("/approvals", "Approvals", "shield"), ("/memory", "Memory", "memory"),
-       ("/usage", "Usage", "chart"), ("/settings", "Settings", "gear"))
+NAV = (("/approvals", "Approvals", "shield"), ("/jobs", "Jobs", "clock"),
+       ("/memory", "Memory", "memory"), ("/usage", "Usage", "chart"),
+       ("/settings", "Settings", "gear"))
 templates.globals["nav"] = NAV
 
 
