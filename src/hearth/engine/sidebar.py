@@ -32,6 +32,7 @@ class SidebarChat:
     updated_at: float
     running: bool  # a turn holds the chat
     waiting: bool  # a call in it waits on the owner's approval
+    created_by_app: str | None = None  # the app that started it ("Started by …")
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def _sidebar(conn: Connection) -> Sidebar:
         return SidebarChat(key=row.key, title=row.title, opening=openings.get(row.key),
                            memory_mode=row.memory_mode, pinned=row.pinned,
                            updated_at=row.updated_at, running=row.writer_run_id is not None,
-                           waiting=row.key in waiting)
+                           waiting=row.key in waiting, created_by_app=row.created_by_app)
 
     return Sidebar(kept=[shown(row) for row in kept],
                    restricted=[shown(row) for row in restricted], waiting=len(pending),

@@ -46,7 +46,8 @@ _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in 
     ("POST", "/settings/models/{model_id}/test"), ("POST", "/settings/models/{model_id}/remove"),
     ("POST", "/settings/chain"), ("POST", "/settings/agents"), ("POST", "/settings/name"),
     ("POST", "/settings/apps/{name}/revoke"), ("GET", "/settings/agents/{name}/files"),
-    ("POST", "/settings/agents/{name}/files/{file}"),
+    ("POST", "/settings/agents/{name}/files/{file}"), ("GET", "/jobs"), ("POST", "/jobs/add"),
+    ("POST", "/jobs/{job_id}/{action}"),
 )}
 
 ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {

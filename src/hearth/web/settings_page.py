@@ -23,8 +23,9 @@ from fastapi.responses import RedirectResponse, Response
 
 from hearth import settings
 from hearth.config import ModelConfig
-from hearth.engine import settings_log
+from hearth.engine import apps, settings_log
 from hearth.engine.runtime import Engine
+from hearth.errors import Refusal
 from hearth.models.breakers import BreakerView
 from hearth.models.probe import probe
 from hearth.settings import Settings, SettingsError
@@ -44,6 +45,7 @@ SAVED = {
     "chain": "The chat chain is saved; the next message uses it.",
     "agent": "The agent is saved.",
     "name": "Your name is saved; the agent is told it from your next message.",
+    "app_revoked": "The app is revoked: its token is refused from now on.",
 }
 MAX_CHAIN_SLOTS = 6
 
@@ -130,7 +132,7 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
         agents=sorted(engine.config.agents.items()), profiles=forms.PROFILES,
         user_name=engine.config.agent.user_name or "", sandbox=engine.placement,
-        channels=channels_view.rows(request), **shown)
+        channels=channels_view.rows(request), apps=await apps.listed(engine.db), **shown)
 
 
 @pages.get("/settings")
@@ -269,3 +271,13 @@ async def save_name(request: Request, engine: EngineDep) -> Response:
     if refused is not None:
         return refused
     return _saved("name", "you")
+
+
+@pages.post("/settings/apps/{name}/revoke")
+async def revoke_app(request: Request, name: str, engine: EngineDep) -> Response:
+    """Revoke an app's token (`hearth apps revoke`): refused from its next request on."""
+    try:
+        await apps.revoke(engine.db, name)
+    except Refusal as refused:
+        return await _page(request, engine, status=refused.status, error=refused.sentence)
+    return _saved("app_revoked", "apps")
