@@ -215,3 +215,16 @@ def test_the_openai_api_takes_an_apps_token_with_send_messages(
     error = refused.json()["error"]
     assert error["code"] == "app_scope" and "send_messages" in error["message"]
     assert set(error) == {"message", "type", "param", "code"}  # OpenAI's shape
+
+
+def test_an_admin_app_manages_apps_and_still_reaches_only_its_own_chats(
+        gateway: Gateway, api: Api) -> None:
+    admin = gateway.client(app_token(api, "keeper", "admin"))
+    assert {a["name"] for a in admin.http.get("/api/apps").json()["apps"]} >= {"keeper"}
+    owners = api.new_chat()
+    error_of(admin.http.get(f"/api/sessions/{owners}"), 404, "session_not_found")
+    error_of(admin.http.get("/api/export"), 403, "app_scope")  # the owner's alone
+    # a chat named by X-Hearth-Session is reached as any other
+    error_of(admin.http.get("/api/memory", headers={"X-Hearth-Session": owners}),
+             404, "session_not_found")
+    assert admin.http.get("/api/memory").status_code == 200
