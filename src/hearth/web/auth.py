@@ -1,7 +1,9 @@
 """Auth for every route but /healthz and the sign-in page: the bearer token, or the
 dashboard's session cookie (see `web.signin`) whose sign-in is still on (not signed out), which
 must come with its CSRF token on any request that changes something and never from another
-site's page. The OpenAI-compatible routes take the bearer token alone (`bearer_only`)."""
+site's page; or an app's own token (`hearth apps add`), held to its permissions and its chats by
+`web.permissions.enforce`. The OpenAI-compatible routes take a bearer token alone
+(`bearer_only`)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ NEEDS_TOKEN = ("This needs the gateway's token: send 'Authorization: Bearer <tok
 async def bearer_only(request: Request) -> None:
     """For the routes programs call (the OpenAI-compatible API), before `require_token`: a
     request without an `Authorization` header is refused, so the dashboard's cookie is never
-    taken there (the token is then checked by `require_token`, where app tokens will be)."""
+    taken there (the token, the gateway's or an app's, is then checked by `require_token`)."""
     if not request.headers.get("authorization"):
         raise Refusal("unauthorized", 401, NEEDS_TOKEN)
 
