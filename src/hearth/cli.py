@@ -209,6 +209,7 @@ def tools_explain(
     agent: Annotated[str, typer.Option(help="The agent whose tools to explain")] = "default",
 ) -> None:
     """Print the tools an agent has, and why each is in or out (built-in and MCP)."""
+    from hearth.engine.helpers import SpawnHelpers
     from hearth.engine.job_tool import JOB_TOOL_NAMES
     from hearth.memory.tools import MEMORY_TOOL_NAMES
     from hearth.tools import policy
@@ -216,7 +217,8 @@ def tools_explain(
 
     home, config = _load()
     config = settings.apply(config, home.root)  # agents saved on the dashboard's Settings page
-    names = [*(t.name for t in builtin_tools()), *MEMORY_TOOL_NAMES, *JOB_TOOL_NAMES]
+    names = [*(t.name for t in builtin_tools()), *MEMORY_TOOL_NAMES, *JOB_TOOL_NAMES,
+             SpawnHelpers.name]
     for verdict in policy.explain(names, config, agent):
         mark = "+" if verdict.allowed else "-"
         typer.echo(f"{mark} {verdict.tool:<16} {verdict.reason}")

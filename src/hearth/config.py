@@ -124,6 +124,9 @@ class LimitsConfig(_Section):
     shell_timeout_seconds: float = Field(60.0, gt=0)
     turn_timeout_seconds: float = Field(0.0, ge=0)  # 0: a turn runs until it is done
     unattended_idle_seconds: float = Field(900.0, gt=0)
+    helper_seconds: float = Field(900.0, gt=0)  # a helper's turn running longer is stopped
+    helper_depth: int = Field(2, ge=1, le=5)  # helpers of helpers of … a chat, at most
+    helpers_running: int = Field(4, ge=1, le=32)  # a chat's helpers at work at once
     temporary_idle_seconds: float = Field(3600.0, gt=0)  # a Temporary chat idle this long ends
     tool_output_chars: int = Field(50_000, ge=1000)
     autocompact_pct: int = Field(80, ge=10, le=95)  # % of the window a chat's view compacts at

@@ -290,7 +290,8 @@ def _exchange(conn: Connection, key: str, run_id: str | None) -> Exchange:
     question = str(asked.content.get("text", "")) if asked is not None else ""
     answers = [str(e.content.get("text", "")) for e in events
                if e.kind == "assistant" and not e.meta.get("partial")]
-    guest = asked is not None and "guest" in (asked.meta or {})
+    meta = (asked.meta or {}) if asked is not None else {}
+    guest = "guest" in meta or "helper_report" in meta  # not the owner's own words
     return Exchange(chat, question, answers[-1] if answers else "", guest)
 
 

@@ -29,7 +29,8 @@ from hearth.tools import fence, policy
 from hearth.tools.base import Tool, effect_of
 from hearth.tools.shell_screen import one_command_beyond
 
-UNATTENDED_KINDS = ("job", "helper")
+UNATTENDED_KINDS = ("job", "helper", "api")
+WHOSE = {"job": "job's", "helper": "helper's", "api": "stateless request's"}
 TARGET_ARGUMENTS = ("path", "command", "url")
 
 
@@ -80,7 +81,7 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     if turn.run.kind in UNATTENDED_KINDS:
         await _audit(turn, call, "refused", "unattended", "nobody can answer for this turn", effect)
         return (f"{call.name} may change something and needs the owner's approval, but nobody "
-                f"can answer for this {turn.run.kind}'s turn, so it was not run. Ask for it "
+                f"can answer for this {WHOSE[turn.run.kind]} turn, so it was not run. Ask for it "
                 "from a chat, or add a standing grant.")
     return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
 
@@ -92,7 +93,8 @@ async def _asked_by_guest(turn: CallScope) -> bool:
     if seq is None:
         return False
     event = await turn.db.reading(transcript.at, turn.session_key, seq)
-    return event is not None and isinstance(event.meta, dict) and "guest" in event.meta
+    meta = event.meta if event is not None and isinstance(event.meta, dict) else {}
+    return "guest" in meta or "helper_report" in meta  # a helper's report is not the owner
 
 
 async def _started_by_app(turn: CallScope) -> bool:

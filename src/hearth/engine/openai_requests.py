@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 HEARTH_MODEL = "hearth"  # the default agent, on the chat's model
 SOURCE = "openai"  # the chats' origin and the messages' source channel
-STATELESS_KIND = "helper"  # an unattended run: the gate refuses what would need the owner
+STATELESS_KIND = "api"  # an unattended run: the gate refuses what would need the owner
 STEP_BREAK = "\n\n"  # between the texts of a turn's steps (before and after its tool calls)
 ATTEMPTS = 20  # a chat name taken in the same instant is looked for again
 POLL_SECONDS = 1.0  # how often the store is read when the bus dropped the subscriber

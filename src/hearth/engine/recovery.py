@@ -36,7 +36,7 @@ NOT_RUN_AFTER_RESTART = (
     "still needed."
 )
 RESUMED = "This turn was interrupted by a restart and resumed."
-RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery")
+RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery", "api")
 
 
 async def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:

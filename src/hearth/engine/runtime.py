@@ -24,6 +24,7 @@ from hearth.engine import (
     deletion,
     endings,
     first_message,
+    helpers,
     idle_summaries,
     invoke,
     mentions,
@@ -104,6 +105,8 @@ class Engine:
         self._sweeper: asyncio.Task[None] | None = None
         self._summarizer: asyncio.Task[None] | None = None
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
+        self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
+        tools.add(helpers.SpawnHelpers(self))
 
     def adopt(self, kept: Settings) -> list[str]:
         """Make the dashboard's kept settings the snapshot the next turn runs from: laid over
@@ -138,6 +141,8 @@ class Engine:
         for session_key in waiting:
             self.lanes.dispatch(session_key)
         self.accepting = True
+        self.bus.tap(helpers.heard(self, self._reports))  # a helper's end is told its chat
+        await helpers.sweep(self)  # and any a crash left untold
         self._sweeper = asyncio.create_task(
             deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
             name="sweep:temporary")

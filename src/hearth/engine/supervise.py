@@ -21,7 +21,7 @@ from hearth.engine.endings import Ending
 from hearth.engine.state import Turn
 
 TICK_SECONDS = 0.5
-UNATTENDED_KINDS = ("job", "helper")
+UNATTENDED_KINDS = ("job", "helper", "api")
 STOPPED_CALL = ("This call was stopped before it finished. It may or may not have taken "
                 "effect.")
 NOT_RUN_STOPPED = "This call was not run: the turn was stopped first."
@@ -80,10 +80,20 @@ async def _watch(turn: Turn, task: asyncio.Task[Ending]) -> Ending:
     return await _ended_from_outside(turn)
 
 
+def _time_limit(turn: Turn) -> float:
+    """The run time the turn was stopped at: the turn limit, or a helper's if sooner."""
+    limits = turn.limits
+    if turn.run.kind == "helper":
+        return min(limits.helper_seconds, limits.turn_timeout_seconds or limits.helper_seconds)
+    return limits.turn_timeout_seconds
+
+
 def _overdue(turn: Turn) -> str | None:
     limits = turn.limits
     now = time.monotonic()
     if limits.turn_timeout_seconds and now - turn.started > limits.turn_timeout_seconds:
+        return "time"
+    if turn.run.kind == "helper" and now - turn.started > limits.helper_seconds:
         return "time"
     idle = 0.0 if turn.tools_running else now - turn.last_progress
     if turn.run.kind in UNATTENDED_KINDS and idle > limits.unattended_idle_seconds:
@@ -95,7 +105,7 @@ async def _ended_from_outside(turn: Turn) -> Ending:
     await loop.keep_partial(turn, turn.halt or "stopped")
     await recovery.answer_open_calls(turn, unknown=STOPPED_CALL, not_run=NOT_RUN_STOPPED)
     if turn.halt == "time":
-        return endings.time_limit(turn.limits.turn_timeout_seconds)
+        return endings.time_limit(_time_limit(turn))
     if turn.halt == "idle":
         return endings.idle(turn.limits.unattended_idle_seconds / 60, turn.tool_calls)
     return endings.stopped()

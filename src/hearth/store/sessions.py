@@ -45,6 +45,7 @@ class SessionRow:
     tags: tuple[str, ...] = ()
     pinned: bool = False
     created_by_app: str | None = None  # the app whose token started it; None: the owner
+    parent_key: str | None = None  # a helper's chat: the chat that started it
 
     @classmethod
     def of(cls, row: Any) -> SessionRow:

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
-from hearth.engine import compact_now, outbox
+from hearth.engine import compact_now, helpers, outbox
 from hearth.engine.export import export_chat
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
@@ -118,6 +118,7 @@ async def get_session(
         "running": current is not None,
         "run_id": current.run_id if current else None,
         "link": outbox.link_view(await outbox.link_of(engine, key)),  # where it answers
+        "helpers": await helpers.helpers_of(engine, key),  # the chats it handed work to
     }
 
 
@@ -197,10 +198,21 @@ async def compact_session(key: str, engine: EngineDep) -> dict[str, Any]:
     return done.as_dict()
 
 
+class StopChat(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    helpers: bool = False  # stop the chat's helpers at work too
+
+
 @router.post("/api/sessions/{key}/stop")
-async def stop_session(key: str, engine: EngineDep) -> dict[str, Any]:
+async def stop_session(key: str, engine: EngineDep,
+                       body: StopChat | None = None) -> dict[str, Any]:
     await chats.get_chat(engine.db, key)
-    return {"stopped": await engine.stop(key)}
+    stopped = await engine.stop(key)
+    if body is None or not body.helpers:
+        return {"stopped": stopped}
+    working = [h["key"] for h in await helpers.helpers_of(engine, key) if h["working"]]
+    return {"stopped": stopped, "helpers_stopped": [
+        run for run in [await engine.stop(helper) for helper in working] if run]}
 
 
 class InvokeTool(BaseModel):

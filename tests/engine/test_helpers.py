@@ -1,0 +1,125 @@
+"""Helpers (`spawn_helpers`, `engine.helpers`): a chat hands tasks to chats of their own that
+work in the background; work that ran reports back as a message that starts the parent's next
+turn after the asking one; a helper the owner stopped starts none, and the parent's model is
+told how it ended; a batch past the limit starts what fits; depth is limited; a declined
+start starts nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hearth.engine.context import HELPER_FENCE
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.gateway import Api, Gateway
+
+
+def _spawn(*tasks: str) -> Reply:
+    return Reply(tool_calls=[Call("spawn_helpers", {"tasks": list(tasks)})])
+
+
+def _until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (got := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {check}"
+        time.sleep(0.05)
+    return got
+
+
+def _helpers(api: Api, key: str) -> list[dict[str, Any]]:
+    return list(api.http.get(f"/api/sessions/{key}").json()["helpers"])
+
+
+def test_a_helpers_report_starts_the_parents_next_turn(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    model_server.push(_spawn("count to three"))
+    model_server.default = Reply(text="done")
+    api = gateway_factory().client()
+    key = api.new_chat()
+    asked = api.send(key, "get a helper to count")
+    api.wait(asked["run_id"])
+    [helper] = _until(lambda: _helpers(api, key))
+    assert helper["title"] == "Helper: count to three"
+    report = _until(lambda: [m for m in api.messages(key) if "helper_report" in m["meta"]])[0]
+    assert report["text"].startswith(f"Report from helper {helper['key']}")
+    assert report["run_id"] != asked["run_id"]
+    api.wait(report["run_id"])
+    said = api.messages(key)
+    assert said.index(report) > max(i for i, m in enumerate(said)
+                                    if m["run_id"] == asked["run_id"])  # after the asking turn
+    reading = [r for r in model_server.requests if HELPER_FENCE in str(r.messages)]
+    assert len(reading) == 1, "the report's turn did not read it, fenced"
+    helper_chat = api.http.get(f"/api/sessions/{helper['key']}").json()
+    assert helper_chat["messages"][0]["text"] == "count to three"
+    assert helper_chat["messages"][0]["meta"]["helper_of"]["session"] == key
+
+
+def test_a_helper_the_owner_stopped_starts_no_turn_and_the_parent_is_told(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    release = threading.Event()
+    model_server.push(_spawn("a long task"), Reply(text="started it"))
+    model_server.push(Reply(text="never", hold=release))
+    model_server.default = Reply(text="ok")
+    api = gateway_factory().client()
+    key = api.new_chat()
+    api.wait(api.send(key, "start a long helper")["run_id"])
+    _until(lambda: any(h["working"] for h in _helpers(api, key)))
+    stopped = api.http.post(f"/api/sessions/{key}/stop", json={"helpers": True}).json()
+    assert len(stopped["helpers_stopped"]) == 1
+    release.set()
+    note = _until(lambda: [m for m in api.messages(key) if m["kind"] == "notice"
+                           and "helper_report" in m["meta"]])[0]
+    assert "did not do its work" in note["text"] and note["run_id"] is None
+    time.sleep(0.5)
+    runs = {m["run_id"] for m in api.messages(key) if m["run_id"]}
+    assert len(runs) == 1, "a stopped helper started a turn"
+    api.wait(api.send(key, "and now?")["run_id"])
+    assert "[Hearth: Helper" in str(model_server.requests[-1].messages)
+
+
+def test_a_batch_past_the_limit_starts_what_fits(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    hold = threading.Event()
+    model_server.push(_spawn("one", "two", "three"), Reply(text="ok"))
+    model_server.default = Reply(text="working", hold=hold)
+    api = gateway_factory(config="[limits]\nhelpers_running = 2\n").client()
+    key = api.new_chat()
+    run = api.send(key, "three tasks")["run_id"]
+    result = _until(lambda: [m for m in api.messages(key) if m["kind"] == "tool_result"])[0]
+    assert "Not started (2 may work at once): three" in result["content"]["output"]
+    hold.set()
+    api.wait(run)
+    assert [h["title"] for h in _helpers(api, key)] == ["Helper: one", "Helper: two"]
+
+
+def test_a_declined_start_starts_nothing(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    model_server.push(_spawn("anything"), Reply(text="fine, not then"))
+    api = gateway_factory().client()
+    key = api.new_chat(trust="ask")
+    run = api.send(key, "start a helper")["run_id"]
+    [waiting] = _until(lambda: api.http.get("/api/approvals").json()["approvals"])
+    assert waiting["tool"] == "spawn_helpers"
+    api.http.post(f"/api/approvals/{waiting['id']}", json={"decision": "deny"})
+    api.wait(run)
+    assert _helpers(api, key) == []
+
+
+def test_helpers_may_not_nest_past_the_depth(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    model_server.push(_spawn("go deeper"))
+    model_server.default = Reply(text="done")
+    api = gateway_factory(config="[limits]\nhelper_depth = 1\n").client()
+    key = api.new_chat()
+    api.wait(api.send(key, "delegate")["run_id"])
+    [helper] = _until(lambda: _helpers(api, key))
+    assert api.http.patch(f"/api/sessions/{helper['key']}",
+                          json={"trust": "trusted"}).status_code == 200
+    _until(lambda: not _helpers(api, key)[0]["working"])
+    model_server.push(_spawn("deeper still"), Reply(text="ok"))
+    api.wait(api.send(helper["key"], "start one more")["run_id"])
+    [result] = [m for m in api.messages(helper["key"]) if m["kind"] == "tool_result"]
+    assert "only 1 level(s) deep" in result["content"]["output"]
+    assert _helpers(api, helper["key"]) == []
