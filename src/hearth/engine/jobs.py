@@ -202,3 +202,23 @@ def change(db: Database, job_id: int, enabled: bool, session: str | None, route:
                     session_key=None if by == "owner" else by,
                     detail={"job": job_id, "enabled": enabled})
     return changed
+
+
+def app_scope(db: Database, session: str | None, job_id: int | None = None) -> None:
+    """An app's jobs are those a chat of its own made: it names that chat (`session`), and a
+    job it names must be one that chat made (else 404, as for a job that is not there).
+    Which chats are the app's is checked before this (`web.permissions`)."""
+    if session is None:
+        raise Refusal("app_scope", 403, "An app schedules and reads jobs through a chat of its "
+                      "own: name it with the X-Hearth-Session header.")
+    if job_id is None:
+        return
+    with db.read() as conn:
+        job = job_store.get(conn, job_id)
+    if job is None or job.made_by != session:
+        raise _not_found(job_id)
+
+
+def made_in(found: list[JobRow], session: str | None) -> list[JobRow]:
+    """The jobs `session` made (all of them when None: the owner's view)."""
+    return found if session is None else [job for job in found if job.made_by == session]

@@ -19,8 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hearth.engine import jobs, schedules
 from hearth.engine.jobs import MAX_MINUTES, MAX_PROMPT, JobRow, describe
+from hearth.engine.runtime import Engine
 from hearth.engine.views import iso
 from hearth.web.deps import EngineDep, SessionHeader
+from hearth.web.permissions import AppName
 
 router = APIRouter()
 MAX_ID = 2**62  # ids are SQLite integers; larger is no job
@@ -77,14 +79,24 @@ def job_view(job: JobRow) -> dict[str, Any]:
 
 
 @router.get("/api/jobs")
-async def list_jobs(engine: EngineDep, session: SessionHeader = None) -> dict[str, Any]:
+async def list_jobs(engine: EngineDep, app: AppName,
+                    session: SessionHeader = None) -> dict[str, Any]:
+    await _for_app(engine, app, session)
     found = await asyncio.to_thread(jobs.listing, engine.db, session)
-    return {"jobs": [job_view(job) for job in found]}
+    return {"jobs": [job_view(job) for job in (jobs.made_in(found, session) if app else found)]}
+
+
+async def _for_app(engine: Engine, app: str | None, session: str | None,
+                   job_id: int | None = None) -> None:
+    """An app reaches only the jobs a chat of its own made (`jobs.app_scope`)."""
+    if app is not None:
+        await asyncio.to_thread(jobs.app_scope, engine.db, session, job_id)
 
 
 @router.post("/api/jobs")
-async def make_job(body: NewJob, engine: EngineDep,
+async def make_job(body: NewJob, engine: EngineDep, app: AppName,
                    session: SessionHeader = None) -> JSONResponse:
+    await _for_app(engine, app, session)
     job = await asyncio.to_thread(jobs.make, engine.db, prompt=body.prompt,
                                   request=body.request(), session=session,
                                   route="POST /api/jobs")
@@ -92,9 +104,10 @@ async def make_job(body: NewJob, engine: EngineDep,
 
 
 @router.post("/api/jobs/{job_id}/run")
-async def run_job(job_id: JobId, engine: EngineDep,
+async def run_job(job_id: JobId, engine: EngineDep, app: AppName,
                   session: SessionHeader = None) -> JSONResponse:
     """Fire the job now, as a run of its own chat; its schedule stays as it is."""
+    await _for_app(engine, app, session, job_id)
     await asyncio.to_thread(jobs.may_change, engine.db, session,
                             f"a run of job #{job_id}", "POST /api/jobs/run")
     fired = await engine.scheduler.run_now(job_id)
@@ -103,14 +116,16 @@ async def run_job(job_id: JobId, engine: EngineDep,
 
 
 @router.patch("/api/jobs/{job_id}")
-async def change_job(job_id: JobId, body: JobChange, engine: EngineDep,
+async def change_job(job_id: JobId, body: JobChange, engine: EngineDep, app: AppName,
                      session: SessionHeader = None) -> dict[str, Any]:
+    await _for_app(engine, app, session, job_id)
     return job_view(await asyncio.to_thread(jobs.change, engine.db, job_id, body.enabled,
                                             session, "PATCH /api/jobs"))
 
 
 @router.delete("/api/jobs/{job_id}")
-async def delete_job(job_id: JobId, engine: EngineDep,
+async def delete_job(job_id: JobId, engine: EngineDep, app: AppName,
                      session: SessionHeader = None) -> dict[str, Any]:
+    await _for_app(engine, app, session, job_id)
     await asyncio.to_thread(jobs.delete, engine.db, job_id, session, "DELETE /api/jobs")
     return {"deleted": job_id}
