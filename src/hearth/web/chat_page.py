@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
-from hearth.engine import activity, compact_now
+from hearth.engine import activity, compact_now, helpers
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
@@ -65,6 +65,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                       running=state.running if before is None else None,
                       models=engine.deps.models.ids(), agents=agent_names(engine),
                       link=await channels_view.link_of(engine, key),  # where it answers
+                      helpers=await helpers.helpers_of(engine, key),  # the work it handed on
                       channels=channels_view.rows(request),
                       page_note=PAGE_NOTES.get(note or ""),
                       message_id=uuid.uuid4().hex)  # a form sent twice is one message
@@ -109,6 +110,10 @@ async def send(request: Request, key: str, engine: EngineDep) -> Response:
 @pages.post("/chats/{key}/stop")
 async def stop(request: Request, key: str, engine: EngineDep) -> Response:
     stopped = await engine.stop(key)
+    if (await form_of(request)).get("helpers"):  # "and its helpers at work" was ticked
+        for helper in await helpers.helpers_of(engine, key):
+            if helper["working"]:
+                await engine.stop(helper["key"])
     return _back(request, key, {"stopped": stopped})
 
 
