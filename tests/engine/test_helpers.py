@@ -6,12 +6,19 @@ start starts nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from hearth.engine import endings, helpers
 from hearth.engine.context import HELPER_FENCE
+from hearth.sessions import chats
+from hearth.store import runs as run_store
+from hearth.store import transcript
+from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 
@@ -123,3 +130,40 @@ def test_helpers_may_not_nest_past_the_depth(
     [result] = [m for m in api.messages(helper["key"]) if m["kind"] == "tool_result"]
     assert "only 1 level(s) deep" in result["content"]["output"]
     assert _helpers(api, helper["key"]) == []
+
+
+def test_a_helper_that_failed_still_reports(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    model_server.push(_spawn("fetch the numbers"))
+    model_server.default = Reply(status=500)  # every model call after the spawn fails
+    api = gateway_factory().client()
+    key = api.new_chat()
+    api.send(key, "delegate")
+    report = _until(lambda: [m for m in api.messages(key)
+                             if m["kind"] == "user" and "helper_report" in m["meta"]])[0]
+    assert report["meta"]["helper_report"]["ending"] not in ("complete", "stopped")
+    assert report["text"].startswith("Report from helper")
+
+
+def test_a_report_a_crash_left_unsent_is_sent_at_the_next_start(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="ok")
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url))
+
+    async def body() -> list[str]:
+        parent = (await chats.open_chat(engine.db, trust="trusted")).session.key
+        batch = await engine.db.writing(helpers._start_in, parent, "run-asking", ["a task"],
+                                        engine.config.limits)
+        [started] = batch.started
+        await engine.db.writing(run_store.mark_running, started.run_id)
+        await endings.settle(engine.db, engine.bus, session_key=started.key,
+                             run_id=started.run_id, ending=endings.complete())  # no one heard
+        await engine.start()
+        try:
+            window = await engine.db.reading(transcript.window, parent, 100)
+            return [e.content.get("text", "") for e in window if "helper_report" in e.meta]
+        finally:
+            await engine.close()
+
+    reported = asyncio.run(body())
+    assert len(reported) == 1 and reported[0].startswith("Report from helper")
