@@ -9,17 +9,15 @@ Exit codes: 0 done, 1 the gateway refused (its sentence is shown), 3 it could no
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 from rich.console import Console
 from rich.table import Table
 
-from hearth.client.api import GatewayApi, GatewayError, GatewayUnavailable
+from hearth.client.api import GatewayApi
+from hearth.client.commands import local, run_with
 
-EXIT_REFUSED = 1
-EXIT_NO_GATEWAY = 3
 JSON = dict[str, Any]
 
 
@@ -36,35 +34,20 @@ class AppsApi(GatewayApi):
         return self._call("DELETE", f"/api/apps/{quote(name, safe='')}")
 
 
-def _local(iso: str | None) -> str:
-    if not iso:
-        return "never"
-    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
-
 
 def table_of(apps: list[JSON]) -> Table:
     table = Table(title="Apps", title_justify="left")
     for name in ("Name", "Permissions", "Created (local)", "Last used", "Revoked"):
         table.add_column(name, overflow="fold")
     for app in apps:
-        table.add_row(app["name"], ", ".join(app["permissions"]), _local(app["created_at"]),
-                      _local(app["last_used_at"]),
-                      _local(app["revoked_at"]) if app["revoked"] else "no")
+        table.add_row(app["name"], ", ".join(app["permissions"]), local(app["created_at"]),
+                      local(app["last_used_at"]),
+                      local(app["revoked_at"]) if app["revoked"] else "no")
     return table
 
 
 def _with_api(base: str, token: str, work: Callable[[AppsApi, Console], None]) -> int:
-    """Run `work(api, out)`, turning the gateway's refusals into exit codes and sentences."""
-    api = AppsApi(base, token)
-    out, err = Console(soft_wrap=True), Console(stderr=True, soft_wrap=True)
-    try:
-        work(api, out)
-        return 0
-    except GatewayError as error:
-        err.print(str(error), markup=False, highlight=False)
-        return EXIT_NO_GATEWAY if isinstance(error, GatewayUnavailable) else EXIT_REFUSED
-    finally:
-        api.close()
+    return run_with(AppsApi(base, token), work)
 
 
 def run_list(base: str, token: str) -> int:

@@ -9,16 +9,15 @@ shown), 3 it could not be reached.
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from hearth.client.api import GatewayApi, GatewayError, GatewayUnavailable
+from hearth.client.api import GatewayApi
+from hearth.client.commands import local, run_with
 
-EXIT_REFUSED = 1
-EXIT_NO_GATEWAY = 3
 PROMPT_SHOWN = 60
 JSON = dict[str, Any]
 
@@ -42,11 +41,6 @@ class JobsApi(GatewayApi):
         return self._call("DELETE", f"/api/jobs/{job_id}")
 
 
-def _local(iso: str | None) -> str:
-    if not iso:
-        return "never"
-    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
-
 
 def _first_line(prompt: str) -> str:
     line = prompt.strip().splitlines()[0] if prompt.strip() else ""
@@ -61,23 +55,13 @@ def table_of(jobs: list[JSON]) -> Table:
         state = "on" if job["enabled"] else ("done" if job["kind"] == "once"
                                             and job["last_fired_at"] else "paused")
         table.add_row(str(job["id"]), _first_line(job["prompt"]), job["schedule"],
-                      _local(job["next_at"]) if job["enabled"] else "—",
-                      _local(job["last_fired_at"]), state)
+                      local(job["next_at"]) if job["enabled"] else "—",
+                      local(job["last_fired_at"]), state)
     return table
 
 
-def _with_api(base: str, token: str, work: Any) -> int:
-    """Run `work(api, out)`, turning the gateway's refusals into exit codes and sentences."""
-    api = JobsApi(base, token)
-    out, err = Console(soft_wrap=True), Console(stderr=True, soft_wrap=True)
-    try:
-        work(api, out)
-        return 0
-    except GatewayError as error:
-        err.print(str(error), markup=False, highlight=False)
-        return EXIT_NO_GATEWAY if isinstance(error, GatewayUnavailable) else EXIT_REFUSED
-    finally:
-        api.close()
+def _with_api(base: str, token: str, work: Callable[[JobsApi, Console], None]) -> int:
+    return run_with(JobsApi(base, token), work)
 
 
 def run_list(base: str, token: str) -> int:
