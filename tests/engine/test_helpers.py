@@ -66,15 +66,14 @@ def test_a_helpers_report_starts_the_parents_next_turn(
 def test_a_helper_the_owner_stopped_starts_no_turn_and_the_parent_is_told(
         gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
     release = threading.Event()
-    model_server.push(_spawn("a long task"), Reply(text="started it"))
-    model_server.push(Reply(text="never", hold=release))
-    model_server.default = Reply(text="ok")
+    model_server.push(_spawn("a long task"))
+    model_server.default = Reply(text="ok", hold=release)  # the chat's turn and the helper's
     api = gateway_factory().client()
     key = api.new_chat()
-    api.wait(api.send(key, "start a long helper")["run_id"])
+    asked = api.send(key, "start a long helper")["run_id"]
     _until(lambda: any(h["working"] for h in _helpers(api, key)))
     stopped = api.http.post(f"/api/sessions/{key}/stop", json={"helpers": True}).json()
-    assert len(stopped["helpers_stopped"]) == 1
+    assert stopped["stopped"] == asked and len(stopped["helpers_stopped"]) == 1
     release.set()
     note = _until(lambda: [m for m in api.messages(key) if m["kind"] == "notice"
                            and "helper_report" in m["meta"]])[0]
@@ -124,7 +123,8 @@ def test_helpers_may_not_nest_past_the_depth(
     [helper] = _until(lambda: _helpers(api, key))
     assert api.http.patch(f"/api/sessions/{helper['key']}",
                           json={"trust": "trusted"}).status_code == 200
-    _until(lambda: not _helpers(api, key)[0]["working"])
+    report = _until(lambda: [m for m in api.messages(key) if "helper_report" in m["meta"]])[0]
+    api.wait(report["run_id"])  # the report's turn took its reply: the queue is ours now
     model_server.push(_spawn("deeper still"), Reply(text="ok"))
     api.wait(api.send(helper["key"], "start one more")["run_id"])
     [result] = [m for m in api.messages(helper["key"]) if m["kind"] == "tool_result"]

@@ -523,12 +523,16 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:  # the client went away mid-request (a call cancelled as it was
+            return  # sent): nothing was asked, so nothing is recorded or answered
         if path not in MODEL_CALL_PATHS:
             self._not_found()
             return
         anthropic = path == ANTHROPIC_MESSAGES_PATH
         try:
-            body = json.loads(raw or b"{}")
+            if not raw:
+                raise ValueError("the body is empty")
+            body = json.loads(raw)
             if not isinstance(body, dict):
                 raise ValueError("body is not a JSON object")
         except ValueError as exc:
