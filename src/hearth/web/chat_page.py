@@ -61,6 +61,8 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                       items=page_items(messages, state),
                       ticks=await branching_page.chat_map(engine, key, first, before),
                       last_seq=window.events[-1].seq if window.events else 0,
+                      # an earlier window follows what is said from now on, not what came after it
+                      live_after=window.session.last_seq if before is not None else 0,
                       earlier=first if first is not None and first > 1 else None,
                       running=state.running if before is None else None,
                       models=engine.deps.models.ids(), agents=agent_names(engine),

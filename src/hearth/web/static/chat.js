@@ -248,7 +248,10 @@ const handlers = { delta: onDelta, message: onMessage, approval: onApproval, sta
 
 function connect() {
   const key = encodeURIComponent(list.dataset.key);
-  source = new EventSource(`/chats/${key}/stream?after=${lastSeq}`);
+  // an earlier window of the chat follows what is said from now on, never replays what
+  // came after it (that is the newer page's)
+  const after = Math.max(lastSeq, Number(list.dataset.liveAfter ?? 0));
+  source = new EventSource(`/chats/${key}/stream?after=${after}`);
   source.onopen = () => {
     retryDelay = 500;
     stateLine.textContent = "";
@@ -515,7 +518,11 @@ if (list) {
     if (!placeFrame) placeFrame = requestAnimationFrame(trackPlace);
   }, { passive: true });
   decorate(list);
-  if (!window.location.hash && !new URLSearchParams(window.location.search).has("before")) {
+  const asked = window.location.hash.startsWith("#seq-")
+    ? document.getElementById(window.location.hash.slice(1)) : null;
+  if (asked) {
+    asked.scrollIntoView({ block: "start", behavior: "instant" });  // still there once drawn
+  } else if (!window.location.hash && !new URLSearchParams(window.location.search).has("before")) {
     toBottom();  // a chat opens at its newest line
   }
   trackPlace();
