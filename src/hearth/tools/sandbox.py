@@ -10,6 +10,13 @@ read as empty files. The Hearth home (its config, keys, token and database) is h
 whatever the workspace: a workspace inside it is shown, and the home is hidden again inside a
 workspace that contains it.
 
+A sandboxed command holds no capabilities, as root or not (`NO_PRIVILEGE`): bwrap run by root
+would otherwise hand it the full set, and with it `mount` and `umount` to undo every mount
+above. Its capabilities are dropped (`--cap-drop ALL`), its bounding set emptied in a user
+namespace of its own, and it runs with no_new_privs (which bwrap always sets and nothing can
+clear), so no setuid program gives any back; a user namespace it makes inside gets only mounts
+the kernel has locked together and read-only.
+
 Two ways to place a sandboxed command:
 - **writable**: the workspace is mounted read-write (a call the gate let through as a change);
 - **read-only**: the workspace is mounted read-only, and there is no network and no shared
@@ -57,6 +64,11 @@ class Placement:
                 "is asked, and Incognito and Temporary chats have no shell")
 
 
+# every sandboxed command, read or write: no capabilities, and an empty bounding set (in a
+# user namespace of its own wherever one can be made) so that nothing it runs regains any
+NO_PRIVILEGE = ("--unshare-user-try", "--cap-drop", "ALL")
+
+
 @functools.cache
 def bwrap_problem() -> str | None:
     """Why bwrap cannot make a sandbox here, or None when it can."""
@@ -66,7 +78,7 @@ def bwrap_problem() -> str | None:
     try:
         probe = subprocess.run(
             [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--unshare-net", "--unshare-ipc", "--die-with-parent", "true"],
+             "--unshare-net", "--unshare-ipc", *NO_PRIVILEGE, "--die-with-parent", "true"],
             capture_output=True, timeout=10, check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -120,7 +132,8 @@ def wrap(argv: list[str], workspace: Path, network: bool,
     if memory is not None and not any(_within(Path(memory[1]), Path(h)) for h in inside):
         how, path = memory
         sandbox += ["--tmpfs", path] if how == "hide" else ["--ro-bind", path, path]
-    sandbox += ["--chdir", str(folder), "--unshare-pid", "--die-with-parent", "--new-session"]
+    sandbox += ["--chdir", str(folder), "--unshare-pid", "--die-with-parent", "--new-session",
+                *NO_PRIVILEGE]
     if read_only:
         sandbox += ["--unshare-ipc", "--unshare-uts"]
     if read_only or not network:
