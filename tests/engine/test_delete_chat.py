@@ -1,7 +1,8 @@
 """Deleting a chat: DELETE /api/sessions/{key} purges its transcript, runs, tool-call ledger,
 approvals, own folder and the memory filed under it alone; it stops a running turn first,
 writes one audit row without message text, and a purge that fails keeps the chat (409) until
-a retry finishes it. Also: a chat's memory mode cannot be changed by PATCH."""
+a retry finishes it. A restricted chat's helpers go with it (a helper that cannot go keeps it);
+a kept chat's helpers stay. Also: a chat's memory mode cannot be changed by PATCH."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
+from hearth.engine import helpers
+from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.faults import fail_point
+from hearth.privacy.principal import OWNER
 from hearth.sessions import chats
+from hearth.store import sessions as session_store
 from hearth.store.schema import memory_items
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
@@ -96,7 +101,7 @@ def test_delete_purges_every_record_of_the_chat_and_nothing_of_another(
     assert answer.json() == {"deleted": True, "key": key, "removed": {
         "messages": before["transcript_events"], "runs": before["runs"],
         "tool_calls": before["tool_calls"], "approvals": before["approvals"],
-        "memory_items": 0, "folder": True}}
+        "memory_items": 0, "folder": True, "helpers": 0}}
     assert set(rows_of(gateway.home, key).values()) == {0}
     assert not own.exists() and (gateway.home / "sessions").is_dir()
     assert rows_of(gateway.home, other) == other_before  # another chat keeps everything
@@ -287,6 +292,43 @@ def test_memory_filed_under_the_chat_alone_goes_and_shared_memory_stays(
     asyncio.run(body())
 
 
+async def _chat_with_a_helper(engine: Engine, memory_mode: str) -> tuple[str, str]:
+    """A chat in `memory_mode` and one helper it started (its task admitted, not yet run)."""
+    parent = (await chats.open_chat(engine.db, memory_mode=memory_mode)).session.key
+    batch = await engine.db.writing(helpers._start_in, parent, "run-asking", ["a task"],
+                                    engine.config.limits)
+    return parent, batch.started[0].key
+
+
+def test_a_kept_chats_helpers_stay_and_a_helper_left_keeps_a_restricted_chat(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url))
+
+    async def body() -> None:
+        await engine.start()
+        try:
+            kept, its_helper = await _chat_with_a_helper(engine, "persistent")
+            report = await engine.delete_chat(kept)
+            assert report.deleted and report.removed["helpers"] == 0
+            assert await engine.db.reading(session_store.exists, its_helper)  # a chat of its own
+
+            parent, helper = await _chat_with_a_helper(engine, "incognito")
+            engine.deleting.add(helper)  # as while its own deletion is under way
+            with pytest.raises(Refusal) as kept_back:
+                await engine.delete_chat(parent)
+            assert kept_back.value.code == "session_not_deleted"
+            assert "1 of its helpers' chats could not be removed" in kept_back.value.sentence
+            assert await engine.db.reading(session_store.exists, parent)
+            engine.deleting.discard(helper)
+            report = await engine.delete_chat(parent)  # deleting again finishes both
+            assert report.deleted and report.removed["helpers"] == 1
+            assert not await engine.db.reading(session_store.exists, helper)
+        finally:
+            await engine.close()
+
+    asyncio.run(body())
+
+
 def test_a_chat_being_deleted_takes_no_new_message(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     engine = make_engine(tmp_path, make_config(model_server.openai_base_url))
@@ -297,7 +339,7 @@ def test_a_chat_being_deleted_takes_no_new_message(
             key = new_chat(engine)
             engine.deleting.add(key)  # as while its deletion waits for a turn to end
             with pytest.raises(Refusal) as refused:
-                await engine.send(key, "hello")
+                await engine.send(key, "hello", principal=OWNER)
             assert refused.value.code == "session_deleting" and refused.value.status == 409
             with pytest.raises(Refusal) as twice:
                 await engine.delete_chat(key)

@@ -2,18 +2,23 @@
 under HEARTH_HOME — the database, its -wal and -shm, logs, folders — holds a byte of what was
 said in it, a kill -9 right after the deletion's answer included. Every scan has a positive
 control: the same scan finds the words of a chat that was kept, and found the forgotten
-chat's words before it was forgotten."""
+chat's words before it was forgotten. A restricted chat's helpers (`spawn_helpers`: chats
+titled with the task's words, the task their first message) go with it, all the way down."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hearth.engine.runtime import Engine
-from tests.engine.test_delete_chat import wait_until
+from tests.engine.test_delete_chat import audit_rows, wait_until
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
@@ -35,6 +40,30 @@ def indexed(engine: Engine, word: str) -> bool:
     blocks = blocking(lambda: engine.db.reading(lambda conn: list(
         conn.exec_driver_sql("SELECT block FROM memory_fts_data").scalars())))
     return any(word.encode() in bytes(block) for block in blocks if block)
+
+
+def helpers_of(home: Path, key: str) -> list[str]:
+    """The chats whose `parent_key` names `key`, read straight from the file."""
+    with closing(sqlite3.connect(home / "hearth.db", timeout=30)) as conn:
+        return [found for (found,) in conn.execute(
+            "SELECT key FROM sessions WHERE parent_key = ?", (key,))]
+
+
+def spawn(task: str) -> Reply:
+    return Reply(tool_calls=[Call("spawn_helpers", {"tasks": [task]})])
+
+
+def report_in(api: Api, key: str) -> dict[str, Any]:
+    """The first helper's report admitted into the chat (once it is there)."""
+    found: list[dict[str, Any]] = []
+
+    def arrived() -> bool:
+        found[:] = [m for m in api.messages(key)
+                    if m["kind"] == "user" and "helper_report" in m["meta"]]
+        return bool(found)
+
+    wait_until(arrived)
+    return found[0]
 
 
 def talk(api: Api, server: ScriptedModelServer, key: str, word: str,
@@ -96,6 +125,69 @@ def test_an_ended_temporary_chat_leaves_no_byte_of_its_text_within_a_second(
     assert holding(gateway.home, KEPT)
     gateway.kill()
     assert holding(gateway.home, FORGOTTEN) == []
+
+
+def test_an_incognito_chats_helpers_go_with_it_all_the_way_down(
+        gateway: Gateway, model_server: ScriptedModelServer) -> None:
+    """Before: DELETE answered 200, but the helper's chat and its helper's (titled with the
+    task's words, the task their first message) stayed in hearth.db, each naming its parent."""
+    api = gateway.client()
+    kept = api.new_chat()
+    talk(api, model_server, kept, KEPT)
+    model_server.default = Reply(text="Done.", chunks=1)
+    parent = api.new_chat(memory_mode="incognito")
+    model_server.push(spawn(f"look up the {FORGOTTEN}"))
+    api.wait(api.send(parent, "hand it to a helper")["run_id"])
+    api.wait(report_in(api, parent)["run_id"])  # the helper ran, and its report's turn ended
+    [helper] = helpers_of(gateway.home, parent)
+    assert api.http.patch(f"/api/sessions/{helper}",
+                          json={"trust": "trusted"}).status_code == 200
+    model_server.push(spawn(f"look deeper into the {FORGOTTEN}"))
+    api.wait(api.send(helper, "hand it on")["run_id"])
+    api.wait(report_in(api, helper)["run_id"])  # the helper's helper ran and reported
+    [deeper] = helpers_of(gateway.home, helper)
+    assert holding(gateway.home, FORGOTTEN)  # on disk before the deletion
+
+    answer = api.http.delete(f"/api/sessions/{parent}")
+
+    assert answer.status_code == 200, answer.text
+    assert holding(gateway.home, FORGOTTEN) == []
+    assert helpers_of(gateway.home, parent) == [] and helpers_of(gateway.home, helper) == []
+    for key in (helper, deeper):
+        assert api.http.get(f"/api/sessions/{key}").status_code == 404
+    assert answer.json()["removed"]["helpers"] == 2  # the helper and its helper
+    assert holding(gateway.home, KEPT)
+
+
+def test_a_temporary_chats_helper_at_work_goes_with_it_when_it_ends(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    """Before: the idle sweep forgot the chat, but its helper, still at work, kept its chat
+    (titled with the task's words) and the task in hearth.db."""
+    gateway = gateway_factory(config="[gateway]\nmax_concurrent_turns = 1\n\n"
+                              "[limits]\ntemporary_idle_seconds = 2\n")
+    api = gateway.client()
+    kept = api.new_chat()
+    talk(api, model_server, kept, KEPT)
+    release = threading.Event()
+    model_server.default = Reply(text="Still looking.", hold=release)  # the helper's turn
+    parent = api.new_chat(memory_mode="temporary")
+    # one turn at a time: the helper's turn starts once the asking turn has ended
+    model_server.push(spawn(f"look up the {FORGOTTEN}"), Reply(text="Handed on.", chunks=1))
+    try:
+        api.wait(api.send(parent, "hand it to a helper")["run_id"])
+        [helper] = helpers_of(gateway.home, parent)
+        assert holding(gateway.home, FORGOTTEN)
+
+        wait_until(lambda: api.http.get(f"/api/sessions/{parent}").status_code == 404)
+
+        assert helpers_of(gateway.home, parent) == []
+        assert api.http.get(f"/api/sessions/{helper}").status_code == 404
+        wait_until(lambda: holding(gateway.home, FORGOTTEN) == [], timeout=2.0)
+        [ended] = [row for row in audit_rows(gateway.home) if row["session_key"] == parent]
+        assert ended["detail"]["why"] == "idle" and ended["detail"]["removed"]["helpers"] == 1
+        assert holding(gateway.home, KEPT)
+    finally:
+        release.set()
 
 
 def test_memory_filed_under_a_deleted_chat_leaves_no_word_in_the_keyword_index(

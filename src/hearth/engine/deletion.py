@@ -13,6 +13,16 @@ file or its `-wal` once the deletion returns, a kill -9 right after it included.
 A Temporary chat ends forgotten the same way: when a new
 process starts (what a crash left), when the gateway stops, and when it has been idle past
 `limits.temporary_idle_seconds` (the sweeper).
+
+A restricted chat (any mode but persistent, `privacy.modes.restricted`) takes its helpers with
+it, all the way down (helpers of helpers): once its own turn is stopped, each helper's chat is
+deleted the same way, first, as a deletion of its own (its turn stopped, its own helpers
+gone, its audit row); then the chat's turn is stopped again (a report of a helper that
+finished meanwhile may have started one) until no helper is left. A helper that could not be
+removed keeps the chat (deleting it again finishes both). A persistent chat's helpers stay:
+they are kept chats of their own, which the owner can open and delete; their `parent_key`
+names a chat that is gone, so their reports go nowhere. The report counts the helper chats
+that went (`removed.helpers`).
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,6 +42,7 @@ from hearth.engine.chores import Chores
 from hearth.engine.events import Bus
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
+from hearth.privacy.modes import mode_of, restricted
 from hearth.sessions import forget
 from hearth.sessions.forget import Purge
 from hearth.store import audit
@@ -41,6 +52,7 @@ log = logging.getLogger(__name__)
 
 STOP_WAIT_SECONDS = 5.0  # how long a deletion waits for the chat's stopped turn to end
 STOP_TICK_SECONDS = 0.1
+HELPER_ROUNDS = 5  # how often a deletion looks again for helpers started while it ran
 WHY = ("deleted", "temporary_ended", "idle", "restart")
 
 
@@ -62,7 +74,8 @@ class ChatOwner(Protocol):
 class DeleteReport:
     key: str
     deleted: bool
-    removed: dict[str, int | bool]  # messages, runs, tool_calls, approvals, memory_items, folder
+    removed: dict[str, int | bool]  # messages, runs, tool_calls, approvals, memory_items,
+    #                                 folder, helpers (helper chats that went with it)
     why: str
     reason: str | None = None  # what could not be removed, when the chat is still kept
 
@@ -104,6 +117,14 @@ async def end_chat(owner: ChatOwner, key: str, why: str, *, stop_running: bool,
     return report
 
 
+@dataclass
+class HelpersGone:
+    """What deleting a chat's helpers did: how many chats went, what could not go."""
+
+    count: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
 async def _forget_chat(owner: ChatOwner, key: str, why: str, stop_running: bool,
                        idle_before: float | None) -> DeleteReport | None:
     # the writer takes this after every message admitted before the `deleting` mark (those
@@ -117,11 +138,40 @@ async def _forget_chat(owner: ChatOwner, key: str, why: str, stop_running: bool,
     if stop_running:
         await _stop_and_wait(owner, key)
     await asyncio.sleep(0)  # the woken calls read their cancelled approval before it goes
+    helpers = HelpersGone()
+    if restricted(mode_of(session.memory_mode)):
+        helpers = await _forget_helpers(owner, key, why, stop_running)
     await owner.chores.cancel_for(key)  # nothing more is asked or filed for it; owed ones drop
     done = await asyncio.to_thread(forget.purge_contents, owner.db, session, owner.chats_dir)
+    done.failures.extend(helpers.failures)  # a helper left keeps the chat: deleting again ends both
     memory_items = await _forget_memory(owner, done)
     await asyncio.to_thread(forget.remove_row, owner.db, done)
-    return _report(done, memory_items, why)
+    return _report(done, memory_items, helpers.count, why)
+
+
+async def _forget_helpers(owner: ChatOwner, key: str, why: str,
+                          stop_running: bool) -> HelpersGone:
+    """Delete the chat's helpers, each with its own helpers, until none is left. Each round
+    first bumps the chat's generation and waits for its turn to end (a helper's report may
+    have started one, and only a turn of the chat starts its helpers), so once a round finds
+    no new helper, none can be started."""
+    gone, tried = HelpersGone(), set[str]()
+    for _round in range(HELPER_ROUNDS):
+        if stop_running:
+            await owner.db.writing(forget.begin, key)  # a report's run queued since is stale
+            await _stop_and_wait(owner, key)
+        fresh = [k for k in await owner.db.reading(forget.helper_keys, key) if k not in tried]
+        if not fresh:
+            break
+        for helper in fresh:
+            tried.add(helper)
+            report = await end_chat(owner, helper, why, stop_running=stop_running)
+            if report is not None and report.deleted:
+                gone.count += 1 + int(report.removed.get("helpers", 0))
+    left = await owner.db.reading(forget.helper_keys, key)
+    if left:
+        gone.failures.append(f"{len(left)} of its helpers' chats could not be removed")
+    return gone
 
 
 async def _stop_and_wait(owner: ChatOwner, key: str) -> None:
@@ -150,8 +200,9 @@ async def _forget_memory(owner: ChatOwner, done: Purge) -> int:
     return len(gone)
 
 
-def _report(done: Purge, memory_items: int, why: str) -> DeleteReport:
-    removed: dict[str, int | bool] = {**done.removed.as_dict(), "memory_items": memory_items}
+def _report(done: Purge, memory_items: int, helpers: int, why: str) -> DeleteReport:
+    removed: dict[str, int | bool] = {**done.removed.as_dict(), "memory_items": memory_items,
+                                      "helpers": helpers}
     reason = "; ".join(done.failures) if done.failures else None
     return DeleteReport(done.key, done.row_removed, removed, why, reason)
 

@@ -6,7 +6,9 @@ never removed), and last the session row. Each part goes on its own; if any part
 others still go but the session row stays — the chat is still kept, the purge says why, and
 purging it again finishes the job. The last step sweeps anything appended meanwhile along with
 the row, in one transaction, and withdraws from the chat's audit rows what its tool calls
-acted on (a path or a command can carry what the chat said; who decided what stays).
+acted on (a path or a command can carry what the chat said; who decided what stays). Which
+chats are a chat's helpers (`helper_keys`) is read here too: the engine purges a restricted
+chat's helpers, each this same way, before the chat itself.
 
 The engine composes this with stopping the chat's turn and forgetting its memory
 (`engine.deletion`); this module knows no engine.
@@ -206,6 +208,12 @@ def idle_temporary_keys(conn: Connection, idle_before: float,
     if key is not None:
         stmt = stmt.where(sessions.c.key == key)
     return [found for found, mode in conn.execute(stmt) if forgotten_when_ended(mode)]
+
+
+def helper_keys(conn: Connection, key: str) -> list[str]:
+    """The chats the chat started as its helpers (`parent_key`), oldest first."""
+    return list(conn.execute(select(sessions.c.key).where(sessions.c.parent_key == key)
+                             .order_by(sessions.c.created_at, sessions.c.key)).scalars())
 
 
 def running_run(conn: Connection, key: str) -> str | None:
