@@ -3,19 +3,26 @@
 Owns `mask(text)`, which replaces with `[redacted]` every secret it knows of in `text`:
 - the secrets this gateway holds, told to it by whoever holds them (`know`): each model's API
   key (the model registry, as Settings adds models; the dashboard's settings.json), the
-  gateway token, the values of MCP servers' secret-named environment variables. A key of 20
-  characters or more is masked by its first 12 too, as a provider that shortens a key shows it;
+  gateway token (`web.app`), the chat channels' secrets (the Telegram bot token, the webhook's
+  signing secret and its callback URL's password), the values of MCP servers' secret-named
+  environment variables. A key of 20 characters or more is masked by its first 12 too, as a
+  provider that shortens a key shows it;
 - the common shapes of keys and tokens, whoever's they are: `sk-…` (OpenAI, `sk-proj-…`,
   Anthropic's `sk-ant-…`, and a provider's starred echo of one), `Bearer …`, Slack `xox?-…`,
   GitHub `ghp_…`/`github_pat_…`, Google `AIza…`, AWS access key ids, Telegram bot tokens,
-  private-key blocks, a password in a URL, and a labelled value (`api_key=…`, `"token": "…"`).
+  Hearth's own app tokens (`hearth_app_…`: the gateway keeps only their hashes, so they are
+  masked by their shape), private-key blocks, a password in a URL, and a labelled value
+  (`api_key=…`, `"token": "…"`).
 The shapes run on RE2, so no text can make them backtrack: masking is linear in the text.
 
-Text that leaves the process or is kept passes here at a few choke points: a model error's
-sentence when it is made (`models.types.ModelError`), a run's ending (`engine.endings.settle`,
-`store.runs.finish`), a notice appended to a transcript (`store.transcript`), an audit row
-(`store.audit`), an API error envelope (`web.errors`), and every log record (`mask_logs`).
-What the user or the model wrote is theirs and is not touched here.
+Text that leaves the process or is kept passes here at a few choke points: every tool call's
+output and receipt, before the ledger, the transcript, a model or an agent CLI sees them
+(`engine.toolbatch.run_call`, the one way a tool runs: a file the agent reads that holds a
+key is stored and sent masked, and the receipt says so), a model error's sentence when it is
+made (`models.types.ModelError`), a run's ending (`engine.endings.settle`, `store.runs.finish`),
+a notice appended to a transcript (`store.transcript`), an audit row (`store.audit`), an API
+error envelope (`web.errors`), and every log record (`mask_logs`). What the user or the model
+wrote is theirs and is not touched here.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ _SHAPES: tuple[tuple[Any, str], ...] = tuple((re2.compile(pattern), kept) for pa
     (r"\bgithub_pat_[A-Za-z0-9_]{16,}", REDACTED),
     (r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", REDACTED),
     (r"\bAIza[A-Za-z0-9_\-]{30,}", REDACTED),
+    (r"\bhearth_app_[A-Za-z0-9_\-]{16,}", REDACTED),  # an app's token (engine.apps)
     (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
     (r"(\bbot|\b)[0-9]{5,12}:[A-Za-z0-9_\-]{30,}", rf"\1{REDACTED}"),  # Telegram
     (r"(?i)(\bbearer[ \t]{1,8})[A-Za-z0-9\-._~+/]{8,}=*", rf"\1{REDACTED}"),

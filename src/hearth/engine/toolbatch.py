@@ -3,12 +3,19 @@
 Each call is written to the ledger as `started` before its tool runs and as finished or failed
 after. A batch runs in parallel only when every tool in it allows that; its results are
 appended in the model's call order, whatever order they finish in.
+
+`run_call` is the one way any tool call runs (a turn's batch, an agent CLI's call through
+`hearth mcp` in `engine/invoke.py`; MCP servers' tools and `spawn_helpers` are tools like the
+rest), so it is the one masking point of tool output: what a tool answered is masked
+(`hearth.masking`) before the ledger, the transcript, a model or an agent CLI sees it, and
+the receipt says so when something was hidden (`MASKED`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection
@@ -16,11 +23,15 @@ from sqlalchemy import Connection
 from hearth.engine import gate, record
 from hearth.engine.state import CallScope
 from hearth.faults import crash_point
+from hearth.masking import mask
 from hearth.models.types import Message, ToolCall
 from hearth.store import ledger
 from hearth.tools.base import Tool, ToolOutcome, ToolRefused, check_arguments, effect_of
 
 log = logging.getLogger(__name__)
+
+MASKED = "A secret in the output was masked."
+OFF_LOOP_CHARS = 20_000  # longer output is masked on a thread (masking takes ~3 µs per 1,000)
 
 
 async def run_batch(turn: CallScope, calls: tuple[ToolCall, ...]) -> list[Message]:
@@ -72,6 +83,7 @@ async def run_call(
     turn.tools_running += 1
     try:
         outcome, status = await _execute(turn, call, tool)
+        outcome = await masked(outcome)
     finally:
         turn.tools_running -= 1
         turn.touch()
@@ -92,6 +104,22 @@ def _ended(conn: Connection, turn: CallScope, call: ToolCall, status: str,
            outcome: ToolOutcome) -> None:
     ledger.record_ended(conn, run_id=turn.run_id, call_id=call.call_id, status=status,
                         result=outcome.output, receipt=outcome.receipt)
+
+
+async def masked(outcome: ToolOutcome) -> ToolOutcome:
+    """The outcome with every secret in its output and receipt masked; a long output is
+    masked off the event loop."""
+    if len(outcome.output) > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(_masked, outcome)
+    return _masked(outcome)
+
+
+def _masked(outcome: ToolOutcome) -> ToolOutcome:
+    output = mask(outcome.output)
+    receipt = mask(outcome.receipt)
+    if output != outcome.output:
+        receipt = f"{receipt} {MASKED}".lstrip()
+    return replace(outcome, output=output, receipt=receipt)
 
 
 async def _execute(turn: CallScope, call: ToolCall, tool: Tool) -> tuple[ToolOutcome, str]:
