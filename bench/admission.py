@@ -226,6 +226,7 @@ def profile_in_process(messages: int, synchronous: str) -> None:
 
     from hearth.engine import admission
     from hearth.engine.events import Bus
+    from hearth.privacy.principal import OWNER
     from hearth.sessions import chats
     from hearth.store.db import Database
 
@@ -237,7 +238,8 @@ def profile_in_process(messages: int, synchronous: str) -> None:
             keys = [(await chats.open_chat(db)).session.key for _ in range(20)]
             for i in range(count):
                 await admission.admit(db, bus, keys[i % len(keys)], TEXT,
-                                      client_message_id=prefix + uuid.uuid4().hex)
+                                      client_message_id=prefix + uuid.uuid4().hex,
+                                      principal=OWNER)
 
         asyncio.run(admit_all(50, "warm-"))
         start = time.perf_counter()

@@ -16,6 +16,7 @@ from hearth.config import Config
 from hearth.engine import queries
 from hearth.engine.compose import private_engine
 from hearth.engine.runtime import Engine
+from hearth.privacy.principal import OWNER
 from hearth.sessions import chats
 from hearth.store import transcript
 from hearth.store.transcript import EventRow
@@ -39,7 +40,7 @@ def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) 
 
 async def turn(engine: Engine, key: str, text: str, timeout: float = 15) -> dict[str, Any]:
     """Send a message and wait for its run to end; the run's view."""
-    admitted = await engine.send(key, text)
+    admitted = await engine.send(key, text, principal=OWNER)
     await engine.bus.wait_run(admitted.run_id, timeout)
     view = await queries.run_status(engine.db, admitted.run_id)
     assert view is not None and view["status"] not in ("admitted", "running"), view

@@ -300,7 +300,8 @@ def test_the_stores_keep_a_notice_an_ending_and_an_audit_row_masked(tmp_path: Pa
     with db.write() as conn:
         session_store.insert(conn, key="chat-1", tab_id="t", memory_mode="persistent",
                              chat_number=None)
-        run_store.insert(conn, run_id="run_1", session_key="chat-1", tab_id="t", generation=0)
+        run_store.insert(conn, run_id="run_1", session_key="chat-1", tab_id="t", generation=0,
+                         principal="owner")
         user = transcript.append(conn, "chat-1", "user", {"text": f"my key is {SHAPES[1]}"})
         notice = transcript.append(conn, "chat-1", "notice", {"text": leaked})
         run_store.finish(conn, "run_1", status="error", ending="model_error", sentence=leaked)

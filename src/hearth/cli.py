@@ -331,7 +331,7 @@ def apps_add(
     name: Annotated[str, _APP],
     allow: Annotated[list[str], typer.Option(
         "--allow", metavar="PERMISSION", help="A permission to give it (again for more): "
-        "read_chats, send_messages, manage_memory, run_jobs, admin")],
+        "read_chats, send_messages, manage_memory, run_jobs, choose_folders, admin")],
     url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Make an app's token with the permissions given; the token is printed only now."""

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from hearth.engine import queries
+from hearth.privacy.principal import OWNER
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 
@@ -188,7 +189,7 @@ def test_a_turn_nobody_can_answer_for_refuses_instead_of_waiting(
     async def body() -> tuple[dict[str, Any], list[Any], list[Any], list[Any]]:
         await engine.start()
         key = new_chat(engine, trust="ask")
-        job = await engine.send(key, "nightly: write the report", kind="job")
+        job = await engine.send(key, "nightly: write the report", kind="job", principal=OWNER)
         await engine.bus.wait_run(job.run_id, 10)
         view = await queries.run_status(engine.db, job.run_id)
         asked, rows = await engine.db.reading(lambda conn: (

@@ -59,7 +59,7 @@ def test_a_scheduled_jobs_message_reaches_a_live_stream_in_debug_mode(
     model_server.default = Reply(text="Done.")
     with engine.db.write() as conn:
         job = job_store.add(conn, prompt="Water the plants", next_at=time.time() - 5,
-                            every_seconds=None, made_by="owner")
+                            every_seconds=None, made_by="owner", principal="owner")
 
     async def body() -> dict[str, object]:
         await engine.start()

@@ -16,6 +16,7 @@ from typing import Any
 
 from hearth.engine import admission, endings
 from hearth.engine.runtime import Engine
+from hearth.privacy.principal import OWNER
 from hearth.web.events_api import frames
 from tests.engine_harness import events, make_config, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Reply, ScriptedModelServer
@@ -137,7 +138,8 @@ def test_a_run_ending_while_the_replay_is_read_is_sent_once(tmp_path: Path) -> N
 
     async def body() -> None:
         key = new_chat(engine)
-        admitted = await admission.admit(engine.db, engine.bus, key, "hello")  # no lane runs it
+        admitted = await admission.admit(engine.db, engine.bus, key, "hello",
+                                         principal=OWNER)  # no lane runs it
         sub = engine.bus.subscribe(key)  # what stream_response does before the first read
         assert await endings.settle(engine.db, engine.bus, session_key=key,
                               run_id=admitted.run_id, ending=endings.stopped())
@@ -170,7 +172,7 @@ def test_a_reconnect_mid_turn_gets_the_live_done_once(
         await engine.start()
         try:
             key = new_chat(engine)
-            admitted = await engine.send(key, "hello")
+            admitted = await engine.send(key, "hello", principal=OWNER)
             await asyncio.to_thread(started.wait, 10)
             stream = frames(engine, key, 0, engine.bus.subscribe(key))
             got: list[Frame] = []

@@ -12,6 +12,7 @@ from typing import Any
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
+from hearth.privacy.principal import OWNER
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import blocking, events, make_config, make_engine, new_chat, one_turn, run
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
@@ -112,8 +113,8 @@ def test_a_stop_ends_the_stream_at_once_and_frees_the_chat(
     async def body() -> tuple[dict[str, Any], dict[str, Any], list[Any], float]:
         await engine.start()
         key = new_chat(engine)
-        first = await engine.send(key, "talk slowly")
-        queued = await engine.send(key, "and then this")
+        first = await engine.send(key, "talk slowly", principal=OWNER)
+        queued = await engine.send(key, "and then this", principal=OWNER)
         while not engine.bus.streaming(key):
             await asyncio.sleep(0.02)
         begun = time.monotonic()
@@ -143,7 +144,7 @@ def test_stop_ends_a_running_tool_and_marks_it_unknown(
     async def body() -> tuple[dict[str, Any], list[Any]]:
         await engine.start()
         key = new_chat(engine)
-        first = await engine.send(key, "wait a while")
+        first = await engine.send(key, "wait a while", principal=OWNER)
         await asyncio.sleep(1.0)
         await engine.stop(key)
         await engine.bus.wait_run(first.run_id, 5)
@@ -170,8 +171,8 @@ def test_an_unattended_turn_with_no_progress_is_stopped(
     async def body() -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
         await engine.start()
         job_chat, typed_chat = new_chat(engine), new_chat(engine)
-        job = await engine.send(job_chat, "nightly report", kind="job")
-        typed = await engine.send(typed_chat, "a message I typed")
+        job = await engine.send(job_chat, "nightly report", kind="job", principal=OWNER)
+        typed = await engine.send(typed_chat, "a message I typed", principal=OWNER)
         await engine.bus.wait_run(job.run_id, 10)
         job_view = _view(engine, job.run_id)
         typed_view = _view(engine, typed.run_id)  # a typed message has no such limit
@@ -196,7 +197,7 @@ def test_the_idle_clock_stands_still_while_a_call_runs(
 
     async def body() -> dict[str, Any]:
         await engine.start()
-        job = await engine.send(new_chat(engine), "nightly report", kind="job")
+        job = await engine.send(new_chat(engine), "nightly report", kind="job", principal=OWNER)
         await engine.bus.wait_run(job.run_id, 10)
         view = _view(engine, job.run_id)
         await engine.close()
@@ -227,7 +228,7 @@ def test_a_stopping_engine_admits_nothing(tmp_path: Path,
         key = new_chat(engine)
         engine.stop_admitting()
         try:
-            await engine.send(key, "too late")
+            await engine.send(key, "too late", principal=OWNER)
         except Refusal as refusal:
             return refusal
         finally:

@@ -79,13 +79,13 @@ def test_recovery_ends_a_call_the_restart_cut_through_endings(tmp_path: Path) ->
         session = session_store.get(conn, key)
         assert session is not None
         run_store.insert(conn, run_id="run_cli", session_key=key, tab_id=session.tab_id,
-                         generation=session.generation, kind="mcp")
+                         generation=session.generation, kind="mcp", principal="owner")
         run_store.mark_running(conn, "run_cli")
         ledger.record_requested(conn, run_id="run_cli", session_key=key, call_id="c1",
                                 position=0, tool="write_file", arguments={}, effect="changes")
         asked = approvals.ask(conn, run_id="run_cli", session_key=key, call_id="c1",
                               agent="default", tool="write_file", arguments={},
-                              effect="changes", target="x")
+                              effect="changes", target="x", principal="owner")
 
     async def body() -> float:
         waiter = asyncio.create_task(engine.bus.wait_run("run_cli", 10))

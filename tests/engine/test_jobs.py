@@ -22,6 +22,7 @@ from hearth.engine.runtime import Engine
 from hearth.engine.scheduler import Fired
 from hearth.privacy import reach
 from hearth.privacy.modes import Mode
+from hearth.privacy.principal import OWNER
 from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
 from hearth.store import jobs as job_store
@@ -51,7 +52,7 @@ def add(db: Database, *, next_at: float, every: int | None = None,
         prompt: str = PROMPT, made_by: str = "owner") -> JobRow:
     with db.write() as conn:
         return job_store.add(conn, prompt=prompt, next_at=next_at, every_seconds=every,
-                             made_by=made_by)
+                             made_by=made_by, principal="owner")
 
 
 def job_of(db: Database, job_id: int) -> JobRow:
@@ -111,7 +112,8 @@ def test_advance_is_for_one_due_time_only(db: Database) -> None:
         assert job_store.advance(conn, every.id, 101.0, due_at=100.0) is not None
         # a second tick that saw the same due time moves nothing on
         assert job_store.advance(conn, every.id, 101.5, due_at=100.0) is None
-        once = job_store.add(conn, prompt="x", next_at=100.0, every_seconds=None, made_by="o")
+        once = job_store.add(conn, prompt="x", next_at=100.0, every_seconds=None, made_by="o",
+                             principal="owner")
         assert job_store.advance(conn, once.id, 101.0) is not None
         assert job_store.advance(conn, once.id, 102.0) is None  # already done
         assert job_store.advance(conn, 999, 102.0) is None
@@ -326,7 +328,7 @@ def tool_turn(engine: Engine, server: ScriptedModelServer, mode: str, trust: str
         await started(engine)
         try:
             key = make_chat(engine, mode, trust)
-            admitted = await engine.send(key, "Remind me every hour, please.")
+            admitted = await engine.send(key, "Remind me every hour, please.", principal=OWNER)
             view = await ended(engine, admitted.run_id)
             [result] = [e for e in events(engine, key) if e.kind == "tool_result"]
             return key, view, {**result.content, **result.meta}
@@ -366,7 +368,7 @@ def test_the_tool_in_a_persistent_chat_that_asks_first_asks_the_owner(
         await started(engine)
         try:
             key = make_chat(engine, "persistent", "ask")
-            admitted = await engine.send(key, "Remind me in five minutes.")
+            admitted = await engine.send(key, "Remind me in five minutes.", principal=OWNER)
             deadline = time.monotonic() + 10
             asked: list[Any] = []
             while not asked and time.monotonic() < deadline:

@@ -48,7 +48,8 @@ def tree(conn: Connection, key: str) -> dict[str, str]:
     tab = session_store.get(conn, key).tab_id  # type: ignore[union-attr]
     r1, r2, r3 = (f"{key}-{n}" for n in ("r1", "r2", "r3"))  # a run's id is its own
     for run_id in (r1, r2, r3):
-        run_store.insert(conn, run_id=run_id, session_key=key, tab_id=tab, generation=0)
+        run_store.insert(conn, run_id=run_id, session_key=key, tab_id=tab, generation=0,
+                         principal="owner")
 
     def add(name: str, kind: str, content: dict[str, Any], run_id: str,
             meta: dict[str, Any] | None = None) -> None:
@@ -272,6 +273,9 @@ def body_of(values: list[Any]) -> bytes:
                    for v in values).encode()
 
 
+AT = 1_735_689_600.0  # 2025-01-01 UTC: an import takes times from 2000-01-01 to a day from now
+
+
 def good_file() -> list[Any]:
     """A header, a chat, its run and four events (an answer and its variant)."""
     return [
@@ -279,15 +283,15 @@ def good_file() -> list[Any]:
         {"type": "chat", "key": "c", "title": "T", "memory_mode": "persistent",
          "created_at": "2025-01-02T03:04:05+00:00", "head_event_id": "e4", "events": 4},
         {"type": "run", "run_id": "r", "kind": "chat", "status": "complete",
-         "created_at": 1.0},
+         "created_at": AT + 1.0},
         {"type": "event", "event_id": "e1", "parent_event_id": None, "kind": "user",
-         "content": {"text": "hi"}, "run_id": "r", "created_at": 1.0},
+         "content": {"text": "hi"}, "run_id": "r", "created_at": AT + 1.0},
         {"type": "event", "event_id": "e2", "parent_event_id": "e1", "kind": "assistant",
-         "content": {"text": "one"}, "run_id": "r", "created_at": 2.0},
+         "content": {"text": "one"}, "run_id": "r", "created_at": AT + 2.0},
         {"type": "event", "event_id": "e3", "parent_event_id": "e1", "kind": "assistant",
-         "content": {"text": "two"}, "created_at": 3.0},
+         "content": {"text": "two"}, "created_at": AT + 3.0},
         {"type": "event", "event_id": "e4", "parent_event_id": "e3", "kind": "user",
-         "content": {"text": "more"}, "created_at": 4.0},
+         "content": {"text": "more"}, "created_at": AT + 4.0},
     ]
 
 

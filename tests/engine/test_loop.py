@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hearth.privacy.principal import OWNER
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import (
     events,
@@ -212,8 +213,8 @@ def test_history_excludes_messages_queued_behind_the_run(
     async def body() -> None:
         await engine.start()
         key = new_chat(engine)
-        first = await engine.send(key, "first question")
-        second = await engine.send(key, "second question")
+        first = await engine.send(key, "first question", principal=OWNER)
+        second = await engine.send(key, "second question", principal=OWNER)
         assert second.status == "queued"
         await engine.bus.wait_run(first.run_id, 10)
         await engine.bus.wait_run(second.run_id, 10)
@@ -239,7 +240,7 @@ def test_a_run_that_lost_its_writer_claim_cannot_write(
     async def body() -> tuple[dict[str, Any], list[Any]]:
         await engine.start()
         key = new_chat(engine)
-        admitted = await engine.send(key, "hi")
+        admitted = await engine.send(key, "hi", principal=OWNER)
         assert await asyncio.to_thread(started.wait, 10)
         def intrude(conn: Connection) -> bool:  # another writer takes the chat
             session_store.release_writer(conn, key, admitted.run_id)

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, func, select
 from hearth.engine import admission, first_message, queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
+from hearth.privacy.principal import OWNER
 from hearth.store import runs as run_store
 from hearth.store import transcript
 from hearth.store.schema import sessions
@@ -52,7 +53,7 @@ def test_the_first_message_opens_the_chat_and_its_turn_answers(
 
     async def body() -> tuple[Any, ...]:
         sent = await engine.send_first("Hello there", memory_mode="incognito", trust="trusted",
-                                       client_message_id="m-1")
+                                       client_message_id="m-1", principal=OWNER)
         key = sent.session.key
         # acknowledged: the message and the run are committed (invariant 1)
         first = await engine.db.reading(transcript.at, key, 1)
@@ -73,9 +74,10 @@ def test_the_first_message_opens_the_chat_and_its_turn_answers(
 
 def test_the_same_client_message_id_answers_the_same_chat_and_run(engine: Engine) -> None:
     async def body() -> tuple[Any, Any, int]:
-        one = await engine.send_first("Plan my week", client_message_id="same", dispatch=False)
+        one = await engine.send_first("Plan my week", client_message_id="same", dispatch=False,
+                                      principal=OWNER)
         again = await engine.send_first("Plan my week", client_message_id="same",
-                                        dispatch=False)
+                                        dispatch=False, principal=OWNER)
         return one, again, await engine.db.reading(_chats)
 
     one, again, count = running(engine, body)
@@ -98,7 +100,7 @@ def test_a_refused_send_opens_no_chat(engine: Engine, kwargs: dict[str, Any], co
     async def body() -> tuple[Refusal, int]:
         text = kwargs.pop("text")
         with pytest.raises(Refusal) as refused:
-            await engine.send_first(text, **kwargs)
+            await engine.send_first(text, **kwargs, principal=OWNER)
         return refused.value, await engine.db.reading(_chats)
 
     refused, count = running(engine, body)
@@ -116,7 +118,7 @@ def test_a_send_that_fails_in_its_transaction_leaves_no_empty_chat(
 
     async def body() -> int:
         with pytest.raises(RuntimeError):
-            await engine.send_first("hello")
+            await engine.send_first("hello", principal=OWNER)
         return await engine.db.reading(_chats)
 
     assert running(engine, body) == 0
@@ -126,7 +128,7 @@ def test_a_stopping_gateway_opens_no_chat(engine: Engine) -> None:
     async def body() -> tuple[Refusal, int]:
         engine.stop_admitting()
         with pytest.raises(Refusal) as refused:
-            await engine.send_first("hello")
+            await engine.send_first("hello", principal=OWNER)
         return refused.value, await engine.db.reading(_chats)
 
     refused, count = running(engine, body)

@@ -11,6 +11,7 @@ from typing import Any
 
 from hearth.privacy import scope
 from hearth.privacy.modes import Mode, keeps_memory, mode_of, reads_memory, restricted
+from hearth.privacy.principal import OWNER
 from hearth.privacy.scope import ScopeCarryingExecutor, as_work_of, install_default_executor
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import make_config, make_engine, run, turn
@@ -130,4 +131,4 @@ def test_a_turn_runs_as_its_chat_in_the_chats_mode(
         return key
 
     key = run(body())
-    assert probe.seen == [scope.WorkScope(key, Mode.INCOGNITO, "fake")] * 3
+    assert probe.seen == [scope.WorkScope(key, Mode.INCOGNITO, "fake", OWNER)] * 3

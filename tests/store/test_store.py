@@ -274,7 +274,8 @@ def test_append_and_window_use_keys_not_scans(db: Database) -> None:
 def new_run(db: Database, key: str) -> runs.RunRow:
     run_id = runs.new_run_id()
     with db.write() as conn:
-        runs.insert(conn, run_id=run_id, session_key=key, tab_id=f"tab-{key}", generation=0)
+        runs.insert(conn, run_id=run_id, session_key=key, tab_id=f"tab-{key}", generation=0,
+                    principal="owner")
     return get_run(db, run_id)
 
 

@@ -25,6 +25,7 @@ from hearth.config import Config, load_config
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
 from hearth.home import Home, owner_umask, private_umask
+from hearth.privacy.principal import OWNER
 from hearth.privacy.scope import as_work_of
 from hearth.store import approvals as approval_store
 from hearth.tools import fence
@@ -127,7 +128,7 @@ def test_an_ask_chat_without_the_sandbox_asks_even_for_ls(
 async def _asked(engine: Engine, key: str) -> list[dict[str, Any]]:
     await engine.start()
     try:
-        admitted = await engine.send(key, "list")
+        admitted = await engine.send(key, "list", principal=OWNER)
         for _ in range(500):
             pending = await engine.desk.pending()
             if pending:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from hearth.engine import queries
+from hearth.privacy.principal import OWNER
 from hearth.tools.base import Tool, ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.search import Glob, Grep, SearchLimits
 from hearth.tools.search_match import SLICE_BYTES
@@ -107,7 +108,7 @@ def test_the_event_loop_keeps_answering_while_a_turn_greps(
                 lags.append(time.monotonic() - due)
 
         ticker = asyncio.create_task(tick())
-        admitted = await engine.send(key, "find it")
+        admitted = await engine.send(key, "find it", principal=OWNER)
         await engine.bus.wait_run(admitted.run_id, 60)
         ticker.cancel()
         view = await queries.run_status(engine.db, admitted.run_id)
@@ -135,7 +136,7 @@ def test_stop_ends_a_running_grep_and_its_worker(
     async def body() -> tuple[float, float, float, dict[str, Any]]:
         await engine.start()
         key = new_chat(engine)
-        admitted = await engine.send(key, "search slowly")
+        admitted = await engine.send(key, "search slowly", principal=OWNER)
         await asyncio.sleep(1.0)
         busy = await asyncio.to_thread(cpu_over, 1.0)  # the positive control: it searches
         begun = time.monotonic()

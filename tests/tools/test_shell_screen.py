@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from hearth.engine import queries
 from hearth.engine.runtime import Engine
+from hearth.privacy.principal import OWNER
 from hearth.store import ledger
 from hearth.store.schema import approvals, audit
 from hearth.tools.base import ToolContext, ToolRefused
@@ -282,7 +283,7 @@ def test_a_changing_command_asks_the_owner_and_a_denial_keeps_it_from_running(
     async def body() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         await engine.start()
         try:
-            admitted = await engine.send(new_chat(engine, trust="ask"), "make x")
+            admitted = await engine.send(new_chat(engine, trust="ask"), "make x", principal=OWNER)
             pending = await asked_or_ended(engine, admitted.run_id)
             for row in pending:
                 await engine.desk.decide(row["id"], "deny", None)
@@ -313,7 +314,7 @@ def test_a_command_run_through_env_still_asks_the_owner(
     async def body() -> list[dict[str, Any]]:
         await engine.start()
         try:
-            admitted = await engine.send(new_chat(engine, trust="ask"), "tidy")
+            admitted = await engine.send(new_chat(engine, trust="ask"), "tidy", principal=OWNER)
             pending = await asked_or_ended(engine, admitted.run_id)
             for row in pending:
                 await engine.desk.decide(row["id"], "deny", None)

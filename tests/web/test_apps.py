@@ -121,7 +121,8 @@ def test_an_app_is_refused_another_apps_chat_and_the_owners(
         error_of(alpha.http.post(f"/api/sessions/{key}/fork", json={"index": 0}),
                  404, "session_not_found")
     error_of(alpha.http.get(f"/api/runs/{run}"), 404, "run_not_found")
-    error_of(alpha.http.post("/api/sessions", json={"name": owners}), 409, "name_taken")
+    named = alpha.http.post("/api/sessions", json={"name": owners})  # its own namespace
+    assert named.status_code == 201 and named.json()["key"] == f"alpha~{owners}"
     listed = {s["key"] for s in alpha.http.get("/api/sessions").json()["sessions"]}
     assert mine in listed and theirs not in listed and owners not in listed
     found = alpha.http.get("/api/search", params={"q": "zebra"}).json()
@@ -202,12 +203,16 @@ def test_the_openai_api_takes_an_apps_token_with_send_messages(
         "messages": [{"role": "user", "content": "hello"}]})
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["message"]["content"] == "from v1"
-    assert api.http.get("/api/sessions/alpha-v1").json()["session"]["created_by_app"] == "alpha"
+    chat = api.http.get("/api/sessions/alpha~alpha-v1").json()["session"]  # its own namespace
+    assert chat["created_by_app"] == "alpha"
     owners = api.new_chat()
-    taken = alpha.http.post("/v1/chat/completions", headers={"X-Hearth-Session": owners},
-                            json={"model": "hearth",
-                                  "messages": [{"role": "user", "content": "hi"}]})
-    assert taken.status_code == 404 and taken.json()["error"]["type"]
+    server.push(Reply(text="its own"))
+    same_name = alpha.http.post("/v1/chat/completions", headers={"X-Hearth-Session": owners},
+                                json={"model": "hearth",
+                                      "messages": [{"role": "user", "content": "hi"}]})
+    assert same_name.status_code == 200  # the name in the app's own namespace, not the owner's
+    assert same_name.headers["X-Hearth-Session"] == f"alpha~{owners}"
+    assert api.http.get(f"/api/sessions/{owners}").json()["messages"] == []
     reader = gateway.client(app_token(api, "v1-reader", "read_chats"))
     refused = reader.http.post("/v1/chat/completions", json={
         "model": "hearth", "messages": [{"role": "user", "content": "hello"}]})

@@ -5,6 +5,11 @@ ONE transaction before anything answers; a run id handed out is already durable.
 client message id again answers the same run, however many arrive at once. A message sent
 while the chat's turn runs is admitted as a steer when that turn takes messages (`steered`:
 its event marked for the turn, which reads it at its next step, `engine.steering`).
+
+Admission is where a run's principal is fixed (`privacy.principal`): the caller says on whose
+behalf the message is sent (it authenticated them, or derives it from the work it continues),
+narrowed to the app in a chat an app started, and stored on the run; nothing after reads it
+from anywhere else.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from sqlalchemy import Connection
 from hearth.engine.events import Bus, message_frame
 from hearth.errors import Refusal
 from hearth.faults import crash_point
+from hearth.privacy.principal import Principal
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
 from hearth.store import steers, transcript
@@ -72,6 +78,7 @@ async def admit(
     session_key: str,
     text: str,
     *,
+    principal: Principal,
     client_message_id: str | None = None,
     source_channel: str | None = None,
     kind: str = "chat",
@@ -86,7 +93,7 @@ async def admit(
     validate(text, client_message_id)
     idem = idempotency_key or (f"client:{client_message_id}" if client_message_id else None)
     admitted, event = await db.writing(admit_in, session_key, text, idem, source_channel, kind,
-                                       meta, steer)
+                                       meta, steer, principal=principal)
     if event is None:
         return admitted
     crash_point("admitted" if admitted.status == "started" else "queued")
@@ -96,11 +103,12 @@ async def admit(
 
 def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
              source_channel: str | None, kind: str, meta: dict[str, Any] | None,
-             steer: bool = False, source: tuple[str, str] | None = None,
-             ) -> tuple[Admitted, EventRow | None]:
+             steer: bool = False, source: tuple[str, str] | None = None, *,
+             principal: Principal) -> tuple[Admitted, EventRow | None]:
     """The user's event and its run, in the caller's transaction (`text` already validated);
     the event is None when `idem` names a message already admitted (the same run again).
-    `source` is a channel message's (thread, sender), written on the line once."""
+    `source` is a channel message's (thread, sender), written on the line once. The run is
+    `principal`'s, or the app's in a chat an app started."""
     session = session_store.get(conn, session_key)
     if session is None:
         raise AdmissionError(
@@ -124,7 +132,8 @@ def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
         source_thread=source[0] if source else None, source_user=source[1] if source else None,
     )
     run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
-                     generation=session.generation, user_event_seq=event.seq, kind=kind)
+                     generation=session.generation, user_event_seq=event.seq, kind=kind,
+                     principal=principal.within(session.created_by_app).encode())
     status = "steered" if into else "queued" if queued else "started"
     return Admitted(run_id, status, False, session_key, event.seq, into), event
 

@@ -23,6 +23,7 @@ from hearth.engine.approval_preview import preview
 from hearth.engine.events import Bus
 from hearth.engine.views import sendable
 from hearth.errors import Refusal
+from hearth.privacy import principal as principals
 from hearth.privacy import reach
 from hearth.privacy.modes import mode_of
 from hearth.store import approvals, audit, sessions, transcript
@@ -41,7 +42,15 @@ def approval_view(row: ApprovalRow) -> dict[str, Any]:
         "target": row.target, "status": row.status, "decision": row.decision,
         "prefix": row.prefix, "created_at": row.created_at, "decided_at": row.decided_at,
         "preview": preview(row.tool, row.arguments),
+        "asked_by": asked_by(row),
     }
+
+
+def asked_by(row: ApprovalRow) -> str | None:
+    """On whose behalf the call was asked for, as the card says it ("app Zapier"); None for
+    the owner's own work."""
+    principal = principals.decode(row.principal)
+    return None if principal.is_owner else principal.shown()
 
 
 def waiting_view(row: ApprovalRow, chat: SessionRow | None, opening: str | None

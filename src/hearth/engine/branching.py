@@ -22,7 +22,9 @@ from sqlalchemy import Connection
 from hearth.engine import repeat_guard
 from hearth.engine.admission import Admitted, admit_in, validate
 from hearth.errors import Refusal
+from hearth.privacy import principal as principals
 from hearth.privacy.modes import mode_of, restricted
+from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.store import audit, branches, transcript
 from hearth.store import runs as run_store
@@ -85,16 +87,19 @@ def _rerun_in(conn: Connection, run: RunRow, door: str) -> Admitted:
     asked = _message_of(conn, run)
     _refuse_if_busy(conn, run.session_key)
     branches.move_head(conn, run.session_key, asked.event_id)
-    return _admit_again(conn, asked, door, {"again_of": run.run_id})
+    return _admit_again(conn, asked, door, {"again_of": run.run_id},
+                        principals.decode(run.principal))
 
 
 def _admit_again(conn: Connection, asked: EventRow, door: str,
-                 detail: dict[str, object]) -> Admitted:
-    """A run for the message at the head, `asked`, written no second time."""
+                 detail: dict[str, object], principal: Principal) -> Admitted:
+    """A run for the message at the head, `asked`, written no second time, on behalf of the
+    run it repeats (`principal`: a retry keeps the original's)."""
     row = chats.chat_in(conn, asked.session_key)
     run_id = run_store.new_run_id()
     run_store.insert(conn, run_id=run_id, session_key=asked.session_key, tab_id=row.tab_id,
-                     generation=row.generation, user_event_seq=asked.seq, kind="regenerate")
+                     generation=row.generation, user_event_seq=asked.seq, kind="regenerate",
+                     principal=principal.within(row.created_by_app).encode())
     audit.write(conn, door, actor=ACTOR, session_key=asked.session_key, run_id=run_id,
                 detail=detail)
     return Admitted(run_id, "started", False, asked.session_key, asked.seq)
@@ -104,10 +109,11 @@ def _admit_again(conn: Connection, asked: EventRow, door: str,
 
 
 async def edit(db: Database, key: str, index: int, text: str, confirm: str | None,
-               meta: dict[str, Any] | None = None) -> Admitted:
+               meta: dict[str, Any] | None = None, *, principal: Principal) -> Admitted:
     """Send `text` in place of the owner's message at `index`: a new branch from its parent
-    (its event carrying `meta` too: a mention's expansion). The same words again are that
-    message run again, asked about as a retry is."""
+    (its event carrying `meta` too: a mention's expansion), a new message of `principal`'s.
+    The same words again are that message run again, asked about as a retry is (on behalf of
+    the run it repeats)."""
     validate(text, None)
     message = await db.reading(_visible, key, index)
     if message.kind != "user":
@@ -117,15 +123,15 @@ async def edit(db: Database, key: str, index: int, text: str, confirm: str | Non
         run = await _run_of(db, message)
         return await _run_again(db, run, confirm, "chat.edit_resend")
     return await db.writing(_edit_in, message, text, {**(meta or {}),
-                                                      "edit_of": message.event_id})
+                                                      "edit_of": message.event_id}, principal)
 
 
-def _edit_in(conn: Connection, message: EventRow, text: str, meta: dict[str, Any]
-             ) -> Admitted:
+def _edit_in(conn: Connection, message: EventRow, text: str, meta: dict[str, Any],
+             principal: Principal) -> Admitted:
     _refuse_if_busy(conn, message.session_key)
     branches.move_head(conn, message.session_key, message.parent_event_id)
     admitted, _event = admit_in(conn, message.session_key, text, None,
-                                message.source_channel, "chat", meta)
+                                message.source_channel, "chat", meta, principal=principal)
     audit.write(conn, "chat.edit_resend", actor=ACTOR, session_key=message.session_key,
                 run_id=admitted.run_id, detail={"edit_of": message.event_id})
     return admitted

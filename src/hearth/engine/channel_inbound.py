@@ -25,6 +25,8 @@ from hearth.engine import admission
 from hearth.engine.admission import Admitted
 from hearth.engine.events import message_frame
 from hearth.faults import crash_point
+from hearth.privacy import principal as principals
+from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import NewChat
 from hearth.store import channels as channel_store
@@ -79,6 +81,14 @@ def meta_of(inbound: Inbound) -> dict[str, Any]:
     return meta
 
 
+def principal_of(inbound: Inbound) -> Principal:
+    """On whose behalf a channel message is admitted: the owner when the channel knows the
+    sender as the owner (`owner_ids`), else that sender, a guest."""
+    if inbound.owner:
+        return principals.OWNER  # the channel authenticated its owner
+    return principals.guest(inbound.channel, inbound.sender)
+
+
 async def receive(engine: Engine, inbound: Inbound) -> Received:
     """Admit a channel message (once), and wake its chat's lane."""
     text = text_of(inbound)
@@ -105,7 +115,8 @@ def _take(conn: Connection, inbound: Inbound, text: str, new: NewChat,
     key, opened = _chat_of_thread(conn, inbound, new, deleting)
     admitted, event = admission.admit_in(
         conn, key, text, f"{inbound.channel}:{inbound.inbound_id}", inbound.channel, "chat",
-        meta_of(inbound), source=(inbound.thread, inbound.sender))
+        meta_of(inbound), source=(inbound.thread, inbound.sender),
+        principal=principal_of(inbound))
     return Received(key, admitted, opened), event
 
 

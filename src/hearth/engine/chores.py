@@ -39,6 +39,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine import titles
+from hearth.engine.principals import owners_own
 from hearth.memory import learning
 from hearth.memory.service import Memory
 from hearth.models.chore_runner import Owed, background_chain
@@ -95,7 +96,7 @@ class Exchange:
     chat: SessionRow | None
     question: str = ""
     answer: str = ""
-    guest: bool = False  # the message was a channel guest's: nothing of it is the owner's
+    guest: bool = False  # the run is not the owner's own (an app's, a guest's, a report)
 
 
 class Chores:
@@ -291,7 +292,7 @@ def _exchange(conn: Connection, key: str, run_id: str | None) -> Exchange:
     answers = [str(e.content.get("text", "")) for e in events
                if e.kind == "assistant" and not e.meta.get("partial")]
     meta = (asked.meta or {}) if asked is not None else {}
-    guest = "guest" in meta or "helper_report" in meta  # not the owner's own words
+    guest = not owners_own(run.principal, meta)  # not the owner's own words
     return Exchange(chat, question, answers[-1] if answers else "", guest)
 
 

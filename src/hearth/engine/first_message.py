@@ -22,6 +22,7 @@ from hearth.engine import admission, mentions
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.events import message_frame
 from hearth.faults import crash_point
+from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import ChatError, NewChat
 from hearth.store import sessions as session_store
@@ -44,7 +45,8 @@ class FirstSent:
     admitted: Admitted
 
 
-async def send_first(engine: Engine, text: str, *, memory_mode: str | None = None,
+async def send_first(engine: Engine, text: str, *, principal: Principal,
+                     memory_mode: str | None = None,
                      agent: str | None = None, model: str | None = None,
                      client_message_id: str | None = None, trust: str | None = None,
                      workspace_dir: str | None = None, origin: str = "api",
@@ -58,10 +60,11 @@ async def send_first(engine: Engine, text: str, *, memory_mode: str | None = Non
     admission.validate(text, client_message_id)
     new = chats.checked_new(memory_mode=memory_mode, agent=agent, model=model,
                             workspace_dir=workspace_dir, trust=trust, origin=origin,
-                            keep_out=engine.placement.hidden, choices=engine.choices())
+                            keep_out=engine.placement.hidden, choices=engine.choices(),
+                            created_by_app=principal.app)
     idem = f"client:{client_message_id}" if client_message_id else None
     mention = await mentions.prepare(engine.prompts_dir, text, None)  # @name expanded
-    sent, event = await _open_and_admit(engine, new, text, idem, mention.meta)
+    sent, event = await _open_and_admit(engine, new, text, idem, mention.meta, principal)
     if event is not None:
         crash_point("admitted")
         engine.bus.publish(sent.session.key, message_frame(event))
@@ -72,18 +75,20 @@ async def send_first(engine: Engine, text: str, *, memory_mode: str | None = Non
 
 
 async def _open_and_admit(engine: Engine, new: NewChat, text: str, idem: str | None,
-                          meta: dict[str, Any] | None) -> tuple[FirstSent, EventRow | None]:
+                          meta: dict[str, Any] | None, principal: Principal,
+                          ) -> tuple[FirstSent, EventRow | None]:
     since = time.time() - SAME_MESSAGE_SECONDS
     for _attempt in range(ATTEMPTS):
         try:
-            return await engine.db.writing(_in_one, new, text, idem, since, meta)
+            return await engine.db.writing(_in_one, new, text, idem, since, meta, principal)
         except IntegrityError:
             continue  # another chat took the name in the same instant; look again
     raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
 
 
 def _in_one(conn: Connection, new: NewChat, text: str, idem: str | None, since: float,
-            meta: dict[str, Any] | None) -> tuple[FirstSent, EventRow | None]:
+            meta: dict[str, Any] | None, principal: Principal,
+            ) -> tuple[FirstSent, EventRow | None]:
     """The chat, the message and its run in one transaction; or the chat this message
     opened before."""
     if idem is not None:
@@ -94,7 +99,8 @@ def _in_one(conn: Connection, new: NewChat, text: str, idem: str | None, since: 
             return FirstSent(session, admission.again(conn, kept.run_id, session.key,
                                                       kept.seq)), None
     session = chats.insert_new(conn, new)
-    admitted, event = admission.admit_in(conn, session.key, text, idem, None, "chat", meta)
+    admitted, event = admission.admit_in(conn, session.key, text, idem, None, "chat", meta,
+                                         principal=principal)
     refreshed = session_store.get(conn, session.key)
     assert refreshed is not None
     return FirstSent(refreshed, admitted), event

@@ -4,14 +4,16 @@ In order: a call the privacy fence refuses for a restricted chat's work (memory 
 keep or read, the memory folder, lasting work, a command where there is no sandbox) is
 refused before anything else is asked (`tools.fence`); a tool the policy does not give this
 agent is refused; a call that only reads where it runs goes ahead (a tool whose own code only
-reads, or a command placed in the read-only sandbox; never a command judged by its text), and
-so does one to a tool that needs no approval (memory_remember); a call that may change
-something goes ahead when the chat is trusted or a standing grant covers it (never for a turn
-that answers someone other than the owner on a channel, nor in a chat an app started: the
-owner is asked) (a shell grant
-limited to a prefix covers one simple command beyond it); a turn nobody can answer for (a
-job's, a helper's) refuses it; otherwise the owner is asked and the call waits on the
-answer. Every decision writes an audit row naming who decided.
+reads, or a command placed in the read-only sandbox; never a command judged by its text).
+
+A call that may change something is then judged by the run's principal (fixed at admission,
+`engine.principals`): only the owner's own work (not an app's, not a channel guest's, not a
+helper's report) may go ahead on the chat's trust or a standing grant (a shell grant limited
+to a prefix covers one simple command beyond it), or without asking for a tool that needs no
+approval (memory_remember). Anyone else's call asks the owner, the card saying on whose
+behalf; where nobody can answer (a job's turn, a helper's, a stateless request's) it is
+refused with a sentence. Every decision writes an audit row naming who decided and on whose
+behalf the call was made.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hearth.engine.principals import owners_own
 from hearth.engine.state import CallScope
 from hearth.models.types import ToolCall
 from hearth.privacy import reach
-from hearth.store import approvals, audit, ledger, sessions, transcript
+from hearth.store import approvals, audit, ledger, transcript
 from hearth.store.approvals import ApprovalRow
 from hearth.tools import fence, policy
 from hearth.tools.base import Tool, effect_of
@@ -65,8 +68,8 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     if effect == "reads":
         await _audit(turn, call, "allowed", "policy", "it only reads", effect)
         return None
-    if await _asked_by_guest(turn) or await _started_by_app(turn):  # nor for an app's chat
-        return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
+    if not await _owners_own(turn):  # an app's, a guest's, a helper's report: ask the owner
+        return await _ask_for_other(turn, position, call, effect)
     if not getattr(tool, "needs_approval", True):
         await _audit(turn, call, "allowed", "policy", "it changes only the owner's memory", effect)
         return None
@@ -86,23 +89,31 @@ async def permit(turn: CallScope, position: int, call: ToolCall, tool: Tool) -> 
     return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
 
 
-async def _asked_by_guest(turn: CallScope) -> bool:
-    """Whether the turn answers a message from someone other than the owner (a channel's
-    guest: its `meta.guest`)."""
+async def _owners_own(turn: CallScope) -> bool:
+    """Whether the run is the owner's own work: its principal is the owner and its message is
+    not a helper's report (the helper's words, admitted for the chat)."""
+    if not turn.principal.is_owner:
+        return False
     seq = turn.run.user_event_seq
     if seq is None:
-        return False
+        return True
     event = await turn.db.reading(transcript.at, turn.session_key, seq)
     meta = event.meta if event is not None and isinstance(event.meta, dict) else {}
-    return "guest" in meta or "helper_report" in meta  # a helper's report is not the owner
+    return owners_own(turn.run.principal, meta)
 
 
-async def _started_by_app(turn: CallScope) -> bool:
-    """Whether the chat is an app's (`created_by_app`): its turns run under the app's
-    permission, never the owner's trust or grants, so each call that may change something
-    asks the owner."""
-    chat = await turn.db.reading(sessions.get, turn.session_key)
-    return chat is not None and chat.created_by_app is not None
+async def _ask_for_other(turn: CallScope, position: int, call: ToolCall,
+                         effect: str) -> str | None:
+    """A call made on someone else's behalf: never on trust or a grant. The owner is asked,
+    or, where nobody can answer, it is refused."""
+    if turn.run.kind in UNATTENDED_KINDS:
+        shown = turn.principal.shown()
+        await _audit(turn, call, "refused", "unattended",
+                     "it runs for someone else and nobody can answer for this turn", effect)
+        return (f"{call.name} may change something, and this {WHOSE[turn.run.kind]} turn runs "
+                f"for {'a helper report' if shown == 'you' else shown}: only the owner may "
+                "allow such a call, and nobody can answer for this turn, so it was not run.")
+    return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
 
 
 async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str,
@@ -132,7 +143,8 @@ def _asked(conn: Connection, turn: CallScope, position: int, call: ToolCall, eff
            target: str | None) -> ApprovalRow:
     row = approvals.ask(conn, run_id=turn.run_id, session_key=turn.session_key,
                         call_id=call.call_id, agent=turn.agent, tool=call.name,
-                        arguments=call.arguments, effect=effect, target=target)
+                        arguments=call.arguments, effect=effect, target=target,
+                        principal=turn.run.principal)
     ledger.record_requested(conn, run_id=turn.run_id, session_key=turn.session_key,
                             call_id=call.call_id, position=position, tool=call.name,
                             arguments=call.arguments, effect=effect)
@@ -142,7 +154,8 @@ def _asked(conn: Connection, turn: CallScope, position: int, call: ToolCall, eff
 async def _audit(turn: CallScope, call: ToolCall, decision: str, by: str, reason: str,
                  effect: str | None = None) -> None:
     detail = {"tool": call.name, "call_id": call.call_id, "effect": effect, "reason": reason,
-              "target": _audited_target(call)}  # read here: the scope is this task's
+              "target": _audited_target(call),  # read here: the scope is this task's
+              "for": turn.run.principal}
     await turn.db.writing(audit.write, f"tool.{decision}", actor=by,
                           session_key=turn.session_key, run_id=turn.run_id, detail=detail,
                           durable=False)

@@ -30,6 +30,9 @@ from sqlalchemy import Connection, select
 from hearth.config import LimitsConfig
 from hearth.engine import admission
 from hearth.engine.events import Frame, message_frame
+from hearth.privacy import principal as principals
+from hearth.privacy.modes import mode_of, restricted
+from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import NewChat
 from hearth.store import runs as run_store
@@ -94,19 +97,35 @@ def _start_in(conn: Connection, parent_key: str, asking_run: str, tasks: list[st
                           "deep, and this chat is that deep already: do the work here.")
     room = max(0, limits.helpers_running - _at_work(conn, parent_key))
     batch = Batch([], tasks[room:], [])
+    principal = _principal_of(conn, asking_run)  # a helper works for its chat's principal
     for task in tasks[:room]:
         new = NewChat(memory_mode=parent.memory_mode, agent=parent.agent, model=parent.model,
-                      workspace_dir=parent.workspace_dir, trust="ask", origin=ORIGIN)
+                      workspace_dir=parent.workspace_dir, trust="ask", origin=ORIGIN,
+                      created_by_app=parent.created_by_app)  # an app's helper is its own
         helper = chats.insert_new(conn, new)
         session_store.update_fields(conn, helper.key, parent_key=parent_key,
-                                    title=f"Helper: {' '.join(task.split())[:60]}")
+                                    title=helper_title(parent.memory_mode, task))
         admitted, event = admission.admit_in(
             conn, helper.key, task, None, ORIGIN, KIND,
-            {"helper_of": {"session": parent_key, "run": asking_run}})
+            {"helper_of": {"session": parent_key, "run": asking_run}}, principal=principal)
         batch.started.append(Started(helper.key, admitted.run_id, task))
         if event is not None:
             batch.events.append(event)
     return batch
+
+
+def _principal_of(conn: Connection, run_id: str) -> Principal:
+    """The asking run's principal (a run that is gone: a guest of nowhere, never the owner)."""
+    run = run_store.get(conn, run_id)
+    return principals.decode(run.principal if run is not None else None)
+
+
+def helper_title(memory_mode: str, task: str) -> str:
+    """A helper's title: its task's first words, or, for a chat that keeps nothing, its mode
+    alone (a title is shown in lists; a restricted chat's words are not)."""
+    if restricted(mode_of(memory_mode)):
+        return f"{chats.MODE_TITLES.get(memory_mode, 'Temporary chat')}: helper"
+    return f"Helper: {' '.join(task.split())[:60]}"
 
 
 class SpawnHelpers:
@@ -211,7 +230,8 @@ def _report_in(conn: Connection, run_id: str) -> tuple[EventRow | None, bool]:
         return event, False
     text = REPORT.format(key=helper.key, how=run.sentence or run.ending or "ended",
                          answer=_final_answer(conn, run) or "(it gave no answer)")
-    _admitted, message = admission.admit_in(conn, parent.key, text, idem, ORIGIN, "chat", meta)
+    _admitted, message = admission.admit_in(conn, parent.key, text, idem, ORIGIN, "chat", meta,
+                                            principal=principals.decode(run.principal))
     return message, message is not None
 
 

@@ -14,12 +14,13 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine import endings
+from hearth.engine import endings, principals
 from hearth.engine.state import CallScope
 from hearth.engine.toolbatch import run_call
 from hearth.engine.turn import TurnDeps, scope_fields
 from hearth.errors import Refusal
 from hearth.models.types import ToolCall
+from hearth.privacy.principal import Principal
 from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
 from hearth.store import audit, ledger
@@ -41,14 +42,16 @@ async def tools_for(deps: TurnDeps, session_key: str) -> list[dict[str, Any]]:
 
 
 async def invoke_tool(deps: TurnDeps, session_key: str, name: str,
-                      arguments: dict[str, Any]) -> dict[str, Any]:
+                      arguments: dict[str, Any], principal: Principal) -> dict[str, Any]:
     session = await chats.get_chat(deps.db, session_key)
     tool = await _allowed_tool(deps, session_key, session.agent, name)
-    run = await deps.db.writing(_new_run, session, run_store.new_run_id())
+    principal = principal.within(session.created_by_app)
+    run = await deps.db.writing(_new_run, session, run_store.new_run_id(), principal)
+    memory = principal.is_owner or await deps.db.reading(principals.may_use_memory, principal)
     scope = CallScope(**scope_fields(deps, run, session))
     call = ToolCall("mcp_" + uuid.uuid4().hex[:12], name, arguments)
     try:
-        with as_work_of(session.key, session.memory_mode):  # the call is the chat's work
+        with as_work_of(session.key, session.memory_mode, principal, memory=memory):
             outcome = await run_call(scope, 0, call, tool)
     except asyncio.CancelledError:
         await deps.db.writing(ledger.mark_unknown, run.run_id, f"Unknown: {GONE}")
@@ -61,9 +64,10 @@ async def invoke_tool(deps: TurnDeps, session_key: str, name: str,
             "run_id": run.run_id}
 
 
-def _new_run(conn: Connection, session: SessionRow, run_id: str) -> RunRow:
+def _new_run(conn: Connection, session: SessionRow, run_id: str,
+             principal: Principal) -> RunRow:
     run_store.insert(conn, run_id=run_id, session_key=session.key, tab_id=session.tab_id,
-                     generation=session.generation, kind="mcp")
+                     generation=session.generation, kind="mcp", principal=principal.encode())
     run_store.mark_running(conn, run_id)
     run = run_store.get(conn, run_id)
     assert run is not None

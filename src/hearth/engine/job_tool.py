@@ -12,7 +12,10 @@ import asyncio
 from typing import Any
 
 from hearth.engine.jobs import MAX_MINUTES, WHAT, BadSchedule, describe, schedule
+from hearth.privacy import principal as principals
 from hearth.privacy import reach
+from hearth.privacy import scope as work_scope
+from hearth.privacy.principal import Principal
 from hearth.store.db import Database
 from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, ToolRefused
 
@@ -62,11 +65,20 @@ class ScheduleJob:
         try:
             job = await asyncio.to_thread(
                 schedule, self.db, prompt=args.get("prompt"), request=args,
-                made_by=ctx.session_key, actor="tool", run_id=ctx.run_id)
+                made_by=ctx.session_key, actor="tool", run_id=ctx.run_id,
+                principal=_asking())
         except BadSchedule as bad:
             raise ToolRefused(bad.sentence) from bad
         said = f"Scheduled job #{job.id}: {describe(job)}."
         return ToolOutcome(f"{said} Its turns run in chat {job.session_key}.", said)
+
+
+def _asking() -> Principal:
+    """The turn's principal, from its work scope (a job fires for whoever made it); work of
+    no known principal is a guest of nowhere, never the owner."""
+    scope = work_scope.current()
+    found = scope.principal if scope is not None else None
+    return found if found is not None else principals.UNKNOWN
 
 
 JOB_TOOL_NAMES = ("schedule_job",)

@@ -21,7 +21,9 @@ from hearth.engine.schedules import BadSchedule
 from hearth.errors import Refusal
 from hearth.privacy import reach
 from hearth.privacy.modes import mode_of
+from hearth.privacy.principal import Principal
 from hearth.sessions import chats
+from hearth.sessions.naming import key_for
 from hearth.store import audit
 from hearth.store import jobs as job_store
 from hearth.store.db import Database, now
@@ -96,16 +98,18 @@ def checked_prompt(prompt: object) -> str:
 
 
 def schedule(db: Database, *, prompt: object, request: dict[str, object], made_by: str,
-             actor: str, run_id: str | None = None) -> JobRow:
+             actor: str, principal: Principal, run_id: str | None = None) -> JobRow:
     """Make the job (a promise: synced before it is reported) and audit it. `request` holds
-    the schedule's fields (in_minutes, every_minutes, cron, at, timezone, missed)."""
+    the schedule's fields (in_minutes, every_minutes, cron, at, timezone, missed). The job
+    fires for `principal` (its maker's, never re-decided), in a chat of that principal's."""
     text = checked_prompt(prompt)
     planned = plan_of(request, now())
     with db.write() as conn:
         job = job_store.add(conn, prompt=text, next_at=planned.next_at,
                             every_seconds=planned.every_seconds, made_by=made_by,
                             cron=planned.cron, timezone=planned.timezone,
-                            missed=planned.missed)
+                            missed=planned.missed, principal=principal.encode(),
+                            chat_prefix=key_for("", principal.app))
         audit.write(conn, "job.created", actor=actor,
                     session_key=None if made_by == "owner" else made_by, run_id=run_id,
                     detail={"job": job.id, "every_seconds": planned.every_seconds,
@@ -166,12 +170,17 @@ def listing(db: Database, session: str | None) -> list[JobRow]:
 
 
 def make(db: Database, *, prompt: str, request: dict[str, object], session: str | None,
-         route: str) -> JobRow:
-    """A job the owner (or a chat that keeps things) asks for; a bad schedule is refused
-    (422 with its code: invalid_cron, invalid_timezone, invalid_at or invalid_request)."""
+         route: str, principal: Principal) -> JobRow:
+    """A job `principal` (or a chat of theirs that keeps things) asks for, fired on its
+    behalf (narrowed to the app in an app's chat); a bad schedule is refused (422 with its
+    code: invalid_cron, invalid_timezone, invalid_at or invalid_request)."""
     made_by = may_change(db, session, WHAT, route)
+    if made_by != "owner":
+        with db.read() as conn:
+            principal = principal.within(chats.chat_in(conn, made_by).created_by_app)
     try:
-        return schedule(db, prompt=prompt, request=request, made_by=made_by, actor="owner")
+        return schedule(db, prompt=prompt, request=request, made_by=made_by,
+                        actor=principal.encode(), principal=principal)
     except BadSchedule as bad:
         raise Refusal(bad.code, 422, bad.sentence) from bad
 

@@ -41,6 +41,7 @@ from hearth.engine import admission, deletion, mentions
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.engine.events import Subscription
 from hearth.errors import Refusal
+from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import DEFAULT_AGENT, ChatError, NewChat
 from hearth.store import runs as run_store
@@ -100,7 +101,11 @@ class Asked:
     chat: str | None
     history: tuple[Said, ...]
     text: str
-    app: str | None = None  # the app asking (its chats are its own), None for the owner
+    principal: Principal  # who asks: the owner, or an app (whose chats are its own)
+
+    @property
+    def app(self) -> str | None:
+        return self.principal.app
 
 
 @dataclass(frozen=True)
@@ -177,13 +182,15 @@ async def _begin_named(engine: Engine, asked: Asked, name: str) -> Exchange:
                                    origin=SOURCE, choices=engine.choices(),
                                    created_by_app=asked.app)
     await _run_on(engine, opened.session, target)
-    sub = engine.bus.subscribe(name)  # before the run exists: none of its frames is missed
+    key = opened.session.key  # the name in the asker's own namespace
+    sub = engine.bus.subscribe(key)  # before the run exists: none of its frames is missed
     try:
-        admitted = await engine.send(name, asked.text, source_channel=SOURCE)
+        admitted = await engine.send(key, asked.text, principal=asked.principal,
+                                     source_channel=SOURCE)
     except BaseException:
         engine.bus.unsubscribe(sub)
         raise
-    return Exchange(engine, name, admitted, sub, stateless=False)
+    return Exchange(engine, key, admitted, sub, stateless=False)
 
 
 async def _run_on(engine: Engine, session: SessionRow, target: Target) -> None:
@@ -232,7 +239,7 @@ def _seed_and_admit(conn: Connection, new: NewChat, asked: Asked,
         kind = "assistant" if said.role == "assistant" else "user"
         transcript.append(conn, session.key, kind, {"text": said.text}, source_channel=SOURCE)
     admitted, _event = admission.admit_in(conn, session.key, asked.text, None, SOURCE,
-                                          STATELESS_KIND, meta)
+                                          STATELESS_KIND, meta, principal=asked.principal)
     return admitted
 
 

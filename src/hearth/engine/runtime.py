@@ -41,6 +41,7 @@ from hearth.engine.supervise import ActiveTurns
 from hearth.engine.turn import TurnDeps, run_turn
 from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
+from hearth.privacy.principal import Principal
 from hearth.privacy.scope import install_default_executor
 from hearth.privacy.stores import protect
 from hearth.sessions.chats import DEFAULT_AGENT, Choices
@@ -159,7 +160,8 @@ class Engine:
                      requeued, abandoned, len(waiting))
 
     async def send(
-        self, session_key: str, text: str, *, client_message_id: str | None = None,
+        self, session_key: str, text: str, *, principal: Principal,
+        client_message_id: str | None = None,
         source_channel: str | None = None, kind: str = "chat", dispatch: bool = True,
         meta: dict[str, Any] | None = None, idempotency_key: str | None = None,
     ) -> Admitted:
@@ -176,7 +178,7 @@ class Engine:
                                  f"Chat {session_key!r} is being deleted; it takes no message.")
         mention = await mentions.prepare(self.prompts_dir, text, meta)  # @name expanded
         admitted = await admission.admit(self.db, self.bus, session_key, text,
-                                   client_message_id=client_message_id,
+                                   principal=principal, client_message_id=client_message_id,
                                    source_channel=source_channel, kind=kind, meta=mention.meta,
                                    idempotency_key=idempotency_key,
                                    steer=steering.may_steer(self.active.turn_of(session_key)))
@@ -186,7 +188,8 @@ class Engine:
         return admitted
 
     async def send_first(
-        self, text: str, *, memory_mode: str | None = None, agent: str | None = None,
+        self, text: str, *, principal: Principal, memory_mode: str | None = None,
+        agent: str | None = None,
         model: str | None = None, client_message_id: str | None = None,
         trust: str | None = None, workspace_dir: str | None = None, origin: str = "api",
         dispatch: bool = True,
@@ -194,7 +197,7 @@ class Engine:
         """Open a new chat with its first message, both written at once (a failed send leaves
         no empty chat): see engine.first_message."""
         return await first_message.send_first(
-            self, text, memory_mode=memory_mode, agent=agent, model=model,
+            self, text, principal=principal, memory_mode=memory_mode, agent=agent, model=model,
             client_message_id=client_message_id, trust=trust, workspace_dir=workspace_dir,
             origin=origin, dispatch=dispatch)
 
@@ -253,9 +256,11 @@ class Engine:
         """Answer again (a completed answer is kept as a variant; see engine.branching)."""
         return self._moved(await branching.regenerate(self.db, key, index, confirm))
 
-    async def edit(self, key: str, index: int, text: str, confirm: str | None) -> Admitted:
+    async def edit(self, key: str, index: int, text: str, confirm: str | None, *,
+                   principal: Principal) -> Admitted:
         mention = await mentions.prepare(self.prompts_dir, text, None)  # @name expanded
-        admitted = await branching.edit(self.db, key, index, text, confirm, mention.meta)
+        admitted = await branching.edit(self.db, key, index, text, confirm, mention.meta,
+                                        principal=principal)
         await mentions.tell(self.db, self.bus, admitted, mention)
         return self._moved(admitted)
 
@@ -286,12 +291,12 @@ class Engine:
     async def tools_for(self, session_key: str) -> list[dict[str, Any]]:
         return await invoke.tools_for(self.deps, session_key)
 
-    async def invoke_tool(self, session_key: str, name: str,
-                          arguments: dict[str, Any]) -> dict[str, Any]:
+    async def invoke_tool(self, session_key: str, name: str, arguments: dict[str, Any], *,
+                          principal: Principal) -> dict[str, Any]:
         """Run one tool call as the chat, for an agent CLI (see engine.invoke)."""
         if not self.accepting:
             raise AdmissionError("shutting_down", 503, "The gateway is stopping.")
-        return await invoke.invoke_tool(self.deps, session_key, name, arguments)
+        return await invoke.invoke_tool(self.deps, session_key, name, arguments, principal)
 
     def stop_admitting(self) -> None:
         self.accepting = False

@@ -29,9 +29,11 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine import schedules
+from hearth.engine import app_quotas, schedules
 from hearth.engine.admission import AdmissionError, Admitted
 from hearth.errors import Refusal
+from hearth.privacy import principal as principals
+from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import ChatError
 from hearth.store import audit
@@ -51,8 +53,8 @@ class JobHost(Protocol):
 
     db: Database
 
-    async def send(self, session_key: str, text: str, *, kind: str = ...,
-                   dispatch: bool = ..., meta: dict[str, Any] | None = ...,
+    async def send(self, session_key: str, text: str, *, principal: Principal,
+                   kind: str = ..., dispatch: bool = ..., meta: dict[str, Any] | None = ...,
                    idempotency_key: str | None = ...) -> Admitted: ...
 
     def dispatch(self, session_key: str) -> None: ...
@@ -64,6 +66,7 @@ class Fired:
     due_at: float
     run_id: str | None  # None: skipped (its chat could not be opened or took no message)
     duplicate: bool = False
+    session_key: str = ""  # the job's chat
 
 
 def idempotency_key(job: JobRow) -> str:
@@ -138,12 +141,15 @@ class Scheduler:
         await self._open(job)
         key = f"job:{job.id}:now:{time.time_ns()}"
         admitted = await self.host.send(job.session_key, job.prompt, kind="job", dispatch=False,
-                                        meta={"job": job.id}, idempotency_key=key)
+                                        meta={"job": job.id}, idempotency_key=key,
+                                        principal=principals.decode(job.principal))
         self.host.dispatch(job.session_key)
         await self.host.db.writing(_ran_now, job, admitted)
-        return Fired(job.id, time.time(), admitted.run_id)
+        return Fired(job.id, time.time(), admitted.run_id, session_key=job.session_key)
 
     async def _fire(self, job: JobRow) -> Fired | None:
+        if await app_quotas.fire_refused(self.host, job):  # its app's fires per hour are spent
+            return await self._skip(job, app_quotas.FIRES_SPENT)
         try:
             await self._open(job)
             admitted = await self._admit(job)
@@ -161,9 +167,11 @@ class Scheduler:
         return Fired(job.id, job.next_at, admitted.run_id, admitted.duplicate)
 
     async def _open(self, job: JobRow) -> None:
-        """Open (or make again) the job's chat."""
+        """Open (or make again) the job's chat, its maker's (an app's job's chat is the
+        app's; a name held by another principal's chat is refused, never opened)."""
         opened = await chats.open_chat(self.host.db, name=job.session_key,
-                                       memory_mode="persistent", origin="job")
+                                       memory_mode="persistent", origin="job",
+                                       created_by_app=principals.decode(job.principal).app)
         if opened.created:
             log.info("made chat %s for job #%d", job.session_key, job.id)
 
@@ -171,7 +179,8 @@ class Scheduler:
         """Admit the prompt, on the loop like every surface's message: admission publishes
         the message on the live bus, which is only ever published to from the loop."""
         return await self.host.send(job.session_key, job.prompt, kind="job", dispatch=False,
-                                    meta={"job": job.id}, idempotency_key=idempotency_key(job))
+                                    meta={"job": job.id}, idempotency_key=idempotency_key(job),
+                                    principal=principals.decode(job.principal))
 
     async def _skip(self, job: JobRow, code: str) -> Fired:
         """Move past a due time the job cannot fire for, saying why in the log and audit."""

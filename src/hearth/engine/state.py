@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hearth.config import Config, LimitsConfig, ModelConfig
+from hearth.engine import principals
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.events import Bus
 from hearth.models.breakers import Breakers
 from hearth.models.types import Provider
+from hearth.privacy.principal import Principal
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.tools import policy
@@ -53,6 +55,11 @@ class CallScope:
     @property
     def session_key(self) -> str:
         return self.run.session_key
+
+    @property
+    def principal(self) -> Principal:
+        """On whose behalf the run works: fixed at admission, read from the run."""
+        return principals.of_run(self.run)
 
     @property
     def run_id(self) -> str:

@@ -19,7 +19,17 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.config import Config
-from hearth.engine import agents, compact_turn, endings, failover, loop, mentions, record, recovery
+from hearth.engine import (
+    agents,
+    compact_turn,
+    endings,
+    failover,
+    loop,
+    mentions,
+    principals,
+    record,
+    recovery,
+)
 from hearth.engine.approvals import ApprovalDesk
 from hearth.engine.endings import Ending
 from hearth.engine.events import Bus
@@ -78,8 +88,10 @@ async def run_turn(deps: TurnDeps, run: RunRow) -> None:
         return
     crash_point("run_start")
     deps.bus.publish(run.session_key, {"type": "status", "running": True, "run_id": run.run_id})
-    with as_work_of(claimed.key, claimed.memory_mode):  # every task and thread of the turn
-        ending = await _run_claimed(deps, run, claimed)
+    principal = principals.of_run(run)  # fixed at admission; read, never decided here
+    memory = principal.is_owner or await deps.db.reading(principals.may_use_memory, principal)
+    with as_work_of(claimed.key, claimed.memory_mode, principal, memory=memory):
+        ending = await _run_claimed(deps, run, claimed)  # every task and thread of the turn
     await endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
                          ending=ending, show=ending.code != "stale")
     if ending.code == "complete":

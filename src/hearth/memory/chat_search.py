@@ -7,7 +7,8 @@ Temporary chat, never one whose mode cannot be read, never the chat asking. What
 masked (`hearth.masking`, then any labelled value and long secret-looking runs) and fenced as
 quoted data: one begin and one end marker around it, and any copy of a marker inside the
 quoted text neutralised, so a line in an old chat cannot pose as an instruction. Work that
-may read no memory (a Temporary chat's) searches nothing.
+may read no memory (a Temporary chat's, an app's without `manage_memory`, a guest's) searches
+nothing, and an app's turn searches the app's own chats alone, never the owner's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlalchemy import Row, String, func, or_, select
 
 from hearth import masking
 from hearth.privacy import reach
+from hearth.privacy import scope as work_scope
 from hearth.privacy.modes import Mode, mode_of
 from hearth.store import search as search_index
 from hearth.store.db import Database
@@ -122,11 +124,14 @@ def search_chats(db: Database, words: str, *, exclude_key: str | None, max_chats
     terms = terms_of(words)
     if not terms:
         return []
+    only = _reachable(db)
     by_chat: dict[str, list[tuple[int, Row[Any]]]] = {}
     titles: dict[str, str | None] = {}
     for row in _matching_turns(db, terms, exclude_key):
         if mode_of(row.memory_mode) is not Mode.PERSISTENT or row.session_key == exclude_key:
             continue  # the one reader decides, whatever the query let through
+        if only is not None and row.session_key not in only:
+            continue  # an app's turn reaches its own chats alone
         matched = sum(term in str(row.text).lower() for term in terms)
         if matched:
             by_chat.setdefault(row.session_key, []).append((matched, row))
@@ -136,6 +141,21 @@ def search_chats(db: Database, words: str, *, exclude_key: str | None, max_chats
                     reverse=True)
     return [_found_chat(key, titles[key], hits, terms, turns_per_chat, window_chars)
             for key, hits in ranked[:max_chats]]
+
+
+def _reachable(db: Database) -> set[str] | None:
+    """The chats the work running now may search: every kept chat (None) for the owner's
+    work; an app's own chats alone for an app's (a guest's work reads no chat: refused
+    before this by `reach`)."""
+    scope = work_scope.current()
+    principal = scope.principal if scope is not None else None
+    if principal is None or principal.is_owner:
+        return None
+    if principal.app is None:
+        return set()
+    with db.read() as conn:
+        return set(conn.execute(select(sessions.c.key).where(
+            sessions.c.created_by_app == principal.app)).scalars())
 
 
 def _matching_turns(db: Database, terms: list[str], exclude_key: str | None) -> list[Row[Any]]:

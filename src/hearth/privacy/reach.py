@@ -46,22 +46,45 @@ def restricted_mode() -> Mode | None:
 
 def may_read_memory() -> bool:
     scope = work_scope.current()
-    return scope is None or reads_memory(scope.mode)
+    return scope is None or (reads_memory(scope.mode) and scope.memory)
+
+
+def whose(scope: work_scope.WorkScope) -> str:
+    """The clause a refusal opens with when the work's principal may not use the memory."""
+    principal = scope.principal
+    if principal is not None and principal.app is not None:
+        return (f"This turn runs for the app {principal.app!r}, which was not given the "
+                "manage_memory permission: it may neither read nor keep your memory")
+    return ("This turn answers someone other than you: it may neither read nor keep your "
+            "memory")
+
+
+def memory_refusal() -> str | None:
+    """The clause refusing the owner's memory to the work running now for who it runs for
+    (an app without manage_memory, a guest), or None."""
+    scope = work_scope.current()
+    if scope is None or scope.memory:
+        return None
+    return whose(scope)
 
 
 def write_refusal(what: str = "nothing was written to memory") -> str | None:
     """The sentence refusing a memory change for the work running now, or None."""
     mode = restricted_mode()
-    if mode is None:
-        return None
-    return f"{why(mode)}, so {what}."
+    if mode is not None:
+        return f"{why(mode)}, so {what}."
+    clause = memory_refusal()
+    return None if clause is None else f"{clause}, so {what}."
 
 
 def read_refusal(what: str = "no memory was read") -> str | None:
     scope = work_scope.current()
-    if scope is None or reads_memory(scope.mode):
+    if scope is None:
         return None
-    return f"{why(scope.mode)}, so {what}."
+    if not reads_memory(scope.mode):
+        return f"{why(scope.mode)}, so {what}."
+    clause = memory_refusal()
+    return None if clause is None else f"{clause}, so {what}."
 
 
 def lasting_refusal(what: str, mode: Mode | None = None) -> str | None:

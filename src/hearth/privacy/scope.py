@@ -1,6 +1,8 @@
 """The work scope: which session a piece of work is done for, and in which memory mode.
 
-A turn sets it (`as_work_of`) for the whole of its work. It lives in a contextvar, so it
+A turn sets it (`as_work_of`) for the whole of its work, with the run's principal and whether
+that principal may use the owner's memory (`memory`: the owner's own work, an app holding
+`manage_memory`). It lives in a contextvar, so it
 follows the work into asyncio tasks (which copy the context when made) and `asyncio.to_thread`
 (which runs in a copy of it). A thread pool does NOT carry it on its own: work handed to a
 plain `ThreadPoolExecutor` runs with no scope, and a restricted chat's data would be handled
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hearth.privacy.modes import Mode, mode_of
+from hearth.privacy.principal import Principal
 from hearth.threads import ContextCarryingExecutor
 
 ScopeCarryingExecutor = ContextCarryingExecutor  # the scope is one of the context's variables
@@ -27,6 +30,8 @@ class WorkScope:
     session_key: str
     mode: Mode
     model_id: str | None = None  # the model the turn runs on, once it has named it
+    principal: Principal | None = None  # on whose behalf (None: the gateway's own chore)
+    memory: bool = True  # may the work read and keep the owner's memory (its mode permitting)
 
 
 _current: contextvars.ContextVar[WorkScope | None] = contextvars.ContextVar(
@@ -39,10 +44,12 @@ def current() -> WorkScope | None:
 
 
 @contextmanager
-def as_work_of(session_key: str, recorded_mode: object) -> Iterator[WorkScope]:
+def as_work_of(session_key: str, recorded_mode: object, principal: Principal | None = None,
+               *, memory: bool = True) -> Iterator[WorkScope]:
     """Run the enclosed work as `session_key`'s, in the mode its record says (read by the one
-    reader, failing closed)."""
-    scope = WorkScope(session_key, mode_of(recorded_mode))
+    reader, failing closed), on behalf of `principal`, using the owner's memory only when
+    `memory` (and the mode) allow it."""
+    scope = WorkScope(session_key, mode_of(recorded_mode), principal=principal, memory=memory)
     token = _current.set(scope)
     try:
         yield scope
@@ -58,7 +65,7 @@ def answered_by(model_id: str) -> Iterator[WorkScope | None]:
     if scope is None:
         yield None
         return
-    named = WorkScope(scope.session_key, scope.mode, model_id)
+    named = WorkScope(scope.session_key, scope.mode, model_id, scope.principal, scope.memory)
     token = _current.set(named)
     try:
         yield named

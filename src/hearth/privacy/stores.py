@@ -6,7 +6,9 @@ database): a change to one of those tables from work that keeps nothing raises
 `RestrictedSession`.
 On SQLite the connection's authorizer holds the same line below SQLAlchemy — raw SQL, a
 trigger, a CTE-prefixed write — and, for work that may read no memory (Temporary,
-unreadable), refuses reads of those tables too. SQLite consults the authorizer when it
+unreadable), refuses reads of those tables too. Work whose principal may not use the owner's
+memory (an app without `manage_memory`, a guest) is refused the memory tables both ways, in
+any mode. SQLite consults the authorizer when it
 prepares a statement, and cached statements are not prepared again; setting an authorizer
 expires every prepared statement, so the authorizer is set afresh whenever a transaction
 begins in a different scope than the connection last served.
@@ -75,22 +77,28 @@ def _screen(_conn: Connection, _cursor: Any, statement: str, *_args: Any) -> Non
 def _set_authorizer(conn: Connection) -> None:
     scope = work_scope.current()
     mode = None if scope is None or keeps_memory(scope.mode) else scope.mode
+    state = (mode, scope is not None and not scope.memory)
     record = conn.connection  # the pooled connection: its info outlives this checkout
-    if record.info.get(_STATE, None) == mode:
+    if record.info.get(_STATE, (None, False)) == state:
         return
     raw = record.dbapi_connection
     assert raw is not None
-    raw.set_authorizer(None if mode is None else _authorizer(mode))
-    record.info[_STATE] = mode
+    raw.set_authorizer(None if state == (None, False) else _authorizer(*state))
+    record.info[_STATE] = state
 
 
-def _authorizer(mode: Mode) -> Callable[..., int]:
-    no_reads = not reads_memory(mode)
+def _authorizer(mode: Mode | None, no_memory: bool) -> Callable[..., int]:
+    """Restricted work (`mode`) may change no memory, grant or job, and reads no memory when
+    its mode reads none; work whose principal may not use the memory (`no_memory`) neither
+    reads nor changes it."""
+    no_reads = no_memory or (mode is not None and not reads_memory(mode))
+    lasting_locked = mode is not None
 
     def decide(action: int, table: str | None, *_rest: Any) -> int:
         name = (table or "").lower()
         if name in LASTING_TABLES:
-            return sqlite3.SQLITE_DENY if action in _WRITES else sqlite3.SQLITE_OK
+            locked = lasting_locked and action in _WRITES
+            return sqlite3.SQLITE_DENY if locked else sqlite3.SQLITE_OK
         if not name.startswith(TABLE_PREFIX):
             return sqlite3.SQLITE_OK
         if action in _WRITES or (no_reads and action == sqlite3.SQLITE_READ):

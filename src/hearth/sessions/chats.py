@@ -35,7 +35,13 @@ from sqlalchemy.exc import IntegrityError
 from hearth.errors import Refusal
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.reach import RestrictedSession, why
-from hearth.sessions.naming import NAME_PATTERN, chat_number_of, next_chat_name
+from hearth.sessions.naming import (
+    NAME_PATTERN,
+    chat_number_of,
+    key_for,
+    name_part,
+    next_chat_name,
+)
 from hearth.store import branches, transcript
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
@@ -134,11 +140,14 @@ async def open_chat(
     """Open the kept chat called `name`, or make a new one (named by `naming` when no name).
     A `workspace_dir` that is, contains or lies inside a `keep_out` folder (the Hearth home),
     or is `/`, is refused; with `choices`, so are a model and an agent not among them. With
-    `created_by_app` (a verified app's name) the chat made is that app's, and a name taken by
-    a chat the app did not start is refused (409 `name_taken`)."""
-    _check_opening(name, memory_mode, model, agent, choices)
+    `created_by_app` (a verified app's name) the chat made is that app's, and its `name` is
+    in the app's own namespace (`naming.key_for`); the owner's name never opens an app's chat
+    (409 `name_taken`: an app's chat is no secret to the owner)."""
+    _check_opening(name_part(name, created_by_app) if name else None, memory_mode, model,
+                   agent, choices)
     if workspace_dir is not None:
         workspace_dir = _checked_folder(workspace_dir, keep_out)
+    name = key_for(name, created_by_app) if name is not None else None
     for _attempt in range(20):
         try:
             return await db.writing(_open_or_insert, name, memory_mode, agent, model,
@@ -236,9 +245,9 @@ def _open_or_insert(
     if name is not None:
         kept = session_store.get(conn, name)
         if kept is not None:
-            if created_by_app is not None and kept.created_by_app != created_by_app:
+            if kept.created_by_app != created_by_app:  # never across principals
                 raise ChatError("name_taken", 409,
-                                f"The name {name!r} is taken; choose another name for the chat.")
+                                f"The name {name!r} is an app's chat; choose another name.")
             if memory_mode is not None and memory_mode != kept.memory_mode:
                 raise ChatError(
                     "memory_mode_fixed", 409,
@@ -249,6 +258,7 @@ def _open_or_insert(
         key, number = name, chat_number_of(name)
     else:
         key, number = next_chat_name(conn)
+        key = key_for(key, created_by_app)  # an app's chats are all in its own namespace
     mode = memory_mode or "persistent"
     row = session_store.insert(
         conn,

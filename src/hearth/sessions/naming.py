@@ -1,7 +1,13 @@
-"""The one place a new chat is named: `chat-<number>-<second>`.
+"""The one place a new chat is named: `chat-<number>-<second>`, and the one place a name a
+client gives becomes a chat's key.
 
 The number carries on past the highest one any kept chat has, and a name some chat already
 holds (one named by hand, or made in the same second by a clock set back) is stepped past.
+
+Names are per principal (`key_for`): the owner's names are the chats' keys; an app's live in
+a namespace of its own, `<app>~<name>`, which no owner's name can spell (a name holds no
+`~`). So an app's name never opens, collides with or reveals an owner's chat, and the owner's
+work (a job's chat, `/v1`'s `user`) never opens an app's.
 """
 
 from __future__ import annotations
@@ -14,7 +20,24 @@ from sqlalchemy import Connection
 from hearth.store import sessions as session_store
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+APP_MARK = "~"  # between an app's name and a name it gave: `zapier~inbox`
 _CHAT_NAME = re.compile(r"^chat-(\d+)-(\d+)$")
+
+
+def key_for(name: str, app: str | None) -> str:
+    """The key of the chat `name` names for whoever gives it: the owner's name itself; for
+    an app, the name in its own namespace (a key it was handed back, `<app>~…`, is itself)."""
+    if app is None:
+        return name
+    prefix = app + APP_MARK
+    return name if name.startswith(prefix) else prefix + name
+
+
+def name_part(name: str, app: str | None) -> str:
+    """What of `name` is the name itself, to check against `NAME_PATTERN` (an app may give
+    back the key it was handed)."""
+    prefix = (app or "") + APP_MARK
+    return name.removeprefix(prefix) if app is not None else name
 
 
 def chat_number_of(key: str) -> int | None:

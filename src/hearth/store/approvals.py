@@ -33,6 +33,7 @@ class ApprovalRow:
     prefix: str | None
     created_at: float
     decided_at: float | None
+    principal: str  # on whose behalf the call was asked for, as stored
 
     @classmethod
     def of(cls, row: Any) -> ApprovalRow:
@@ -41,7 +42,8 @@ class ApprovalRow:
 
 
 def ask(conn: Connection, *, run_id: str, session_key: str, call_id: str, agent: str,
-        tool: str, arguments: dict[str, Any], effect: str, target: str | None) -> ApprovalRow:
+        tool: str, arguments: dict[str, Any], effect: str, target: str | None,
+        principal: str) -> ApprovalRow:
     """The approval for this call: the one already asked, or a new pending one."""
     kept = for_call(conn, run_id, call_id)
     if kept is not None:
@@ -49,7 +51,7 @@ def ask(conn: Connection, *, run_id: str, session_key: str, call_id: str, agent:
     conn.execute(approvals.insert().values(
         id="apr_" + uuid.uuid4().hex, run_id=run_id, session_key=session_key, call_id=call_id,
         agent=agent, tool=tool, arguments=arguments, effect=effect, target=target,
-        status="pending", created_at=now(),
+        status="pending", created_at=now(), principal=principal,
     ))
     asked = for_call(conn, run_id, call_id)
     assert asked is not None

@@ -38,6 +38,7 @@ class JobRow:
     cron: str | None = None
     timezone: str | None = None
     missed: str = "once"
+    principal: str = "owner"  # on whose behalf it fires, as stored (never re-decided)
 
     @property
     def once(self) -> bool:
@@ -58,18 +59,19 @@ def chat_name(job_id: int) -> str:
 
 
 def add(conn: Connection, *, prompt: str, next_at: float, every_seconds: int | None,
-        made_by: str, cron: str | None = None, timezone: str | None = None,
-        missed: str = "once") -> JobRow:
-    """A new enabled job, named after its id (the id is known once the row is in)."""
+        made_by: str, principal: str, cron: str | None = None,
+        timezone: str | None = None, missed: str = "once", chat_prefix: str = "") -> JobRow:
+    """A new enabled job, its chat named after its id (the id is known once the row is in),
+    after `chat_prefix` (an app's namespace: the engine's `naming.key_for`)."""
     inserted = conn.execute(jobs.insert().values(
         prompt=prompt, every_seconds=every_seconds, next_at=next_at, enabled=True,
         session_key="", made_by=made_by, created_at=now(), cron=cron, timezone=timezone,
-        missed=missed,
+        missed=missed, principal=principal,
     )).inserted_primary_key
     assert inserted is not None
     job_id = int(inserted[0])
     conn.execute(update(jobs).where(jobs.c.id == job_id)
-                 .values(session_key=chat_name(job_id)))
+                 .values(session_key=chat_prefix + chat_name(job_id)))
     made = get(conn, job_id)
     assert made is not None
     return made

@@ -39,6 +39,7 @@ class RunRow:
     ended_at: float | None
     partial_text: str | None
     ended_seq: int | None
+    principal: str  # on whose behalf it runs, as stored (`privacy.principal.decode` reads it)
 
     @classmethod
     def of(cls, row: Any) -> RunRow:
@@ -70,13 +71,14 @@ def insert(
     session_key: str,
     tab_id: str,
     generation: int,
+    principal: str,
     kind: str = "chat",
     user_event_seq: int | None = None,
 ) -> None:
     conn.execute(_INSERT, {
         "run_id": run_id, "session_key": session_key, "tab_id": tab_id,
         "generation": generation, "kind": kind, "status": "admitted",
-        "user_event_seq": user_event_seq, "created_at": now(),
+        "user_event_seq": user_event_seq, "created_at": now(), "principal": principal,
     })
 
 

@@ -97,6 +97,7 @@ runs = Table(
     Column("partial_text", Text),  # the answer streaming at the last checkpoint
     Column("partial_at", Float),
     Column("ended_seq", Integer),  # the chat's last seq when the run ended (done replay)
+    Column("principal", String(300), nullable=False, server_default="owner"),  # on whose behalf
     Index("ix_runs_queue", "session_key", "status", "id"),
     Index("ix_runs_status", "status", "id"),
     Index("ix_runs_ended", "session_key", "ended_seq"),
@@ -151,6 +152,7 @@ approvals = Table(
     Column("prefix", Text),
     Column("created_at", Float, nullable=False),
     Column("decided_at", Float),
+    Column("principal", String(300), nullable=False, server_default="owner"),  # who asked
     UniqueConstraint("run_id", "call_id", name="uq_approvals_call"),
     Index("ix_approvals_status", "status", "created_at"),
 )
@@ -211,6 +213,7 @@ jobs = Table(
     Column("cron", String(200)),
     Column("timezone", String(64)),
     Column("missed", String(10), nullable=False, server_default="once"),
+    Column("principal", String(300), nullable=False, server_default="owner"),  # whose job
     Index("ix_jobs_due", "enabled", "next_at"),
     sqlite_autoincrement=True,
 )

@@ -5,7 +5,9 @@ grants, trust and the owner) and again by the tools as they run:
 - a tool that keeps something lasting (`keeps = "memory"`) is refused to work that keeps
   nothing (Incognito, Temporary, unreadable);
 - a tool that reads memory (`reads_memory = True`) is refused to work that reads none
-  (Temporary, unreadable);
+  (Temporary, unreadable) and, in any chat, to the work of someone who may not use the
+  owner's memory (an app without manage_memory, a guest: `reach.memory_refusal`), whose
+  calls may not name the memory folder either and whose commands run with it hidden;
 - a call that names a path in the memory folder is refused when it may change something and
   the work keeps nothing, and refused outright when the work reads no memory. Listings and
   searches leave the folder out for work that reads none (`withheld`), and the shell's sandbox
@@ -34,7 +36,7 @@ def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
     """The sentence refusing this call for the work running now, or None."""
     mode = reach.restricted_mode()
     if mode is None:
-        return None
+        return _not_for_principal(tool, args, ctx)
     keeps = getattr(tool, "keeps", None)
     if keeps:
         return reach.lasting_refusal(str(keeps))
@@ -54,6 +56,18 @@ def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
         return read
     if effect_of(tool, args, ctx) != "reads":
         return reach.write_refusal("its tools may not change the memory folder")
+    return None
+
+
+def _not_for_principal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
+    """In a chat that keeps things, the work of someone who may not use the owner's memory
+    (an app without manage_memory, a guest) is refused a memory tool and the memory folder."""
+    if reach.memory_refusal() is None:
+        return None
+    if getattr(tool, "reads_memory", False):
+        return reach.read_refusal(f"{tool.name} was not run")
+    if names_memory(tool.name, args, ctx):
+        return reach.read_refusal("the memory folder is closed to its tools")
     return None
 
 
@@ -89,7 +103,8 @@ def sandbox_rule(ctx: ToolContext) -> tuple[str, str] | None:
     ("hide", path) for work that reads no memory, ("read-only", path) for work that keeps
     none, None otherwise."""
     folder = _folder(ctx)
-    if folder is None or reach.restricted_mode() is None or not folder.is_dir():
+    kept_from = reach.restricted_mode() is not None or reach.memory_refusal() is not None
+    if folder is None or not kept_from or not folder.is_dir():
         return None
     if _relative_name(folder, ctx.workspace) is None:
         return None  # not in the workspace: the sandbox already hides the home it lives in

@@ -15,6 +15,7 @@ from fastapi import Request
 
 from hearth.engine import apps, signins
 from hearth.errors import Refusal
+from hearth.privacy import principal as principals
 from hearth.web import permissions, signin
 
 FORM = "application/x-www-form-urlencoded"
@@ -33,18 +34,21 @@ async def bearer_only(request: Request) -> None:
 async def require_token(request: Request) -> None:
     """The owner (the gateway's token, the signed-in cookie), or an app by its own token, held
     to its permissions and its chats there (`web.permissions.enforce`); `request.state.app`
-    says which (None: the owner)."""
+    says which (None: the owner), and `request.state.principal` is fixed here, the one place
+    a web request's principal is decided."""
     expected: str = request.app.state.token
     request.state.app = None
     header = request.headers.get("authorization", "")
     if not header and signin.COOKIE in request.cookies:
         await _require_cookie(request, expected, request.cookies[signin.COOKIE])
+        request.state.principal = principals.OWNER  # the owner's signed-in dashboard
         return
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
         raise Refusal("unauthorized", 401, NEEDS_TOKEN)
     given = given.strip()
     if expected and hmac.compare_digest(given.encode(), expected.encode()):
+        request.state.principal = principals.OWNER  # the gateway's own token
         return
     app = await apps.identify(request.app.state.engine.db, given)
     if app is None:
@@ -52,6 +56,7 @@ async def require_token(request: Request) -> None:
                       "The token is not this gateway's token, nor a token of an app that is "
                       "not revoked.")
     request.state.app = app
+    request.state.principal = principals.app(app.name)
     await permissions.enforce(request, app)
 
 

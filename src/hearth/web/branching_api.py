@@ -20,6 +20,7 @@ from hearth.engine.admission import Admitted
 from hearth.engine.branching import Moved
 from hearth.engine.views import session_view
 from hearth.web.deps import EngineDep
+from hearth.web.permissions import PrincipalDep
 
 router = APIRouter()
 Index = Field(ge=0, le=10_000_000)
@@ -66,9 +67,11 @@ async def regenerate(key: str, engine: EngineDep, body: RegenerateBody | None = 
 
 
 @router.post("/api/sessions/{key}/edit")
-async def edit(key: str, body: EditBody, engine: EngineDep) -> JSONResponse:
+async def edit(key: str, body: EditBody, engine: EngineDep,
+               principal: PrincipalDep) -> JSONResponse:
     """Send new words in place of one of the owner's messages (a new branch from its parent)."""
-    return _started(await engine.edit(key, body.index, body.text, body.confirm))
+    return _started(await engine.edit(key, body.index, body.text, body.confirm,
+                                      principal=principal))
 
 
 @router.post("/api/sessions/{key}/rewind")

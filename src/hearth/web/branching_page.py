@@ -26,6 +26,7 @@ from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
+from hearth.web.permissions import PrincipalDep
 from hearth.web.ui import form_of
 
 MAX_INDEX = 10_000_000
@@ -50,11 +51,13 @@ async def regenerate(request: Request, key: str, engine: EngineDep) -> Response:
 
 
 @pages.post("/chats/{key}/edit")
-async def edit(request: Request, key: str, engine: EngineDep) -> Response:
+async def edit(request: Request, key: str, engine: EngineDep,
+               principal: PrincipalDep) -> Response:
     """Send `text` in place of the owner's message at `index` (a new branch)."""
     form = await form_of(request)
     index = _number(form, "index", MAX_INDEX)
-    admitted = await engine.edit(key, index, form.get("text", ""), _confirm(form))
+    admitted = await engine.edit(key, index, form.get("text", ""), _confirm(form),
+                                 principal=principal)
     return _back(request, key, {"run_id": admitted.run_id})
 
 

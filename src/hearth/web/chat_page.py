@@ -21,6 +21,7 @@ from hearth.web import branching_page, channels_view
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.events_api import MAX_SEQ, sse, stream_response
+from hearth.web.permissions import PrincipalDep
 from hearth.web.shell import agent_names, page
 from hearth.web.turn_view import chat_state, frame_html, page_items
 from hearth.web.ui import csrf_of, form_of
@@ -98,10 +99,11 @@ async def _drawn(engine: Engine, key: str, csrf: str,
 
 
 @pages.post("/chats/{key}/send")
-async def send(request: Request, key: str, engine: EngineDep) -> Response:
+async def send(request: Request, key: str, engine: EngineDep,
+               principal: PrincipalDep) -> Response:
     """The composer's post: admit the message, then back to the chat's page."""
     form = await form_of(request)
-    admitted = await engine.send(key, form.get("text", ""),
+    admitted = await engine.send(key, form.get("text", ""), principal=principal,
                                  client_message_id=form.get("client_message_id") or None,
                                  dispatch=False)
     if not admitted.duplicate:

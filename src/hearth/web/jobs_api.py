@@ -21,8 +21,10 @@ from hearth.engine import jobs, schedules
 from hearth.engine.jobs import MAX_MINUTES, MAX_PROMPT, JobRow, describe
 from hearth.engine.runtime import Engine
 from hearth.engine.views import iso
+from hearth.web import quotas
 from hearth.web.deps import EngineDep, SessionHeader
-from hearth.web.permissions import AppName
+from hearth.web.permissions import AppName, PrincipalDep
+from hearth.web.quotas import QuotasDep
 
 router = APIRouter()
 MAX_ID = 2**62  # ids are SQLite integers; larger is no job
@@ -94,12 +96,13 @@ async def _for_app(engine: Engine, app: str | None, session: str | None,
 
 
 @router.post("/api/jobs")
-async def make_job(body: NewJob, engine: EngineDep, app: AppName,
-                   session: SessionHeader = None) -> JSONResponse:
+async def make_job(body: NewJob, engine: EngineDep, app: AppName, principal: PrincipalDep,
+                   held: QuotasDep, session: SessionHeader = None) -> JSONResponse:
     await _for_app(engine, app, session)
-    job = await asyncio.to_thread(jobs.make, engine.db, prompt=body.prompt,
-                                  request=body.request(), session=session,
-                                  route="POST /api/jobs")
+    async with quotas.new_job(held, engine, app, body.request()):  # an app's: its quotas
+        job = await asyncio.to_thread(jobs.make, engine.db, prompt=body.prompt,
+                                      request=body.request(), session=session,
+                                      route="POST /api/jobs", principal=principal)
     return JSONResponse(job_view(job), status_code=201)
 
 
@@ -110,17 +113,19 @@ async def run_job(job_id: JobId, engine: EngineDep, app: AppName,
     await _for_app(engine, app, session, job_id)
     await asyncio.to_thread(jobs.may_change, engine.db, session,
                             f"a run of job #{job_id}", "POST /api/jobs/run")
+    await quotas.run_now(engine, app)  # an app's: 429 past its fires per hour
     fired = await engine.scheduler.run_now(job_id)
     return JSONResponse({"job": job_id, "run_id": fired.run_id,
-                         "session_key": f"job-{job_id}"}, status_code=202)
+                         "session_key": fired.session_key}, status_code=202)
 
 
 @router.patch("/api/jobs/{job_id}")
 async def change_job(job_id: JobId, body: JobChange, engine: EngineDep, app: AppName,
-                     session: SessionHeader = None) -> dict[str, Any]:
+                     held: QuotasDep, session: SessionHeader = None) -> dict[str, Any]:
     await _for_app(engine, app, session, job_id)
-    return job_view(await asyncio.to_thread(jobs.change, engine.db, job_id, body.enabled,
-                                            session, "PATCH /api/jobs"))
+    async with quotas.changed_job(held, engine, app, job_id, body.enabled):
+        return job_view(await asyncio.to_thread(jobs.change, engine.db, job_id, body.enabled,
+                                                session, "PATCH /api/jobs"))
 
 
 @router.delete("/api/jobs/{job_id}")

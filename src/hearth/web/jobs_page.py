@@ -23,6 +23,7 @@ from hearth.engine.jobs import JobRow, clock
 from hearth.errors import Refusal
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
+from hearth.web.permissions import principal_of
 from hearth.web.shell import page
 from hearth.web.ui import form_of
 
@@ -105,7 +106,8 @@ async def add_job(request: Request, engine: EngineDep) -> Response:
     form = await form_of(request)
     try:
         await asyncio.to_thread(jobs.make, engine.db, prompt=form.get("prompt", ""),
-                                request=request_of(form), session=None, route="POST /jobs/add")
+                                request=request_of(form), session=None, route="POST /jobs/add",
+                                principal=principal_of(request))
     except Refusal as refused:
         return await _jobs_page(request, engine, status=refused.status,
                                 problem=refused.sentence, adding=form)

@@ -33,11 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from hearth.engine import openai_requests
 from hearth.engine.openai_requests import Asked, Exchange, Piece, Reply, Said, Text, TurnFailed
 from hearth.errors import Refusal
-from hearth.sessions.naming import NAME_PATTERN
+from hearth.sessions.naming import NAME_PATTERN, name_part
 from hearth.web.auth import bearer_only, require_token
 from hearth.web.deps import EngineDep
 from hearth.web.errors import openai_envelope, openai_error
-from hearth.web.permissions import AppName
+from hearth.web.permissions import PrincipalDep
 
 router = APIRouter(dependencies=[Depends(bearer_only), Depends(require_token)])
 KEEPALIVE_SECONDS = 15.0
@@ -94,11 +94,11 @@ async def list_models(engine: EngineDep) -> dict[str, Any]:
 
 @router.post("/v1/chat/completions", response_model=None)
 async def chat_completions(
-    body: ChatRequest, engine: EngineDep, app: AppName,
+    body: ChatRequest, engine: EngineDep, principal: PrincipalDep,
     session: Annotated[str | None, Header(alias="X-Hearth-Session")] = None,
 ) -> Response:
-    chat, history, text = _read(body, session)
-    asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text, app)
+    chat, history, text = _read(body, session, principal.app)
+    asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text, principal)
     exchange = await openai_requests.begin(engine, asked)
     headers = {"X-Hearth-Run": exchange.run_id}
     if not exchange.stateless:
@@ -117,7 +117,8 @@ async def chat_completions(
     return JSONResponse(_completion(exchange, body.model, reply), headers=headers)
 
 
-def _read(body: ChatRequest, header: str | None) -> tuple[str | None, tuple[Said, ...], str]:
+def _read(body: ChatRequest, header: str | None,
+          app: str | None) -> tuple[str | None, tuple[Said, ...], str]:
     """The chat named, the earlier messages (a stateless request's context) and the last."""
     if body.n is not None and body.n != 1:
         raise _invalid("n", "Hearth writes one answer per request; n must be 1.")
@@ -125,7 +126,7 @@ def _read(body: ChatRequest, header: str | None) -> tuple[str | None, tuple[Said
         if getattr(body, name):
             raise _invalid(name, f"Hearth's agent runs Hearth's own tools; a request's {name} "
                                  "are not supported. Send the request without them.")
-    chat = _chat_named(header, body.user)
+    chat = _chat_named(header, body.user, app)
     last = body.messages[-1]
     if last.role != "user":
         raise _invalid("messages", "The last message must be the user's (role 'user'): it is "
@@ -141,14 +142,15 @@ def _read(body: ChatRequest, header: str | None) -> tuple[str | None, tuple[Said
     return chat, tuple(said for said in history if said.text), text
 
 
-def _chat_named(header: str | None, user: str | None) -> str | None:
-    """The chat the request names: the header, else `user` (both: the same one)."""
+def _chat_named(header: str | None, user: str | None, app: str | None) -> str | None:
+    """The chat the request names: the header, else `user` (both: the same one); an app's
+    names are its own (`naming.key_for`), so it may also give back the key it was handed."""
     if header is not None and user is not None and header != user:
         raise _invalid("user", "X-Hearth-Session and user name two different chats; send one.")
     for name, param in ((header, None), (user, "user")):
         if name is None:
             continue
-        if not NAME_PATTERN.match(name):
+        if not NAME_PATTERN.match(name_part(name, app)):
             where = "user" if param else "X-Hearth-Session"
             raise _invalid(param, f"{where} {NAME_SENTENCE}; {name[:100]!r} is not one.",
                            "invalid_name")

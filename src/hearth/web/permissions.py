@@ -11,7 +11,9 @@ refused to every app. Refused: 403 `app_scope`, naming the permission, with an a
 Then its reach: a route about one chat (`{key}`, a run's chat `{run_id}`, the chat named by
 `X-Hearth-Session`) answers 404 as if there were none, unless the app started that chat
 (`sessions.created_by_app`): an app never learns that another's chat exists. Lists (chats,
-search, approvals) are narrowed to its chats by the routes themselves (`app_of`).
+search, approvals) are narrowed to its chats by the routes themselves (`app_of`). Last, its
+quotas (`web.quotas.hold`): turns per minute, open streams; and, before all of it, the open
+files kept for the owner (`web.quotas.keep_reserve`).
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from fastapi import Depends, Request
 from hearth.engine import apps
 from hearth.engine.apps import App
 from hearth.errors import Refusal
+from hearth.privacy.principal import Principal
+from hearth.sessions.naming import key_for
+from hearth.web import quotas
 
 OWNER = "owner"  # the owner's alone: never an app's, whatever it was given
 PUBLIC = "public"  # no token at all (its own check, if any)
-READ, SEND, MEMORY, JOBS, ADMIN = apps.PERMISSIONS
+READ, SEND, MEMORY, JOBS, FOLDERS, ADMIN = apps.PERMISSIONS
 
 _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in (
     ("GET", "/"), ("POST", "/chats/new"), ("GET", "/chats"), ("POST", "/logout"),
@@ -95,7 +100,9 @@ def permission_of(method: str, path: str) -> str | None:
 
 
 async def enforce(request: Request, app: App) -> None:
-    """Hold an app's request to its permissions, then to the chats it started."""
+    """Hold an app's request to the open files kept for the owner, to its permissions, to the
+    chats it started, then to its quotas."""
+    await quotas.keep_reserve(request, app)  # first: nothing done for an app when files run out
     route = request.scope.get("route")
     path = getattr(route, "path", request.url.path)
     needed = permission_of(request.method, path)
@@ -107,9 +114,11 @@ async def enforce(request: Request, app: App) -> None:
     params = request.path_params
     key, run_id = params.get("key"), params.get("run_id")
     named = request.headers.get("x-hearth-session")
+    named = key_for(named, app.name) if named is not None else None  # its own namespace
     if key is not None or run_id is not None or named is not None:
         if not await apps.may_reach(db, app.name, key=key, run_id=run_id, named=named):
             raise _not_found(key, run_id, named)
+    quotas.hold(request, app, ("GET" if request.method == "HEAD" else request.method, path))
 
 
 def _sentence(app: str, permission: str) -> str:
@@ -137,3 +146,15 @@ def app_name_of(request: Request) -> str | None:
 
 
 AppName = Annotated[str | None, Depends(app_name_of)]  # the app's name, None for the owner
+
+
+def principal_of(request: Request) -> Principal:
+    """On whose behalf this request acts, as `web.auth.require_token` fixed it; a request it
+    did not authenticate has none, and is refused rather than taken for the owner's."""
+    found = getattr(request.state, "principal", None)
+    if not isinstance(found, Principal):
+        raise Refusal("unauthorized", 401, "This request was not authenticated.")
+    return found
+
+
+PrincipalDep = Annotated[Principal, Depends(principal_of)]  # who the request acts for

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
-from hearth.engine import compact_now, helpers, outbox
+from hearth.engine import apps, compact_now, helpers, outbox
 from hearth.engine.export import export_chat
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.deps import EngineDep
-from hearth.web.permissions import AppName
+from hearth.web.permissions import AppName, PrincipalDep, app_of
 
 router = APIRouter()
 MAX_SEQ = 2**62  # sequence numbers are SQLite integers; larger is not a place in any chat
@@ -70,9 +70,10 @@ class SendMessage(BaseModel):
 
 
 @router.post("/api/sessions")
-async def create_session(engine: EngineDep, app: AppName,
+async def create_session(request: Request, engine: EngineDep, app: AppName,
                          body: CreateSession | None = None) -> JSONResponse:
     body = body or CreateSession()
+    apps.check_folder(app_of(request), body.workspace_dir, engine.deps.default_workspace)
     opened = await chats.open_chat(
         engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
         model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
@@ -176,10 +177,10 @@ async def delete_session(key: str, engine: EngineDep) -> dict[str, Any]:
 
 @router.post("/api/sessions/{key}/messages")
 async def send_message(
-    key: str, body: SendMessage, engine: EngineDep
+    key: str, body: SendMessage, engine: EngineDep, principal: PrincipalDep
 ) -> JSONResponse:
-    admitted = await engine.send(key, body.text, client_message_id=body.client_message_id,
-                                 dispatch=False)
+    admitted = await engine.send(key, body.text, principal=principal,
+                                 client_message_id=body.client_message_id, dispatch=False)
     payload = {"run_id": admitted.run_id, "status": admitted.status, "seq": admitted.seq,
                "duplicate": admitted.duplicate}
     # persist, acknowledge, then dispatch: the turn starts once the 202 is on its way
@@ -227,7 +228,7 @@ async def session_tools(key: str, engine: EngineDep) -> dict[str, Any]:
 
 
 @router.post("/api/sessions/{key}/tools/{name}")
-async def call_session_tool(key: str, name: str, body: InvokeTool,
-                            engine: EngineDep) -> dict[str, Any]:
+async def call_session_tool(key: str, name: str, body: InvokeTool, engine: EngineDep,
+                            principal: PrincipalDep) -> dict[str, Any]:
     """Run one tool call as this chat (for an agent CLI); waits while the owner is asked."""
-    return await engine.invoke_tool(key, name, body.arguments)
+    return await engine.invoke_tool(key, name, body.arguments, principal=principal)

@@ -12,8 +12,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
 from hearth.errors import Refusal
+from hearth.privacy.principal import Principal
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
+from hearth.web.permissions import principal_of
 from hearth.web.shell import agent_names, page
 from hearth.web.ui import form_of
 
@@ -42,20 +44,21 @@ async def new_chat(request: Request, engine: EngineDep) -> Response:
     back with what was typed and the sentence saying why."""
     form = await form_of(request)
     try:
-        key = await _open_with_first(engine, form)
+        key = await _open_with_first(engine, form, principal_of(request))
     except Refusal as refused:
         return await _start(request, engine, form, refused.sentence, refused.status)
     return RedirectResponse(f"/chats/{quote(key)}", status_code=303)
 
 
-async def _open_with_first(engine: EngineDep, form: dict[str, str]) -> str:
+async def _open_with_first(engine: EngineDep, form: dict[str, str],
+                           principal: Principal) -> str:
     """The chat and its first message, written at once (`Engine.send_first`: a failed send
     leaves no empty chat; the same `client_message_id` is the same chat)."""
     if not form.get("text", "").strip():
         raise Refusal("empty_message", 422, "Write a first message: the chat is made when "
                       "you send it.")
     sent = await engine.send_first(
-        form["text"], memory_mode=form.get("memory_mode") or "persistent",
+        form["text"], principal=principal, memory_mode=form.get("memory_mode") or "persistent",
         agent=form.get("agent") or None, model=form.get("model") or None,
         client_message_id=form.get("client_message_id") or uuid.uuid4().hex,
         origin="dashboard")

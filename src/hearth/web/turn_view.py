@@ -9,6 +9,7 @@ card, on a reload from the rows and live by the frame naming the card (`target`)
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from hearth.engine import activity
 from hearth.engine.gate import shown_target
 from hearth.engine.runtime import Engine
-from hearth.web.ui import templates
+from hearth.web.ui import in_local_zone, templates
 
 Item = dict[str, Any]
 # how the ending a notice row says can be tried again (Retry); a stale message is not shown
@@ -31,14 +32,15 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
     """One event (as `engine.views.message_view` shows it) as the page draws it."""
     content, meta = message.get("content") or {}, message.get("meta") or {}
     item: Item = {"kind": message["kind"], "seq": message["index"], "run_id": message["run_id"],
-                  "text": message["text"], "at": _local(message.get("created_at"))}
+                  "text": message["text"], "at": _local(message.get("created_at")),
+                  "unreadable": list(message.get("unreadable") or ())}
     if item["kind"] in ("user", "assistant"):
         item["place"] = _place(message)
     if item["kind"] == "user":
         item.update(queued=queued, steered=bool(meta.get("steered")), via=_via(message))
     elif item["kind"] == "assistant":
-        item.update(partial=bool(meta.get("partial")), telemetry=meta.get("turn_telemetry"),
-                    fed=meta.get("context_fed"))
+        item.update(partial=bool(meta.get("partial")), telemetry=telemetry_of(meta),
+                    fed=_text_or_none(meta.get("context_fed")))
     elif item["kind"] in ("tool_call", "tool_result"):
         item.update(call_id=content.get("call_id"), name=content.get("name"),
                     card=card_id(message["run_id"], content.get("call_id")))
@@ -81,8 +83,30 @@ def _place(message: dict[str, Any]) -> dict[str, int] | None:
 
 
 def _local(stamp: str | None) -> datetime | None:
-    """An event's time (ISO, UTC) in the gateway's own time zone, as the page shows it."""
-    return None if stamp is None else datetime.fromisoformat(stamp).astimezone()
+    """An event's time (ISO, UTC) in the gateway's own time zone, as the page shows it (None
+    for none, or one the zone's offset carries past the calendar's edge)."""
+    return None if stamp is None else in_local_zone(datetime.fromisoformat(stamp))
+
+
+TELEMETRY_TEXTS = ("model", "chosen_by", "model_substitution", "failover")
+TELEMETRY_NUMBERS = ("tokens_in", "tokens_out", "duration_ms", "context_pct")
+
+
+def telemetry_of(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """An answer's `meta.turn_telemetry` as its details draw it: each field of the type the
+    page formats it as (a stored value of another type left out), None when it is no object."""
+    found = meta.get("turn_telemetry")
+    if not isinstance(found, dict):
+        return None
+    texts = {name: str(found[name]) for name in TELEMETRY_TEXTS if found.get(name) is not None}
+    numbers = {name: found[name] for name in TELEMETRY_NUMBERS
+               if isinstance(found.get(name), int | float) and not isinstance(found[name], bool)
+               and math.isfinite(found[name])}
+    return {**texts, **numbers}
+
+
+def _text_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _pretty(arguments: Any) -> str:
@@ -109,6 +133,7 @@ def approval_item(view: dict[str, Any]) -> dict[str, Any]:
     return {"id": view["id"], "tool": view["tool"], "target": view["target"],
             "effect": view["effect"], "status": view["status"],
             "preview": view.get("preview"), "always_allowed": view.get("always_allowed", True),
+            "asked_by": view.get("asked_by"),
             "card": card_id(view["run_id"], view["call_id"])}
 
 
