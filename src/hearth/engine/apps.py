@@ -10,11 +10,9 @@ the one answer to "is this chat, or this run's chat, the app's?"."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import Connection
 
@@ -28,7 +26,7 @@ from hearth.store.db import Database, now
 
 PERMISSIONS = ("read_chats", "send_messages", "manage_memory", "run_jobs", "choose_folders",
                "admin")
-FOLDERS = "choose_folders"  # a chat's `workspace_dir` outside the gateway's workspace
+FOLDERS = "choose_folders"  # a chat's own `workspace_dir`, not the gateway's workspace
 ADMIN = "admin"  # every permission, managing apps among them
 TOKEN_PREFIX = "hearth_app_"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -111,19 +109,15 @@ async def identify(db: Database, token: str) -> AppRow | None:
     return app
 
 
-def check_folder(app: AppRow | None, workspace_dir: str | None, workspace: Path) -> None:
-    """An app may open a chat in a folder outside the gateway's workspace only with
+def check_folder(app: AppRow | None, workspace_dir: str | None) -> None:
+    """An app's chats work in the gateway's workspace: naming a folder of its own needs
     `choose_folders` (403 `app_scope` otherwise)."""
     if app is None or workspace_dir is None or allows(app, FOLDERS):
         return
-    home = Path(os.path.realpath(workspace))
-    real = Path(os.path.realpath(workspace_dir))
-    if real != home and home not in real.parents:
-        raise Refusal("app_scope", 403,
-                      f"The app {app.name!r} may open a chat only in a folder inside the "
-                      f"gateway's workspace ({home}); another folder needs the "
-                      f"{FOLDERS!r} permission (`hearth apps add {app.name} --allow "
-                      f"{FOLDERS}` gives it to a new token).")
+    raise Refusal("app_scope", 403,
+                  f"The app {app.name!r} may not choose the folder a chat works in (its chats "
+                  f"work in the gateway's workspace); that needs the {FOLDERS!r} permission "
+                  f"(`hearth apps add {app.name} --allow {FOLDERS}` gives it to a new token).")
 
 
 async def may_reach(db: Database, app: str, *, key: str | None = None,

@@ -73,7 +73,7 @@ class SendMessage(BaseModel):
 async def create_session(request: Request, engine: EngineDep, app: AppName,
                          body: CreateSession | None = None) -> JSONResponse:
     body = body or CreateSession()
-    apps.check_folder(app_of(request), body.workspace_dir, engine.deps.default_workspace)
+    apps.check_folder(app_of(request), body.workspace_dir)
     opened = await chats.open_chat(
         engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
         model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
