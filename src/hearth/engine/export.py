@@ -17,7 +17,17 @@ from typing import Any
 from hearth.engine import jsonl
 from hearth.engine.gate import target_of
 from hearth.engine.mentions import sent_markdown
-from hearth.engine.views import iso, message_view, sendable_text, session_view
+from hearth.engine.views import (
+    UNREADABLE,
+    as_object,
+    event_text,
+    iso,
+    message_view,
+    moment,
+    readable_content,
+    sendable_text,
+    session_view,
+)
 from hearth.errors import Refusal
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.reach import why
@@ -106,8 +116,8 @@ def heading_of(session: SessionRow, events: list[EventRow]) -> str:
     """The chat's title, else the first words of its first message, else its key."""
     if session.title and session.title.strip():
         return session.title.strip()
-    first = next((e for e in events if e.kind == "user"), None)
-    words = str(first.content.get("text", "")).split() if first is not None else []
+    first = next((e for e in events if e.kind == "user" and readable_content(e)), None)
+    words = event_text(first).split() if first is not None else []
     if not words:
         return session.key
     opening = " ".join(words[:OPENING_WORDS])
@@ -121,9 +131,8 @@ def file_name(session: SessionRow, events: list[EventRow]) -> str:
 
 
 def as_markdown(session: SessionRow, events: list[EventRow], exported: datetime) -> str:
-    started = datetime.fromtimestamp(session.created_at, UTC)
     lines = [f"# {_one_line(heading_of(session, events))}", "",
-             f"*Chat {_escaped(session.key)}, started {started:%Y-%m-%d %H:%M} UTC; "
+             f"*Chat {_escaped(session.key)}, started {_when(session.created_at, ' UTC')}; "
              f"exported {exported:%Y-%m-%d %H:%M} UTC.*", ""]
     for event in events:
         lines += _markdown_of(event)
@@ -131,17 +140,23 @@ def as_markdown(session: SessionRow, events: list[EventRow], exported: datetime)
 
 
 def _markdown_of(event: EventRow) -> list[str]:
-    when = datetime.fromtimestamp(event.created_at, UTC)
     if event.kind in ("user", "assistant"):
         who = "You" if event.kind == "user" else "Assistant"
-        text = str(event.content.get("text", "")).strip()
-        return [f"## {who} ({when:%Y-%m-%d %H:%M})", "", text, "", *sent_markdown(event)]
+        text = event_text(event).strip()
+        return [f"## {who} ({_when(event.created_at)})", "", text, "", *sent_markdown(event)]
     if event.kind == "tool_call":
-        name = event.content.get("name")
-        return [f"- Tool call: {code(str(name))} {code(call_summary(event.content))}", ""]
+        content = as_object(event.content)
+        name = content.get("name") if readable_content(event) else UNREADABLE
+        return [f"- Tool call: {code(str(name))} {code(call_summary(content))}", ""]
     if event.kind == "notice":
-        return [f"*{_escaped(_one_line(str(event.content.get('text', ''))))}*", ""]
+        return [f"*{_escaped(_one_line(event_text(event)))}*", ""]
     return []  # a tool's output and a summary are the model's reading, not the conversation
+
+
+def _when(stamp: object, zone: str = "") -> str:
+    """A stored time as the Markdown shows it, in UTC ("unreadable" for one that is none)."""
+    found = moment(stamp)
+    return UNREADABLE if found is None else f"{found:%Y-%m-%d %H:%M}{zone}"
 
 
 def call_summary(content: dict[str, Any]) -> str:

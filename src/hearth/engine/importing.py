@@ -5,7 +5,10 @@ new chat.
 Checked before anything is written: line 1 is the header of a version this gateway reads,
 every other line is a JSON object of a known type (chat, run, event) after a chat line; each
 chat is persistent (a restricted chat is never imported) with a title, folder and tags the
-dashboard would take; each event has a kind Hearth knows and content of that kind's shape, an
+dashboard would take; each time is one from 2000-01-01 to a day from now; each event has a
+kind Hearth knows and content of that kind's shape, meta holding only the keys an export
+writes (`engine.jsonl.META_KEYS`) and nothing that would have the model read what the page
+does not show (`jsonl.MODEL_ONLY`: a mention's sent text, a notice told to the model), an
 id no other event of its chat has, and a parent that is an earlier event of the same chat (or
 none): the variant tree chains; the chat's head is one of its events, its run ids are declared
 by its run lines, it holds as many events as its chat line says, and the file as many chats as
@@ -28,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +39,7 @@ from typing import Any, TypeGuard
 
 from sqlalchemy import Connection
 
+from hearth.engine import jsonl
 from hearth.errors import Refusal
 from hearth.masking import mask_value
 from hearth.sessions import chats
@@ -48,6 +53,8 @@ VERSION = 1  # the format version this gateway reads (engine.jsonl.VERSION)
 ORIGIN = "import"
 ID_MAX = 64  # characters of an event or run id
 SOURCE_MAX = {"source_channel": 100, "source_thread": 200, "source_user": 200}
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC).timestamp()  # no Hearth chat is older
+AHEAD = 24 * 3600  # seconds past now a time may be (a clock a little ahead, a zone's offset)
 TEXT_KINDS = ("user", "assistant", "notice", "summary")  # content {"text": ...}
 CALL_KINDS = ("tool_call", "tool_result")  # content {"call_id": ..., ...}
 MAX_DEPTH = 100  # of a content or meta value
@@ -279,9 +286,7 @@ def _event(value: dict[str, Any], number: int, chat: ChatIn) -> None:
     if kind not in KINDS:
         raise _Bad(f"its kind is {_shown(kind)}; an event is one of {', '.join(KINDS)}.")
     content = _shaped(str(kind), value.get("content"))
-    meta = value.get("meta", {})
-    if not isinstance(meta, dict) or _depth(meta) > MAX_DEPTH:
-        raise _Bad("its meta is not a JSON object (or nests too deep).")
+    meta = _meta(value.get("meta", {}))
     sources = {name: _text(value, name, limit) for name, limit in SOURCE_MAX.items()}
     chat.events.append(EventIn(number, event_id, parent, str(kind), content, meta,
                                _text(value, "run_id", ID_MAX), sources,
@@ -301,7 +306,26 @@ def _shaped(kind: str, content: object) -> dict[str, Any]:
         raise _Bad("a tool_call event's content names its tool (name).")
     if kind == "tool_result" and not isinstance(content.get("output"), str):
         raise _Bad("a tool_result event's content holds its output as text.")
+    if kind == "tool_call" and not isinstance(content.get("arguments", {}), dict):
+        raise _Bad("a tool_call event's arguments are a JSON object.")
     return content
+
+
+def _meta(meta: object) -> dict[str, Any]:
+    """The event's meta, if it is data the page shows: only keys an export writes, and none
+    that changes what the model reads."""
+    if not isinstance(meta, dict) or _depth(meta) > MAX_DEPTH:
+        raise _Bad("its meta is not a JSON object (or nests too deep).")
+    model_only = sorted(jsonl.MODEL_ONLY & meta.keys())
+    if model_only:
+        raise _Bad(f"its meta.{model_only[0]} would have the model read what the chat's page "
+                   "does not show (what a saved prompt's mention sent, or a notice told to the "
+                   "model); an import is what the page shows, and an export never writes it.")
+    unknown = sorted(meta.keys() - jsonl.META_KEYS)
+    if unknown:
+        raise _Bad(f"its meta holds {_shown(unknown[0])}, a key no Hearth export writes, so "
+                   "no import takes it.")
+    return meta
 
 
 def _close(chat: ChatIn) -> None:
@@ -369,6 +393,9 @@ def _time(value: dict[str, Any], name: str) -> float:
         raise _Bad(f"its {name} must be a time (ISO 8601).") from None
     if not math.isfinite(stamp):
         raise _Bad(f"its {name} must be a time (ISO 8601).")
+    if not EARLIEST <= stamp <= time.time() + AHEAD:
+        raise _Bad(f"its {name} is {_shown(raw)}: a time is from 2000-01-01 to a day from "
+                   "now.")
     return stamp
 
 

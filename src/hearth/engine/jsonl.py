@@ -20,10 +20,17 @@ The format, version 1 (`VERSION`); one JSON object per line, UTF-8, each line en
   A turn still running is written as stopped. An event whose run is not kept has a null
   `run_id`.
 
-Times are ISO 8601 in UTC. Nothing of what the gateway holds secret is written: every string
-but the words of the owner's and the assistant's messages (tool calls and their output,
-notices, summaries, every `meta`, a run's sentence) passes `masking.mask`; what the owner and the
-model wrote is theirs and is written as it is (as `engine.views.sendable` makes it sendable).
+Times are ISO 8601 in UTC (null for a stored time that cannot be read: an import refuses that
+line). Nothing of what the gateway holds secret is written: every string but the words of the
+owner's and the assistant's messages (tool calls and their output, notices, summaries, every
+`meta`, a run's sentence) passes `masking.mask`; what the owner and the model wrote is theirs
+and is written as it is (as `engine.views.sendable` makes it sendable).
+
+An event's `meta` holds only the keys of `META_KEYS`, the closed list an import takes
+(`engine.importing`): what shows how a message came and how a turn went. What only the model
+reads (`MODEL_ONLY`: the text a saved prompt's mention sent, a notice told to the model) is
+never written, so the model of an imported chat reads what its page shows; a key the engine
+starts writing joins `META_KEYS` (or `MODEL_ONLY`) here.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from hearth import __version__
 from hearth.engine.views import iso, sendable
 from hearth.masking import mask, mask_value
 from hearth.privacy.modes import mode_of, restricted
-from hearth.store import interchange, transcript
+from hearth.store import deliveries, interchange, steers, transcript
 from hearth.store.db import Database
 from hearth.store.interchange import ChatSnapshot, KeptEvent
 from hearth.store.runs import ACTIVE, RunRow
@@ -50,6 +57,20 @@ MEDIA_TYPE = "application/x-ndjson"
 PAGE = 500  # events read at a time
 OWN_WORDS = ("user", "assistant")  # kinds whose content is the owner's or the model's words
 STILL_RUNNING = "This turn was still running when the chat was exported."
+META_KEYS = frozenset({
+    # how a message came: a channel's sender, a job, an edit, a steer, a helper's report
+    "sender_name", "attachments", "guest", "job", "edit_of", steers.OFFERED_TO, steers.TAKEN,
+    "helper_report",
+    # how an answer went
+    "finish_reason", "partial", "cut_off", "capped", "recovered", "turn_telemetry",
+    "context_fed", "model_substitution", "failover",
+    # what a notice or a result is about
+    "ending", "outcome", "about", "word_limit", "mention", "compaction", "attempt",
+    deliveries.QUIET, "delivery_id", "receipt",
+})
+# meta that changes what the model reads and the page does not show: never exported, and an
+# import that holds it is refused (`engine.importing`)
+MODEL_ONLY = frozenset({"prompt", "tell_model"})
 
 
 def line(value: dict[str, Any]) -> bytes:
@@ -136,8 +157,16 @@ def event_object(event: KeptEvent, kept_runs: set[str]) -> dict[str, Any]:
     content = event.content if event.kind in OWN_WORDS else mask_value(event.content)
     return {"type": "event", "event_id": event.event_id,
             "parent_event_id": event.parent_event_id, "kind": event.kind,
-            "content": content, "meta": mask_value(event.meta),
+            "content": content, "meta": mask_value(exported_meta(event.meta)),
             "run_id": event.run_id if event.run_id in kept_runs else None,
             "source_channel": event.source_channel, "source_thread": event.source_thread,
             "source_user": event.source_user, "off_path": bool(event.off_path),
             "created_at": iso(event.created_at)}
+
+
+def exported_meta(meta: object) -> object:
+    """An event's meta as the file holds it: the keys of `META_KEYS` (a value that is no
+    object is written as it is, and an import refuses it)."""
+    if not isinstance(meta, dict):
+        return meta
+    return {name: value for name, value in meta.items() if name in META_KEYS}

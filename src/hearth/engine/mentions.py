@@ -268,7 +268,8 @@ def sent_text(event: EventRow) -> str:
 def sent_markdown(event: EventRow) -> list[str]:
     """For an export in Markdown: what a mention sent, quoted under what was typed (nothing
     for any other event)."""
-    prompt = event.meta.get("prompt") if event.kind == "user" else None
+    meta = event.meta if isinstance(event.meta, dict) else {}
+    prompt = meta.get("prompt") if event.kind == "user" else None
     if not isinstance(prompt, dict) or not isinstance(prompt.get("sent"), str):
         return []
     quoted = [f"> {line}".rstrip() for line in str(prompt["sent"]).strip().splitlines()]

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.views import iso, sendable
+from hearth.engine.views import as_object, event_text, iso, sendable
 from hearth.sessions import chats
 from hearth.store import approvals, branches
 from hearth.store.approvals import ApprovalRow
@@ -75,12 +75,13 @@ def _add(turn: _Turn, event: EventRow, visible: int,
     elif event.kind == "assistant":
         _answer(turn, event, visible)
     elif event.kind == "tool_call":
-        name = str(event.content.get("name", ""))
+        content = as_object(event.content)
+        name = str(content.get("name", ""))
         turn.marks.append(_mark(event, "tool", "assistant", name))
-        approval = decided.get((event.run_id or "", str(event.content.get("call_id", ""))))
+        approval = decided.get((event.run_id or "", str(content.get("call_id", ""))))
         if approval is not None:
             turn.marks.append(_approval(event, approval))
-    elif event.kind == "notice" and (event.meta or {}).get("ending"):
+    elif event.kind == "notice" and as_object(event.meta).get("ending"):
         turn.marks.append(_mark(event, "error", "system", _text(event)))
 
 
@@ -91,7 +92,7 @@ def _answer(turn: _Turn, event: EventRow, visible: int) -> None:
         found = _mark(event, "assistant", "assistant", "")
         turn.marks.append(found)
     found["preview"] = _text(event)
-    found["telemetry"] = sendable((event.meta or {}).get("turn_telemetry"))
+    found["telemetry"] = sendable(as_object(event.meta).get("turn_telemetry"))
     turn.jump = visible
 
 
@@ -114,4 +115,4 @@ def _approval(event: EventRow, approval: ApprovalRow) -> dict[str, Any]:
 
 
 def _text(event: EventRow) -> str:
-    return " ".join(str(event.content.get("text", "")).split())
+    return " ".join(event_text(event).split())

@@ -3,6 +3,12 @@
 What a model wrote is shown as it is, except what JSON cannot carry as UTF-8: a lone surrogate
 (a model may send one as a JSON escape) becomes U+FFFD and a number that is not finite
 becomes null (`sendable`), so no message of a chat can make a view that cannot be sent.
+
+Reading never raises on a stored value it did not expect (a row an older Hearth, a bad import
+or a hand edit left): a time that is no time (not a number, not finite, out of the calendar's
+range) is shown as null, content or meta that is not an object as empty, and a message's text
+then reads `UNREADABLE`; the view names each such field in its `unreadable` list (present only
+when there is one).
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ ROLES = {
 }
 
 
+UNREADABLE = "unreadable"  # what a view shows for a stored value it cannot read
+WORDS = {"user": "text", "assistant": "text", "notice": "text", "summary": "text",
+         "tool_call": "name", "tool_result": "output"}  # the text each kind's content holds
 _SURROGATE = re.compile("[\ud800-\udfff]")
 SENDABLE_DEPTH = 64  # deeper than this, a value is shown as text
 
@@ -55,12 +64,55 @@ def sendable(value: Any, depth: int = 0) -> Any:
     return [sendable(v, depth + 1) for v in value]
 
 
-def iso(stamp: float | None) -> str | None:
-    return None if stamp is None else datetime.fromtimestamp(stamp, UTC).isoformat()
+def moment(stamp: object) -> datetime | None:
+    """The UTC time a stored UNIX time says; None for one that is none (null, not a number,
+    not finite, or out of the calendar's range)."""
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(stamp, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def iso(stamp: object) -> str | None:
+    """A stored time as ISO 8601 in UTC; None for null and for a time that cannot be read."""
+    found = moment(stamp)
+    return None if found is None else found.isoformat()
+
+
+def unreadable_times(**stamps: object) -> list[str]:
+    """The names of the times given that hold a value but no readable time."""
+    return [name for name, stamp in stamps.items() if stamp is not None and moment(stamp) is None]
+
+
+def _marked(view: dict[str, Any], unreadable: list[str]) -> dict[str, Any]:
+    """`view`, naming the fields it could not read (only when there are some)."""
+    if unreadable:
+        view["unreadable"] = unreadable
+    return view
+
+
+def as_object(value: object) -> dict[str, Any]:
+    """A stored JSON value (an event's content or meta) as an object: itself when it is one,
+    else empty."""
+    return value if isinstance(value, dict) else {}
+
+
+def readable_content(event: EventRow) -> bool:
+    """Whether the event's content has its kind's shape: an object holding its words (a
+    message's text, a result's output, a call's tool name) as text."""
+    content: object = event.content
+    if not isinstance(content, dict):
+        return False
+    words = WORDS.get(event.kind)
+    return words is None or isinstance(content.get(words), str)
 
 
 def event_text(event: EventRow) -> str:
     content = event.content
+    if not readable_content(event):
+        return UNREADABLE
     if event.kind == "tool_call":
         return f"{content.get('name')}({content.get('arguments')})"
     if event.kind == "tool_result":
@@ -72,14 +124,18 @@ def message_view(event: EventRow, *, visible_index: int | None = None,
                  variants: Variants | None = None) -> dict[str, Any]:
     """An event as the API serves it. `visible_index`: its place in the visible list (user and
     assistant messages on the path; None for others); `variants`: its siblings, if any."""
-    return {
+    meta: object = event.meta
+    unreadable = [name for name, readable in (("content", readable_content(event)),
+                                              ("meta", isinstance(meta, dict)))
+                  if not readable]
+    view = {
         "index": event.seq,
         "id": event.event_id,
         "role": ROLES.get(event.kind, "system"),
         "kind": event.kind,
         "text": sendable_text(event_text(event)),
-        "content": sendable(event.content),
-        "meta": sendable(event.meta),
+        "content": sendable(event.content) if "content" not in unreadable else {},
+        "meta": sendable(event.meta) if "meta" not in unreadable else {},
         "run_id": event.run_id,
         "source": {"channel": event.source_channel, "thread": event.source_thread,
                    "user": event.source_user},
@@ -88,10 +144,11 @@ def message_view(event: EventRow, *, visible_index: int | None = None,
                      else {"count": 1, "index": 0}),
         "created_at": iso(event.created_at),
     }
+    return _marked(view, unreadable + unreadable_times(created_at=event.created_at))
 
 
 def session_view(row: SessionRow) -> dict[str, Any]:
-    return {
+    view = {
         "key": row.key,
         "tab_id": row.tab_id,
         "title": row.title,
@@ -112,6 +169,8 @@ def session_view(row: SessionRow) -> dict[str, Any]:
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
     }
+    return _marked(view, unreadable_times(created_at=row.created_at,
+                                          updated_at=row.updated_at))
 
 
 def call_view(call: CallRow) -> dict[str, Any]:
@@ -138,6 +197,8 @@ def run_view(run: RunRow, calls: list[CallRow] | None = None) -> dict[str, Any]:
         "started_at": iso(run.started_at),
         "ended_at": iso(run.ended_at),
     }
+    _marked(view, unreadable_times(created_at=run.created_at, started_at=run.started_at,
+                                   ended_at=run.ended_at))
     if calls is not None:
         view["tool_calls"] = [call_view(c) for c in calls]
         view["receipts"] = [  # one sentence per call that may have changed something

@@ -26,6 +26,7 @@ show it.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -245,8 +246,16 @@ def _window(conn: Connection, match: str, filters: Filters, low: int | None,
             params += [value] if "?" in clause else []
     sql = _WINDOW.format(messages=messages)
     rows = conn.exec_driver_sql(sql, (*params, WINDOW)).fetchall()
-    return sorted(((int(r[0]), float(r[1]), float(r[2])) for r in rows),
+    return sorted(((int(r[0]), float(r[1]), stamp_of(r[2])) for r in rows),
                   key=lambda r: (r[1], -r[2], -r[0]))
+
+
+def stamp_of(value: object) -> float:
+    """A stored time as a number to order by: a value that is no finite number (a row a bad
+    import or a hand edit left) orders as the oldest, and never fails the search."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return 0.0
 
 
 def _chats_clause(conn: Connection, filters: Filters) -> tuple[str, list[Any]]:
@@ -279,7 +288,7 @@ def _first_id_at(conn: Connection, stamp: float) -> int:
     while low < high:
         middle = (low + high) // 2
         row = conn.exec_driver_sql(_AT, (middle,)).first()
-        if row is None or row[1] >= stamp:
+        if row is None or stamp_of(row[1]) >= stamp:
             high = middle  # no id in [middle, row's id) exists: the same bound
         else:
             low = int(row[0]) + 1

@@ -202,4 +202,5 @@ def openings(conn: Connection, session_keys: list[str]) -> dict[str, str]:
         select(transcript_events.c.session_key, transcript_events.c.content)
         .where(transcript_events.c.session_key.in_(session_keys),
                transcript_events.c.seq == 1, transcript_events.c.kind == "user"))
-    return {key: str((content or {}).get("text", "")) for key, content in rows}
+    return {key: str(content.get("text", "")) if isinstance(content, dict) else ""
+            for key, content in rows}  # content of another shape (a bad row) gives no words

@@ -15,14 +15,16 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from hearth.engine import sidebar
 from hearth.engine.sidebar import Sidebar, SidebarChat
+from hearth.engine.views import moment
 from hearth.errors import Refusal
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
-from hearth.web.ui import csrf_of, form_of, render
+from hearth.web.ui import csrf_of, form_of, in_local_zone, render
 
 THEME_COOKIE = "hearth_theme"
 THEMES = ("system", "light", "dark")
 YEAR = 365 * 24 * 3600
+UNREADABLE_GROUP = "Date unreadable"  # the chats whose last change is no time it can read
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 
@@ -38,13 +40,15 @@ def grouped(chats: list[SidebarChat], today: date) -> list[Group]:
     each newest first (the order the chats come in)."""
     groups: dict[str, list[SidebarChat]] = {}
     for chat in chats:
-        label = "Pinned" if chat.pinned else _when(datetime.fromtimestamp(chat.updated_at)
-                                                   .date(), today)
+        label = "Pinned" if chat.pinned else _when(in_local_zone(moment(chat.updated_at)), today)
         groups.setdefault(label, []).append(chat)
     return [Group(label, items) for label, items in groups.items()]
 
 
-def _when(day: date, today: date) -> str:
+def _when(when: datetime | None, today: date) -> str:
+    if when is None:
+        return UNREADABLE_GROUP
+    day = when.date()
     if day >= today:
         return "Today"
     if day == today - timedelta(days=1):

@@ -3,7 +3,7 @@ sanitized Markdown), rendering, reading a posted form, the page's CSRF token, an
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader
 
+from hearth.engine.views import UNREADABLE, moment
 from hearth.sessions import naming
 from hearth.web import markdown, signin
 from hearth.web.icons import icon
@@ -45,21 +46,38 @@ def shown_name(title: str | None, opening: str | None, key: str) -> str:
 templates.globals["shown_name"] = shown_name
 
 
-def utc(stamp: float, shape: str = "%Y-%m-%d %H:%M") -> str:
-    """A UNIX time as a UTC date and time (`shape` "iso" for a `<time datetime>`)."""
-    moment = datetime.fromtimestamp(stamp, UTC)
-    return moment.isoformat() if shape == "iso" else moment.strftime(shape)
+def utc(stamp: object, shape: str = "%Y-%m-%d %H:%M") -> str:
+    """A UNIX time as a UTC date and time (`shape` "iso" for a `<time datetime>`); "unreadable"
+    for a stored time that is none (`engine.views.moment`)."""
+    found = moment(stamp)
+    if found is None:
+        return UNREADABLE
+    return found.isoformat() if shape == "iso" else found.strftime(shape)
 
 
 templates.filters["utc"] = utc
 
 
-def local(stamp: float) -> str:
-    """A UNIX time in the gateway's own time zone, short: "14:05" today, else "3 Nov 2026"."""
-    moment = datetime.fromtimestamp(stamp)
-    if moment.date() == datetime.now().date():
-        return moment.strftime("%H:%M")
-    return f"{moment.day} {moment.strftime('%b %Y')}"
+def local(stamp: object) -> str:
+    """A UNIX time in the gateway's own time zone, short: "14:05" today, else "3 Nov 2026";
+    "unreadable" for a stored time that is none."""
+    found = in_local_zone(moment(stamp))
+    if found is None:
+        return UNREADABLE
+    if found.date() == datetime.now().date():
+        return found.strftime("%H:%M")
+    return f"{found.day} {found.strftime('%b %Y')}"
+
+
+def in_local_zone(found: datetime | None) -> datetime | None:
+    """A time in the gateway's own zone; None for none, or one at the calendar's very edge
+    that the zone's offset carries past it."""
+    if found is None:
+        return None
+    try:
+        return found.astimezone()
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 templates.filters["local"] = local
