@@ -101,6 +101,9 @@ def test_an_apps_helper_never_runs_on_the_owners_grant(
     run = app.send(key, "get a helper to write it")["run_id"]
     asked = pending_in(api, key)
     assert asked["tool"] == "spawn_helpers" and asked["asked_by"] == "app helpful"
+    assert asked["always_allowed"] is False  # a grant would serve the owner's work, not its
+    error_of(api.http.post(f"/api/approvals/{asked['id']}", json={"decision": "allow_always"}),
+             409, "always_for_others")
     api.http.post(f"/api/approvals/{asked['id']}", json={"decision": "allow_once"})
     assert api.wait(run)["status"] == "complete"
     helper = app.http.get(f"/api/sessions/{key}").json()["helpers"][0]["key"]

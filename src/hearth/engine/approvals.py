@@ -9,7 +9,8 @@ no turn waits is read when one does.
 Every view of an approval carries a `preview` of its call (`engine.approval_preview`); the
 list of what waits, across every chat, adds each chat's title (or its first words) and
 `always_allowed`: False where an `allow_always` would be refused (a chat that keeps nothing
-makes no standing grant), so a page does not offer "Always" there.
+makes no standing grant; a call asked for on someone else's behalf, `asked_by`, makes none
+either, since grants serve the owner's own work alone), so a page does not offer "Always" there.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def waiting_view(row: ApprovalRow, chat: SessionRow | None, opening: str | None
     title = chat.title if chat is not None and chat.title else None
     if title is None and opening:
         title = " ".join(opening.split())[:TITLE_CHARS] or None
-    return {**approval_view(row), "title": title, "always_allowed": always_allowed(chat)}
+    return {**approval_view(row), "title": title,
+            "always_allowed": always_allowed(chat) and asked_by(row) is None}
 
 
 def always_allowed(chat: SessionRow | None) -> bool:
@@ -100,6 +102,11 @@ class ApprovalDesk:
         row, session = await self._db.reading(_with_chat, approval_id)
         if row is None:
             return
+        others = asked_by(row)
+        if others is not None:  # a standing grant serves the owner's own work alone
+            raise Refusal("always_for_others", 409,
+                          f"This call was asked for by {others}: a standing grant serves only "
+                          "your own work, so answer it with Allow once or Deny.")
         mode = mode_of(session.memory_mode if session is not None else None)
         refusal = reach.lasting_refusal("a standing grant", mode)
         if refusal is None:

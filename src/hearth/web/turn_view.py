@@ -132,8 +132,8 @@ def approval_item(view: dict[str, Any]) -> dict[str, Any]:
     """An approval (as `engine.approvals.approval_view` shows it) as its card draws it."""
     return {"id": view["id"], "tool": view["tool"], "target": view["target"],
             "effect": view["effect"], "status": view["status"],
-            "preview": view.get("preview"), "always_allowed": view.get("always_allowed", True),
-            "asked_by": view.get("asked_by"),
+            "preview": view.get("preview"), "asked_by": view.get("asked_by"),
+            "always_allowed": view.get("always_allowed", True) and not view.get("asked_by"),
             "card": card_id(view["run_id"], view["call_id"])}
 
 
