@@ -167,3 +167,14 @@ def test_a_report_a_crash_left_unsent_is_sent_at_the_next_start(
 
     reported = asyncio.run(body())
     assert len(reported) == 1 and reported[0].startswith("Report from helper")
+
+
+def test_a_restricted_chats_helper_is_titled_by_its_mode_never_its_task() -> None:
+    """Failed before: an Incognito or Temporary chat's helper was titled with its task's
+    words, shown in lists and kept in the title column."""
+    task = "find the quokkaxylophonz receipts"
+    assert helpers.helper_title("persistent", task) == f"Helper: {task}"
+    for mode in ("incognito", "temporary", "something unreadable"):
+        title = helpers.helper_title(mode, task)
+        assert "quokka" not in title and title.endswith("helper"), title
+    assert helpers.helper_title("incognito", task) == "Incognito chat: helper"
