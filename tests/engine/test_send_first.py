@@ -111,7 +111,7 @@ def test_a_send_that_fails_in_its_transaction_leaves_no_empty_chat(
         engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """The chat is made in the message's own transaction: had it been made first, on its own
     (as opening a chat, then sending, does), this failure would leave it behind, empty."""
-    def failing_admit(*_args: Any) -> Any:
+    def failing_admit(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("the disk went away")
 
     monkeypatch.setattr(first_message.admission, "admit_in", failing_admit)
