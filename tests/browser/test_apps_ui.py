@@ -14,6 +14,7 @@ pytest.importorskip("playwright.sync_api", reason="the playwright package is not
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
 
 Shot = Callable[[Page, str], Path]
@@ -103,3 +104,33 @@ def test_a_chat_an_app_started_says_so(
     page.goto(f"{gateway.url}/chats")
     expect(page.locator(".chat-row .app-badge")).to_have_text(["Started by notes-bot"])
     _shots(page, gateway, shot, "/chats", "apps-chat-list")
+
+
+def test_an_apps_call_says_who_asked_and_offers_no_always(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: SignedIn,
+        shot: Shot) -> None:
+    """The card of a call an app's turn asked for says so ("asked by app notes-bot"), on the
+    chat's page and the Approvals page, and offers Allow once and Deny only: a standing grant
+    serves the owner's own work alone."""
+    api = gateway.client()
+    token = api.http.post("/api/apps", json={"name": "notes-bot", "permissions": [
+        "send_messages", "read_chats"]}).json()["token"]
+    app = gateway.client(token)
+    key = app.http.post("/api/sessions", json={}).json()["key"]
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "notes/app.md",
+                                                             "content": "from the app"})]),
+                      Reply(text="done"))
+    run = app.send(key, "write the note")["run_id"]
+    page = signed_in(gateway)
+    page.goto(f"{gateway.url}/chats/{key}")
+    card = page.locator("form.approval")
+    expect(card.locator(".asked-by")).to_have_text("asked by app notes-bot", timeout=15000)
+    expect(card.locator('button[value="allow_always"]')).to_have_count(0)
+    _shots(page, gateway, shot, f"/chats/{key}", "apps-approval-asked-by", "form.approval")
+    page.goto(f"{gateway.url}/approvals")
+    expect(page.locator(".ask-card .asked-by")).to_have_text("asked by app notes-bot")
+    expect(page.locator(".ask-card")).to_contain_text("serves only your own work")
+    _shots(page, gateway, shot, "/approvals", "apps-approvals-page-asked-by")
+    page.goto(f"{gateway.url}/chats/{key}")
+    page.locator('form.approval button[value="deny"]').click()
+    assert api.wait(run)["status"] == "complete"
