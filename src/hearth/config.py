@@ -227,6 +227,18 @@ class ChannelsConfig(_Section):
     webhook: WebhookConfig | None = None
 
 
+class AppsConfig(_Section):
+    """[apps]: what one app (a token made by `hearth apps add`) may hold or use at once; the
+    owner's requests never count against these (web.quotas, engine.app_quotas)."""
+
+    jobs_per_app: int = Field(20, ge=1)  # jobs its chats made, paused ones included
+    job_fires_per_hour: int = Field(60, ge=1)  # its jobs' fires in any hour, scheduled or run now
+    turns_per_minute: int = Field(30, ge=1)  # requests that admit a turn, in any 60 seconds
+    streams_per_token: int = Field(20, ge=1)  # event streams open at once
+    # an app's request is refused while the gateway's open files are this close to its limit
+    fd_reserve: int = Field(128, ge=0)
+
+
 class Config(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -238,6 +250,7 @@ class Config(_Section):
     store: StoreConfig = Field(default_factory=StoreConfig)
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+    apps: AppsConfig = Field(default_factory=AppsConfig)
 
     @model_validator(mode="after")
     def _chains_name_known_models(self) -> Config:
@@ -256,7 +269,7 @@ class Config(_Section):
         return self
 
 
-# Environment overrides: every scalar of [gateway] and [limits] (and store.synchronous) as
+# Environment overrides: every scalar of [gateway], [limits] and [apps] (and store.synchronous) as
 # HEARTH_<SECTION>_<KEY>; HEARTH_HOST and HEARTH_PORT are the documented short names and win
 # when both are set.
 _ALIASES = {"HEARTH_HOST": ("gateway", "host"), "HEARTH_PORT": ("gateway", "port")}
@@ -264,7 +277,8 @@ _ALIASES = {"HEARTH_HOST": ("gateway", "host"), "HEARTH_PORT": ("gateway", "port
 
 def _env_table() -> dict[str, tuple[str, str]]:
     table: dict[str, tuple[str, str]] = {}
-    for section, model in (("gateway", GatewayConfig), ("limits", LimitsConfig)):
+    for section, model in (("gateway", GatewayConfig), ("limits", LimitsConfig),
+                           ("apps", AppsConfig)):
         for key in model.model_fields:
             table[f"HEARTH_{section.upper()}_{key.upper()}"] = (section, key)
     table["HEARTH_STORE_SYNCHRONOUS"] = ("store", "synchronous")

@@ -24,3 +24,14 @@ class Refusal(Exception):
         self.status = status
         self.sentence = sentence
         self.details = details or {}  # more fields for the error object (e.g. steps, confirm)
+
+
+class Limited(Refusal):
+    """A refusal for now: past a quota or a reserve, the same request may be taken again
+    `retry_after` seconds from now (answered with a `Retry-After` header; None: no time can
+    be said, something must change first)."""
+
+    def __init__(self, code: str, status: int, sentence: str,
+                 retry_after: int | None = None) -> None:
+        super().__init__(code, status, sentence)
+        self.retry_after = retry_after

@@ -39,6 +39,7 @@ from hearth.web import (
     memory_page,
     openai_api,
     prompts_api,
+    quotas,
     runs_api,
     search_api,
     search_page,
@@ -86,6 +87,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     # outside BodyLimit, so its reading of the body is timed too
     app.add_middleware(BodyTimeout, seconds=engine.config.gateway.body_timeout_seconds)
     app.add_middleware(SecurityHeaders)
+    app.state.quotas = quotas.AppQuotas()  # what each app used (web.quotas)
+    app.add_middleware(quotas.ReleaseAtEnd)  # an app's stream counted down however it ends
     app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
     app.include_router(dashboard.public)
     # each dashboard page module's signed-in routes

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hearth.errors import Refusal
+from hearth.errors import Limited, Refusal
 from hearth.masking import mask, mask_value
 from hearth.web import signin
 from hearth.web.auth import signed_in
@@ -95,6 +95,13 @@ def _wants_page(request: Request) -> bool:
             and not request.url.path.endswith("/stream"))
 
 
+def _retry_after(exc: Refusal) -> dict[str, str] | None:
+    """A `Retry-After` header (whole seconds) for a refusal that passes (`Limited`)."""
+    if isinstance(exc, Limited) and exc.retry_after is not None:
+        return {"Retry-After": str(max(1, exc.retry_after))}
+    return None
+
+
 HEADLINES = {404: "Not found", 409: "Not done", 403: "Refused", 422: "Not done"}
 
 
@@ -117,15 +124,16 @@ async def _error_page(request: Request, status: int, code: str, sentence: str) -
 def install(app: FastAPI) -> None:
     @app.exception_handler(Refusal)
     async def _refusal(request: Request, exc: Refusal) -> Response:
+        headers = _retry_after(exc)
         if is_openai(request):
             param = exc.details.get("param")
             return openai_envelope(exc.status, exc.code, exc.sentence,
-                                   param if isinstance(param, str) else None)
+                                   param if isinstance(param, str) else None, headers)
         if exc.status == 401 and request.method == "GET" and _is_page(request):
             return RedirectResponse("/login", status_code=303)  # a page asks to sign in
         if exc.status != 401 and _wants_page(request):
             return await _error_page(request, exc.status, exc.code, exc.sentence)
-        return envelope(exc.status, exc.code, exc.sentence, details=exc.details)
+        return envelope(exc.status, exc.code, exc.sentence, headers, exc.details)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -11,7 +11,8 @@ byte at a time), was held for ever, and a few hundred of them exhaust the proces
 opening or the request's first byte; the body's waits are timed by `web.limits.BodyTimeout`.
 A response sent before its request's body had all come ends the connection, so a body nobody
 reads cannot be trickled in for ever either. A request that is served (an event stream
-included) is never cut by these limits.
+included) is never cut by these limits. Each connection holds a file: the soft limit on open
+files is raised to the hard one before serving (`web.descriptors`).
 
 `hearth gateway` binds its address before it builds anything (`listen`): an address it cannot
 have is one sentence naming the setting to change (`ListenRefused`), said before any start-up
@@ -37,6 +38,7 @@ from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hearth.engine.runtime import Engine
+from hearth.web import descriptors
 
 GRACE_SECONDS = 10
 HEADER_TIMEOUT_SECONDS = 15.0
@@ -182,7 +184,9 @@ def gateway_server(app: FastAPI, *, host: str, port: int,
                    on_started: Callable[[], None] | None = None) -> GatewayServer:
     """The server `serve` runs: its protocol, limits and shutdown. `log_config` is uvicorn's
     own logging set-up (its default); None leaves logging as the caller set it up.
-    `on_started` is called once it serves."""
+    `on_started` is called once it serves. The process's soft limit on open files is raised
+    to its hard one first (`web.descriptors`)."""
+    descriptors.raise_limit()
     engine: Engine = app.state.engine
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACE_SECONDS,
