@@ -143,8 +143,8 @@ async def open_chat(
     `created_by_app` (a verified app's name) the chat made is that app's, and its `name` is
     in the app's own namespace (`naming.key_for`); the owner's name never opens an app's chat
     (409 `name_taken`: an app's chat is no secret to the owner)."""
-    _check_opening(name_part(name, created_by_app) if name is not None else None, memory_mode, model,
-                   agent, choices)
+    given = name_part(name, created_by_app) if name is not None else None
+    _check_opening(given, memory_mode, model, agent, choices)
     if workspace_dir is not None:
         workspace_dir = _checked_folder(workspace_dir, keep_out)
     name = key_for(name, created_by_app) if name is not None else None
