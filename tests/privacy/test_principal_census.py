@@ -15,17 +15,13 @@ Two rules over the source tree's AST, each proved on a planted violation first:
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
+from tests.test_census import _sources
+
 AUTHENTICATE = {"web/auth.py", "engine/channel_inbound.py", "privacy/principal.py"}
 PRINCIPAL_MODULE = "hearth.privacy.principal"
 READERS = ("engine/gate.py", "engine/chores.py", "engine/principals.py", "memory/",
            "tools/", "privacy/reach.py", "privacy/stores.py", "privacy/scope.py")
-
-
-def _sources() -> dict[str, ast.Module]:
-    return {str(p.relative_to(SRC)): ast.parse(p.read_text(), str(p)) for p in SRC.rglob("*.py")}
 
 
 def owner_decided(name: str, tree: ast.Module) -> list[str]:
