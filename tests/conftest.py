@@ -49,10 +49,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The browser tests keep their gateway subprocess: Playwright's sync API runs an event
-    loop in the main thread, and the browser is a client of a real gateway process."""
+    loop in the main thread, and the browser is a client of a real gateway process. Marks:
+    `browser` for those, `slow` for every test whose gateway is a real process, so
+    `pytest -m "not browser and not slow"` is the quick inner loop."""
     for item in items:
         if BROWSER_TESTS in item.path.parents:
             item.add_marker(PROCESS_MARK)
+            item.add_marker(pytest.mark.browser)
+        elif item.get_closest_marker(PROCESS_MARK) is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
