@@ -116,8 +116,8 @@ def _shown_url(url: str | None) -> str:
 
 async def _page(request: Request, engine: Engine, *, status: int = 200,
                 **shown: Any) -> Response:
-    try:
-        kept, problem = settings.load(_path(request)), None
+    try:  # a file read: off the event loop
+        kept, problem = await asyncio.to_thread(settings.load, _path(request)), None
     except SettingsError as error:
         kept, problem = Settings(), str(error)
     choices = [m.id for m in engine.config.models]
