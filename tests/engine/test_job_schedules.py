@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import httpx
 import pytest
 
 from hearth.engine.job_tool import ScheduleJob
@@ -22,6 +21,7 @@ from hearth.store.db import Database
 from hearth.tools.base import ToolContext, ToolRefused
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.http import error_of
 
 PROMPT = "Water the plants"
 
@@ -29,13 +29,6 @@ PROMPT = "Water the plants"
 def rows(gateway: Gateway, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     with sqlite3.connect(gateway.home / "hearth.db", timeout=30) as conn:
         return conn.execute(sql, params).fetchall()
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def made(api: Api, **body: Any) -> dict[str, Any]:

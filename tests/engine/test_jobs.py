@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import select, update
 
@@ -35,6 +34,7 @@ from hearth.tools.base import ToolContext, ToolRefused
 from tests.engine_harness import blocking, events, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.http import error_of
 
 PROMPT = "Summarise the day's notes for me"  # must never reach an audit row
 HEADER = "X-Hearth-Session"
@@ -453,13 +453,6 @@ server, gateway, api = module_gateway("jobs-api")
 def db_rows(gateway: Gateway, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     with sqlite3.connect(gateway.home / "hearth.db", timeout=30) as conn:
         return conn.execute(sql, params).fetchall()
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def test_the_owner_schedules_lists_pauses_and_deletes_a_job(api: Api) -> None:

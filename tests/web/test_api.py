@@ -28,6 +28,7 @@ from hearth.web.auth import require_token
 from hearth.web.permissions import permission_of
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
+from tests.support.http import error_of
 
 JSON = {"content-type": "application/json"}
 MB = 1024 * 1024
@@ -40,20 +41,6 @@ server, gateway, api = module_gateway("api")
 def anonymous(gateway: Gateway) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=gateway.url, timeout=10) as client:
         yield client
-
-
-def error_of(response: httpx.Response, status: int, code: str | None = None) -> str:
-    """Assert `response` is the error envelope with `status` (and `code`); its message."""
-    assert response.status_code == status, (response.status_code, response.text)
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert list(body) == ["error"], body
-    error = body["error"]
-    assert isinstance(error["code"], str) and error["code"], body
-    assert isinstance(error["message"], str) and error["message"].strip(), body
-    if code is not None:
-        assert error["code"] == code, body
-    return str(error["message"])
 
 
 def chat_state(api: Api, key: str) -> dict[str, Any]:

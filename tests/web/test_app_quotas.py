@@ -24,6 +24,7 @@ import pytest
 
 from tests.fakes.model_server import ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway, write_config
+from tests.support.http import error_of
 
 QUOTAS = """
 [apps]
@@ -35,17 +36,6 @@ streams_per_token = 2
 HEADER = "X-Hearth-Session"
 
 server, gateway, api = module_gateway("app-quotas", QUOTAS)
-
-
-def refusal(answer: httpx.Response, status: int, code: str, *words: str) -> str:
-    """The refusal's sentence, checked: its status, the envelope, its code and words."""
-    assert answer.status_code == status, (answer.status_code, answer.text)
-    body = answer.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    sentence = str(body["error"]["message"])
-    for word in words:
-        assert word in sentence, sentence
-    return sentence
 
 
 def retry_after(answer: httpx.Response) -> int:
@@ -93,8 +83,8 @@ def test_a_job_past_the_apps_count_is_refused_and_the_owner_still_makes_one(
         assert made.status_code == 201, made.text
     fourth = app.http.post("/api/jobs", headers=own, json={"prompt": "one more",
                                                             "every_minutes": 60})
-    refusal(fourth, 429, "quota_exceeded", "'counter'", "`jobs_per_app` = 3", "[apps]",
-            "No job was made")
+    error_of(fourth, 429, "quota_exceeded", "'counter'", "`jobs_per_app` = 3", "[apps]",
+             "No job was made")
     assert len(app.http.get("/api/jobs", headers=own).json()["jobs"]) == 3
     assert api.http.post("/api/jobs", json={"prompt": "the owner's",
                                             "every_minutes": 60}).status_code == 201
@@ -110,20 +100,20 @@ def test_a_schedule_over_the_apps_fires_per_hour_is_refused_made_or_resumed(
     def make(**schedule: object) -> httpx.Response:
         return app.http.post("/api/jobs", headers=own, json={"prompt": "tick", **schedule})
 
-    refusal(make(every_minutes=5), 429, "quota_exceeded", "12 times an hour",
-            "`job_fires_per_hour` = 6", "No job was made")
+    error_of(make(every_minutes=5), 429, "quota_exceeded", "12 times an hour",
+             "`job_fires_per_hour` = 6", "No job was made")
     quarter = make(every_minutes=15)  # 4 an hour
     assert quarter.status_code == 201, quarter.text
-    refusal(make(cron="*/20 * * * *", timezone="UTC"), 429, "quota_exceeded",
-            "7 times an hour")
+    error_of(make(cron="*/20 * * * *", timezone="UTC"), 429, "quota_exceeded",
+             "7 times an hour")
     assert make(cron="0,30 * * * *", timezone="UTC").status_code == 201  # 4 + 2
-    refusal(make(in_minutes=30), 429, "quota_exceeded", "7 times an hour")
+    error_of(make(in_minutes=30), 429, "quota_exceeded", "7 times an hour")
     job = quarter.json()["id"]
     paused = app.http.patch(f"/api/jobs/{job}", headers=own, json={"enabled": False})
     assert paused.status_code == 200, paused.text
     assert make(in_minutes=30).status_code == 201  # 2 + 1 while it is paused
     resumed = app.http.patch(f"/api/jobs/{job}", headers=own, json={"enabled": True})
-    refusal(resumed, 429, "quota_exceeded", "7 times an hour", f"Job #{job} was not resumed")
+    error_of(resumed, 429, "quota_exceeded", "7 times an hour", f"Job #{job} was not resumed")
     assert api.http.patch(f"/api/jobs/{job}", json={"enabled": True}).status_code == 200
 
 
@@ -141,8 +131,8 @@ def test_running_an_apps_job_past_its_fires_is_429_and_a_due_fire_is_skipped_wit
         ran = app.http.post(f"/api/jobs/{job}/run", headers=own)
         assert ran.status_code == 202, ran.text
     seventh = app.http.post(f"/api/jobs/{job}/run", headers=own)
-    refusal(seventh, 429, "rate_limited", "fired 6 times in the last hour",
-            "`job_fires_per_hour` = 6")
+    error_of(seventh, 429, "rate_limited", "fired 6 times in the last hour",
+             "`job_fires_per_hour` = 6")
     assert 3500 <= retry_after(seventh) <= 3600
     assert api.http.post(f"/api/jobs/{job}/run").status_code == 202  # the owner's
     with sqlite3.connect(gateway.home / "hearth.db", timeout=10) as conn:  # due now
@@ -179,13 +169,13 @@ def test_turns_past_the_apps_quota_per_minute_are_429_and_nothing_is_admitted(
         sent = app.http.post(f"/api/sessions/{key}/messages", json={"text": f"hello {n}"})
         assert sent.status_code == 202, sent.text
     fourth = app.http.post(f"/api/sessions/{key}/messages", json={"text": "one too many"})
-    sentence = refusal(fourth, 429, "rate_limited", "'chatty'", "`turns_per_minute` = 3",
-                       "[apps]")
+    sentence = error_of(fourth, 429, "rate_limited", "'chatty'", "`turns_per_minute` = 3",
+                        "[apps]")
     assert "try again in" in sentence and 1 <= retry_after(fourth) <= 60
     for path, body in (("regenerate", {}), ("edit", {"index": 0, "text": "x"}),
                        ("fork", {"index": 0})):
         again = app.http.post(f"/api/sessions/{key}/{path}", json=body)
-        refusal(again, 429, "rate_limited")
+        error_of(again, 429, "rate_limited")
         assert retry_after(again) >= 1
     completions = app.http.post("/v1/chat/completions", json={
         "model": "hearth", "messages": [{"role": "user", "content": "hi"}]})
@@ -227,8 +217,8 @@ def test_streams_past_the_per_token_quota_are_429_and_the_owners_stream_still_op
         first, second = open_stream(stack, app, key), open_stream(stack, app, key)
         assert first.status_code == second.status_code == 200
         third = stream_answer(app, key)
-        refusal(third, 429, "quota_exceeded", "'watcher'", "2 event streams open",
-                "`streams_per_token` = 2")
+        error_of(third, 429, "quota_exceeded", "'watcher'", "2 event streams open",
+                 "`streams_per_token` = 2")
         assert retry_after(third) >= 1
         assert open_stream(stack, api, key).status_code == 200  # the owner's
         first.close()
@@ -296,10 +286,10 @@ def test_the_soft_limit_is_raised_at_start_and_the_reserve_refuses_an_app_not_th
     owner = limited.client()
     app = new_app(limited, owner, "greedy", "read_chats", "send_messages")
     refused = app.http.get("/api/sessions")
-    refusal(refused, 503, "gateway_busy", "'greedy'", "`fd_reserve`", "[apps]")
+    error_of(refused, 503, "gateway_busy", "'greedy'", "`fd_reserve`", "[apps]")
     assert retry_after(refused) >= 1
     key = owner.new_chat()
-    refusal(stream_answer(app, key), 503, "gateway_busy")
+    error_of(stream_answer(app, key), 503, "gateway_busy")
     assert owner.http.get("/api/sessions").status_code == 200
     assert httpx.get(f"{limited.url}/healthz").status_code == 200
     with owner.http.stream("GET", f"/api/sessions/{key}/events") as stream:

@@ -12,20 +12,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.http import error_of
 
 server, gateway, api = module_gateway("apps-api")
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def db_rows(gateway: Gateway, sql: str, *args: object) -> list[tuple[Any, ...]]:

@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
-
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, module_gateway
+from tests.support.http import error_of
 
 server, gateway, api = module_gateway("export-api")
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def talked(api: Api, server: ScriptedModelServer, **chat: str) -> str:

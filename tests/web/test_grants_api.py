@@ -9,19 +9,11 @@ import sqlite3
 import time
 from typing import Any
 
-import httpx
-
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.http import error_of
 
 server, gateway, api = module_gateway("grants-api")
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def pending_in(api: Api, key: str, timeout: float = 15) -> dict[str, Any]:

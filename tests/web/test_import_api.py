@@ -20,8 +20,8 @@ from hearth.client.api import GatewayApi
 from hearth.client.transfer import TransferFailed, import_chats
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, kinds, module_gateway
+from tests.support.http import error_of
 from tests.web import test_export_api as export_tests
-from tests.web.test_export_api import error_of
 
 server, gateway, api = module_gateway("import-api")
 NDJSON = {"Content-Type": "application/x-ndjson"}

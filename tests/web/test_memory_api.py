@@ -20,6 +20,7 @@ import pytest
 from hearth.store.memory import KINDS
 from hearth.web.memory_api import Kind
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.http import error_of
 
 JSON = {"content-type": "application/json"}
 HEADER = "X-Hearth-Session"
@@ -49,16 +50,6 @@ def set_recorded_mode(gateway: Gateway, key: str, recorded: str) -> None:
     """Write a chat's mode by hand, as an old or damaged record might hold it."""
     with sqlite3.connect(gateway.home / "hearth.db") as conn:
         conn.execute("UPDATE sessions SET memory_mode = ? WHERE key = ?", (recorded, key))
-
-
-def error_of(response: httpx.Response, status: int, code: str | None = None) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"], body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"].strip()
-    if code is not None:
-        assert body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def teach(api: Api, text: str, kind: str = "fact", **headers: str) -> httpx.Response:

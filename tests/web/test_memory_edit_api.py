@@ -15,6 +15,7 @@ import pytest
 
 from hearth.store.memory import fingerprint
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.http import error_fields, error_of
 
 server, gateway, api = module_gateway("memory-edit-api")
 HEADER = "X-Hearth-Session"
@@ -23,13 +24,6 @@ HEADER = "X-Hearth-Session"
 def word() -> str:
     """A word no other test uses (letters only: one search term, kept whole by the index)."""
     return "q" + uuid.uuid4().hex[:10].translate(str.maketrans("0123456789", "ghijklmnop"))
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return dict(body["error"])
 
 
 def teach(api: Api, text: str, kind: str = "fact", **headers: str) -> dict[str, Any]:
@@ -105,8 +99,8 @@ def test_rewritten_words_are_the_reviser_s(api: Api) -> None:
 def test_words_that_are_another_items_are_refused(api: Api, gateway: Gateway) -> None:
     first = teach(api, f"The cat is called {word()}")
     second = teach(api, f"The dog is called {word()}")
-    error = error_of(revise(api, second["id"], text="  " + first["text"].upper() + " "), 409,
-                     "memory_duplicate")
+    error = error_fields(revise(api, second["id"], text="  " + first["text"].upper() + " "), 409,
+                         "memory_duplicate")
     assert error["duplicate_of"] == first["id"] and str(first["id"]) in error["message"]
     assert row(gateway, second["id"])["text"] == second["text"]  # nothing changed
     recased = revise(api, second["id"], text=second["text"].upper())  # its own words, recased

@@ -21,6 +21,7 @@ from hearth.engine.mentions import MAX_PROMPT_BYTES
 from hearth.web import signin
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, kinds, module_gateway
+from tests.support.http import error_of
 
 server, gateway, api = module_gateway("prompts-api")
 
@@ -37,13 +38,6 @@ def prompts(gateway: Gateway, server: ScriptedModelServer) -> Iterator[Path]:
     yield folder
     for made in folder.iterdir():
         made.unlink()
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def last_user_message(server: ScriptedModelServer) -> object:

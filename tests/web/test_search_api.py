@@ -14,6 +14,7 @@ import pytest
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Api, module_gateway
 from tests.store.test_search import HOSTILE
+from tests.support.http import error_of
 
 server, gateway, api = module_gateway("search-api")
 
@@ -31,13 +32,6 @@ def search(api: Api, q: str, **params: Any) -> dict[str, Any]:
 
 def keys(api: Api, q: str, **params: Any) -> list[str]:
     return sorted(r["key"] for r in search(api, q, **params)["results"])
-
-
-def error_of(response: httpx.Response, code: str = "invalid_request") -> str:
-    assert response.status_code == 422, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def test_what_the_owner_and_the_answer_said_is_found(api: Api,
@@ -164,7 +158,7 @@ def test_hostile_queries_answer_200(api: Api, query: str) -> None:
 ])
 def test_what_cannot_be_searched_answers_422_in_the_envelope(api: Api, params: dict[str, str],
                                                              code: str) -> None:
-    assert error_of(api.http.get("/api/search", params=params), code)
+    assert error_of(api.http.get("/api/search", params=params), 422, code)
 
 
 def test_search_needs_the_token(api: Api, gateway: Any) -> None:

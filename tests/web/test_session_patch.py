@@ -16,6 +16,7 @@ import pytest
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, write_config
 from tests.inprocess import InProcessGateway
+from tests.support.http import error_of
 
 HELPER_PROMPT = "You are the helper agent of this test."
 
@@ -43,13 +44,6 @@ def api(tmp_path_factory: pytest.TempPathFactory,
     finally:
         client.http.close()
         gateway.kill()
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert list(body) == ["error"] and body["error"]["code"] == code, body
-    return str(body["error"]["message"])
 
 
 def patch(api: Api, key: str, **body: Any) -> httpx.Response:

@@ -1,0 +1,2 @@
+"""What the tests share, defined once and imported where used (never copied into a test file):
+`http`, the error envelope's assertions."""
