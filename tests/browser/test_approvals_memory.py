@@ -7,7 +7,6 @@ is saved to test-artifacts/screenshots/ in light and dark, on a desktop and on a
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,22 +19,12 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Api, Gateway, iter_texts  # noqa: E402
+from tests.support.approvals import pending_in
 
 Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
-
-
-def _waiting(api: Api, key: str, timeout: float = 15) -> dict[str, Any]:
-    """The approval a call of chat `key` waits on."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for approval in api.http.get("/api/approvals").json()["approvals"]:
-            if approval["session"] == key:
-                return dict(approval)
-        time.sleep(0.05)
-    raise AssertionError(f"no call of {key} waits on an approval")
 
 
 def _ask(api: Api, server: ScriptedModelServer, key: str, tool: str,
@@ -45,7 +34,7 @@ def _ask(api: Api, server: ScriptedModelServer, key: str, tool: str,
     two turns waiting at once never take each other's replies.)"""
     server.push(Reply(tool_calls=[Call(tool, arguments)]))
     run_id = str(api.send(key, f"please call {tool}")["run_id"])
-    _waiting(api, key)
+    pending_in(api, key)
     return run_id
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,7 @@ from playwright.sync_api import Browser, Page, expect  # noqa: E402
 from tests.browser.conftest import TIMEOUT_MS  # noqa: E402
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import TOKEN, Api, Gateway  # noqa: E402
+from tests.support.approvals import pending_in
 
 Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
@@ -59,17 +59,6 @@ def _open(page: Page, gateway: Gateway, key: str) -> None:
 def _at_bottom(page: Page) -> bool:
     return bool(page.evaluate(
         "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80"))
-
-
-def _approval_waits(api: Api, key: str) -> None:
-    """Until a call in the chat waits on the owner (the turn reaches it after the send)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        waiting = api.http.get("/api/approvals").json()["approvals"]
-        if any(a["session"] == key for a in waiting):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no approval came in chat {key}")
 
 
 @contextmanager
@@ -108,7 +97,7 @@ def test_the_sidebar_groups_marks_and_keeps_restricted_chats_apart(
     model_server.push(Reply(tool_calls=[Call("write_file", {"path": "a.txt", "content": "x"})]),
                       Reply(text="Written."))
     api.send(waiting, "Write a.txt")
-    _approval_waits(api, waiting)
+    pending_in(api, waiting, timeout=10)
     page = signed_in(gateway)
     groups = page.locator(".chat-nav .group-label")
     expect(groups.first).to_have_text("Pinned")

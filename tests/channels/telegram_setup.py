@@ -3,8 +3,6 @@ readers of what a thread made (its `telegram` fixture is in this folder's confte
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from tests.fakes.telegram_server import FakeTelegram
@@ -25,18 +23,6 @@ def chats(api: Api) -> list[dict[str, Any]]:
     answer = api.http.get("/api/sessions")
     assert answer.status_code == 200, answer.text
     return list(answer.json()["sessions"])
-
-
-def until(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    """Poll `check` until it gives something true; fail saying `what` otherwise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        time.sleep(0.05)
 
 
 def health(api: Api) -> dict[str, Any]:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.channels.telegram_setup import GUEST, OWNER, chats, health, telegram_config, until
+from tests.channels.telegram_setup import GUEST, OWNER, chats, health, telegram_config
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Gateway
+from tests.support.approvals import pending_approvals
+from tests.support.polling import until
 
 
 def test_a_message_is_answered_on_its_thread_once(
@@ -131,8 +133,7 @@ def test_a_guests_call_is_asked_of_the_owner_even_in_a_trusted_chat(
     assert api.http.patch(f"/api/sessions/{chat['key']}",
                           json={"trust": "trusted"}).status_code == 200
     telegram.push_message(GUEST, GUEST, "write g.txt", first_name="Bob")
-    until(lambda: api.http.get("/api/approvals").json()["approvals"],
-          what="the owner asked on the dashboard")
+    pending_approvals(api)  # the owner is asked on the dashboard
     assert not (gateway.home / "workspace" / "g.txt").exists()
 
 

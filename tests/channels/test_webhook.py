@@ -27,6 +27,7 @@ from hearth.engine.channel_inbound import Inbound, Received
 from hearth.errors import Refusal
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.polling import until
 
 SECRET = "whsec-0123456789abcdef-test"
 OWNER = "owner-1"
@@ -176,13 +177,6 @@ def assert_signed(p: Post) -> None:
                              p.headers.get("x-hearth-signature"), p.body, time.time(), 60)
     assert problem is None, problem
     assert p.headers["x-hearth-delivery"] == str(p.json["delivery_id"])
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 # ---------------------------------------------------------------- in and out
@@ -348,7 +342,7 @@ def test_a_callback_that_refuses_a_message_is_said_in_the_chat(
     def notices() -> list[str]:
         return [m["text"] for m in api.messages(taken["chat"]) if m["kind"] == "notice"]
 
-    wait_until(lambda: bool(notices()))
+    until(lambda: bool(notices()))
     [notice] = notices()
     assert "could not be delivered" in notice and "400" in notice
     assert SECRET not in notice

@@ -7,7 +7,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +17,7 @@ from mcp import types as mcp_types
 
 from hearth.client.mcp import CallAnswer, to_call_result, to_mcp_tool
 from tests.gateway import TOKEN, Gateway
+from tests.support.approvals import pending_approvals
 
 pytestmark = pytest.mark.process_gateway  # `hearth mcp` with a gateway process (one killed)
 
@@ -126,10 +126,7 @@ def test_a_denied_tool_is_not_listed_and_cannot_be_called(gateway_factory: Gatew
 def answer_approval(gateway: Gateway, decision: str, timeout: float = 20.0) -> dict[str, Any]:
     """Wait for the one pending approval and answer it as the owner."""
     api = gateway.client()
-    deadline = time.monotonic() + timeout
-    while not (pending := api.http.get("/api/approvals").json()["approvals"]):
-        assert time.monotonic() < deadline, "no approval was asked for"
-        time.sleep(0.05)
+    pending = pending_approvals(api, timeout=timeout)
     assert len(pending) == 1, pending
     answer = api.http.post(f"/api/approvals/{pending[0]['id']}", json={"decision": decision})
     assert answer.status_code == 200, answer.text

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,8 @@ import pytest
 from hearth.engine import queries
 from hearth.privacy.principal import OWNER
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.gateway import Api, Gateway
-
-
-def _pending(api: Api, count: int = 1, timeout: float = 15) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pending = api.http.get("/api/approvals").json()["approvals"]
-        if len(pending) >= count:
-            return list(pending)
-        time.sleep(0.05)
-    raise AssertionError("no approval was asked for")
+from tests.gateway import Gateway
+from tests.support.approvals import pending_approvals
 
 
 def _write(path: str, content: str = "hello") -> Reply:
@@ -61,7 +51,7 @@ def test_allow_once_runs_the_call_and_asks_again_next_time(
     assert again.status_code == 409 and again.json()["error"]["code"] == "already_decided"
     model_server.push(_write("b.txt"), Reply(text="Written."))
     api.send(key, "write b")
-    assert _pending(api)[0]["target"] == "b.txt"  # allow_once left no grant
+    assert pending_approvals(api)[0]["target"] == "b.txt"  # allow_once left no grant
     decided = [(a, who, d["tool"]) for a, who, d in _audit(gateway) if a != "tool.allowed"
                or who == "owner"]
     assert ("approval.decided", "owner", "write_file") in decided
@@ -74,7 +64,7 @@ def test_deny_gives_the_model_a_refusal_and_the_turn_goes_on(
     key = api.new_chat(trust="ask")
     model_server.push(_write("secret.txt"), Reply(text="Understood, I left it."))
     run_id = api.send(key, "write it")["run_id"]
-    approval = _pending(api)[0]
+    approval = pending_approvals(api)[0]
     api.http.post(f"/api/approvals/{approval['id']}", json={"decision": "deny"})
     run = api.wait(run_id)
     assert run["status"] == "complete"
@@ -92,7 +82,7 @@ def test_allow_always_leaves_a_grant_limited_to_its_prefix(
     key = api.new_chat(trust="ask")
     model_server.push(_write("notes/one.md"), Reply(text="ok"))
     first = api.send(key, "one")["run_id"]
-    approval = _pending(api)[0]
+    approval = pending_approvals(api)[0]
     api.http.post(f"/api/approvals/{approval['id']}",
                   json={"decision": "allow_always", "prefix": "notes"})
     api.wait(first)
@@ -103,7 +93,7 @@ def test_allow_always_leaves_a_grant_limited_to_its_prefix(
     assert ("tool.allowed", "grant") in [(a, who) for a, who, _ in _audit(gateway)]
     model_server.push(_write("notesX/three.md"), Reply(text="ok"))
     api.send(key, "three")
-    assert _pending(api)[0]["target"] == "notesX/three.md"  # outside the prefix: asked
+    assert pending_approvals(api)[0]["target"] == "notesX/three.md"  # outside the prefix: asked
 
 
 @pytest.mark.process_gateway  # a kill -9, then a restart
@@ -113,13 +103,13 @@ def test_a_pending_approval_survives_a_restart_and_the_turn_resumes(
     key = api.new_chat(trust="ask")
     model_server.push(_write("after-restart.txt"))
     run_id = api.send(key, "write after a restart")["run_id"]
-    approval = _pending(api)[0]
+    approval = pending_approvals(api)[0]
     gateway.kill()
     model_server.reset()
     model_server.push(Reply(text="Done, after the restart."))
     gateway.start()
     api = gateway.client()
-    still = _pending(api)
+    still = pending_approvals(api)
     assert [a["id"] for a in still] == [approval["id"]]
     api.http.post(f"/api/approvals/{approval['id']}", json={"decision": "allow_once"})
     run = api.wait(run_id)
@@ -135,7 +125,7 @@ def test_a_stop_withdraws_a_pending_approval(
     key = api.new_chat(trust="ask")
     model_server.push(_write("never.txt"))
     run_id = api.send(key, "write")["run_id"]
-    approval = _pending(api)[0]
+    approval = pending_approvals(api)[0]
     api.http.post(f"/api/sessions/{key}/stop")
     assert api.wait(run_id)["status"] == "stopped"
     assert api.http.get("/api/approvals").json()["approvals"] == []

@@ -30,6 +30,7 @@ from hearth.store.schema import memory_items
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.polling import until
 
 CHILD_TABLES = ("transcript_events", "runs", "tool_calls", "approvals")
 SECRET = "the vault code is pomegranate-7731"
@@ -59,13 +60,6 @@ def all_audit_text(home: Path) -> str:
         return json.dumps(conn.execute("SELECT * FROM audit").fetchall())
 
 
-def wait_until(check: Callable[[], bool], timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def pending_for(api: Api, key: str) -> list[dict[str, Any]]:
     return [a for a in api.http.get("/api/approvals").json()["approvals"]
             if a["session"] == key]
@@ -76,7 +70,7 @@ def talk_with_a_tool_and_an_approval(api: Api, server: ScriptedModelServer, key:
     server.push(Reply(tool_calls=[Call("write_file", {"path": "kept.txt", "content": "x"})]),
                 Reply(text=f"Noted: {SECRET}"))
     run_id = api.send(key, SECRET)["run_id"]
-    wait_until(lambda: bool(pending_for(api, key)))
+    until(lambda: bool(pending_for(api, key)))
     approval = pending_for(api, key)[0]
     assert api.http.post(f"/api/approvals/{approval['id']}",
                          json={"decision": "allow_once"}).status_code == 200
@@ -147,7 +141,7 @@ def test_deleting_a_chat_stops_its_running_turn_first(
     first = api.send(key, "wait a long time")["run_id"]
     queued = api.send(key, "and then this")
     assert queued["status"] in ("queued", "steered")  # behind, or into, the running turn
-    wait_until(lambda: bool(api.http.get(f"/api/runs/{first}").json()["tool_calls"]))
+    until(lambda: bool(api.http.get(f"/api/runs/{first}").json()["tool_calls"]))
     begun = time.monotonic()
     answer = api.http.delete(f"/api/sessions/{key}")
     assert answer.status_code == 200, answer.text
@@ -179,7 +173,7 @@ def test_deleting_a_chat_cancels_its_approvals_and_wakes_the_waiting_call(
 
     waiter = threading.Thread(target=call_as_cli)
     waiter.start()
-    wait_until(lambda: len(pending_for(api, key)) == 2)
+    until(lambda: len(pending_for(api, key)) == 2)
     begun = time.monotonic()
     answer = api.http.delete(f"/api/sessions/{key}")
     assert answer.status_code == 200, answer.text

@@ -21,18 +21,12 @@ from hearth.store import transcript
 from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.approvals import pending_approvals
+from tests.support.polling import until
 
 
 def _spawn(*tasks: str) -> Reply:
     return Reply(tool_calls=[Call("spawn_helpers", {"tasks": list(tasks)})])
-
-
-def _until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (got := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {check}"
-        time.sleep(0.05)
-    return got
 
 
 def _helpers(api: Api, key: str) -> list[dict[str, Any]]:
@@ -47,9 +41,9 @@ def test_a_helpers_report_starts_the_parents_next_turn(
     key = api.new_chat()
     asked = api.send(key, "get a helper to count")
     api.wait(asked["run_id"])
-    [helper] = _until(lambda: _helpers(api, key))
+    [helper] = until(lambda: _helpers(api, key), 20)
     assert helper["title"] == "Helper: count to three"
-    report = _until(lambda: [m for m in api.messages(key) if "helper_report" in m["meta"]])[0]
+    report = until(lambda: [m for m in api.messages(key) if "helper_report" in m["meta"]], 20)[0]
     assert report["text"].startswith(f"Report from helper {helper['key']}")
     assert report["run_id"] != asked["run_id"]
     api.wait(report["run_id"])
@@ -71,12 +65,12 @@ def test_a_helper_the_owner_stopped_starts_no_turn_and_the_parent_is_told(
     api = gateway_factory().client()
     key = api.new_chat()
     asked = api.send(key, "start a long helper")["run_id"]
-    _until(lambda: any(h["working"] for h in _helpers(api, key)))
+    until(lambda: any(h["working"] for h in _helpers(api, key)), 20)
     stopped = api.http.post(f"/api/sessions/{key}/stop", json={"helpers": True}).json()
     assert stopped["stopped"] == asked and len(stopped["helpers_stopped"]) == 1
     release.set()
-    note = _until(lambda: [m for m in api.messages(key) if m["kind"] == "notice"
-                           and "helper_report" in m["meta"]])[0]
+    note = until(lambda: [m for m in api.messages(key) if m["kind"] == "notice"
+                          and "helper_report" in m["meta"]], 20)[0]
     assert "did not do its work" in note["text"] and note["run_id"] is None
     time.sleep(0.5)
     runs = {m["run_id"] for m in api.messages(key) if m["run_id"]}
@@ -93,7 +87,7 @@ def test_a_batch_past_the_limit_starts_what_fits(
     api = gateway_factory(config="[limits]\nhelpers_running = 2\n").client()
     key = api.new_chat()
     run = api.send(key, "three tasks")["run_id"]
-    result = _until(lambda: [m for m in api.messages(key) if m["kind"] == "tool_result"])[0]
+    result = until(lambda: [m for m in api.messages(key) if m["kind"] == "tool_result"], 20)[0]
     assert "Not started (2 may work at once): three" in result["content"]["output"]
     hold.set()
     api.wait(run)
@@ -106,7 +100,7 @@ def test_a_declined_start_starts_nothing(
     api = gateway_factory().client()
     key = api.new_chat(trust="ask")
     run = api.send(key, "start a helper")["run_id"]
-    [waiting] = _until(lambda: api.http.get("/api/approvals").json()["approvals"])
+    [waiting] = pending_approvals(api, timeout=20)
     assert waiting["tool"] == "spawn_helpers"
     api.http.post(f"/api/approvals/{waiting['id']}", json={"decision": "deny"})
     api.wait(run)
@@ -120,10 +114,10 @@ def test_helpers_may_not_nest_past_the_depth(
     api = gateway_factory(config="[limits]\nhelper_depth = 1\n").client()
     key = api.new_chat()
     api.wait(api.send(key, "delegate")["run_id"])
-    [helper] = _until(lambda: _helpers(api, key))
+    [helper] = until(lambda: _helpers(api, key), 20)
     assert api.http.patch(f"/api/sessions/{helper['key']}",
                           json={"trust": "trusted"}).status_code == 200
-    report = _until(lambda: [m for m in api.messages(key) if "helper_report" in m["meta"]])[0]
+    report = until(lambda: [m for m in api.messages(key) if "helper_report" in m["meta"]], 20)[0]
     api.wait(report["run_id"])  # the report's turn took its reply: the queue is ours now
     model_server.push(_spawn("deeper still"), Reply(text="ok"))
     api.wait(api.send(helper["key"], "start one more")["run_id"])
@@ -139,8 +133,8 @@ def test_a_helper_that_failed_still_reports(
     api = gateway_factory().client()
     key = api.new_chat()
     api.send(key, "delegate")
-    report = _until(lambda: [m for m in api.messages(key)
-                             if m["kind"] == "user" and "helper_report" in m["meta"]])[0]
+    report = until(lambda: [m for m in api.messages(key)
+                            if m["kind"] == "user" and "helper_report" in m["meta"]], 20)[0]
     assert report["meta"]["helper_report"]["ending"] not in ("complete", "stopped")
     assert report["text"].startswith("Report from helper")
 

@@ -4,10 +4,10 @@ that may have changed something (409 retry_repeats_steps), and not otherwise."""
 from __future__ import annotations
 
 import threading
-import time
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
+from tests.support.approvals import pending_approvals
 
 
 def test_a_failed_turn_that_changed_nothing_is_retried_at_once(
@@ -66,10 +66,7 @@ def test_a_denied_call_is_not_asked_about(gateway: Gateway,
     model_server.push(Reply(tool_calls=[Call("write_file", {"path": "x", "content": "y"})]),
                       Reply(status=500))
     run_id = api.send(key, "write")["run_id"]
-    deadline = time.monotonic() + 10
-    while not (pending := api.http.get("/api/approvals").json()["approvals"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    pending = pending_approvals(api, timeout=10)
     api.http.post(f"/api/approvals/{pending[0]['id']}", json={"decision": "deny"})
     assert api.wait(run_id)["status"] == "error"
     model_server.push(Reply(text="ok"))

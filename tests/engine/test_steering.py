@@ -21,18 +21,9 @@ from hearth.faults import EXIT_CODE
 from hearth.store import search
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.approvals import pending_approvals
 
 STEER = "Actually, name it b.txt next time."
-
-
-def pending(api: Api, timeout: float = 15) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        waiting = api.http.get("/api/approvals").json()["approvals"]
-        if waiting:
-            return dict(waiting[0])
-        time.sleep(0.05)
-    raise AssertionError("no approval was asked for")
 
 
 def allow(api: Api, approval: dict[str, Any]) -> None:
@@ -64,7 +55,7 @@ def test_a_message_sent_into_a_running_turn_is_read_at_its_next_step(
     key = api.new_chat(trust="ask", memory_mode=mode)
     model_server.push(*write_then("Written; b.txt it is next time."))
     first = api.send(key, "write a file")["run_id"]
-    approval = pending(api)  # the turn waits between its steps
+    approval = pending_approvals(api)[0]  # the turn waits between its steps
     steer = api.send(key, STEER, client_message_id="steer-1")
     assert steer["status"] == "steered"
     allow(api, approval)
@@ -103,7 +94,7 @@ def test_a_later_turn_reads_the_message_where_it_was_taken(
     key = api.new_chat(trust="ask")
     model_server.push(*write_then("Written."), Reply(text="Yes."))
     first = api.send(key, "write a file")["run_id"]
-    approval = pending(api)
+    approval = pending_approvals(api)[0]
     api.send(key, STEER)
     allow(api, approval)
     api.wait(first)
@@ -120,7 +111,7 @@ def test_the_live_stream_shows_the_message_where_the_turn_took_it(
     key = api.new_chat(trust="ask")
     model_server.push(*write_then("Written."))
     first = api.send(key, "write a file")["run_id"]
-    approval = pending(api)
+    approval = pending_approvals(api)[0]
     steer = api.send(key, STEER)
     allow(api, approval)
     frames = api.frames(key, after=steer["seq"],
@@ -165,7 +156,7 @@ def test_stopping_the_turn_while_a_message_waits_runs_the_message_next_once(
     model_server.push(*write_then("never asked for"))
     model_server.default = Reply(text="Answering your second message.")
     first = api.send(key, "write a file")["run_id"]
-    pending(api)
+    pending_approvals(api)
     steer = api.send(key, STEER)
     assert steer["status"] == "steered"
     assert api.http.post(f"/api/sessions/{key}/stop").status_code == 200
@@ -199,7 +190,7 @@ def test_a_message_queued_before_the_turn_began_reads_the_taken_one_in_place(
     model_server.push(*write_then("Written."), Reply(text="This too."))
     release.set()
     api.wait(held)
-    approval = pending(api)
+    approval = pending_approvals(api)[0]
     assert api.send(key, STEER)["status"] == "steered"
     allow(api, approval)
     api.wait(first)
@@ -218,7 +209,7 @@ def test_a_crash_right_after_the_take_leaves_the_message_the_turns_alone(
     key = api.new_chat(trust="ask")
     model_server.push(write_then("never read")[0])
     first = api.send(key, "write a file")["run_id"]
-    approval = pending(api)
+    approval = pending_approvals(api)[0]
     steer = api.send(key, STEER)
     assert steer["status"] == "steered"
     allow(api, approval)
@@ -253,7 +244,7 @@ def test_a_crash_before_the_take_runs_the_message_once(
     key = api.new_chat(trust="ask")
     model_server.push(write_then("never read")[0])
     first = api.send(key, "write a file")["run_id"]
-    pending(api)
+    pending_approvals(api)
     with pytest.raises(httpx.HTTPError):
         api.http.post(f"/api/sessions/{key}/messages", json={"text": STEER})
     assert gateway.proc is not None and gateway.proc.wait(20) == EXIT_CODE
@@ -262,7 +253,7 @@ def test_a_crash_before_the_take_runs_the_message_once(
     gateway.extra_env = {}
     gateway.start()
     api = gateway.client()
-    allow(api, pending(api))
+    allow(api, pending_approvals(api)[0])
     assert api.wait(first)["status"] == "complete"
     users = [m for m in api.messages(key) if m["kind"] == "user"]
     assert [m["text"] for m in users] == ["write a file", STEER]
@@ -283,7 +274,7 @@ def test_search_finds_the_taken_message_once_where_it_now_is_and_forgets_it_with
     key = api.new_chat(trust="ask")
     model_server.push(*write_then("Written."))
     first = api.send(key, "write a file")["run_id"]
-    approval = pending(api)
+    approval = pending_approvals(api)[0]
     api.send(key, "Actually, name it zanzibar.txt")
     allow(api, approval)
     api.wait(first)

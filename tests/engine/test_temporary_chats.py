@@ -17,10 +17,11 @@ import pytest
 from hearth.config import Config
 from hearth.sessions import chats
 from hearth.store import sessions as session_store
-from tests.engine.test_delete_chat import audit_rows, rows_of, wait_until
+from tests.engine.test_delete_chat import audit_rows, rows_of
 from tests.engine_harness import blocking, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.polling import until
 
 WORDS = "remember the heron at dawn"
 
@@ -183,7 +184,7 @@ def test_an_idle_temporary_chat_is_forgotten_and_a_busy_one_is_not(
     busy_run = api.send(busy, "think for a while")["run_id"]
     begun = time.monotonic()
 
-    wait_until(lambda: api.http.get(f"/api/sessions/{idle}").status_code == 404, timeout=10)
+    until(lambda: api.http.get(f"/api/sessions/{idle}").status_code == 404, timeout=10)
 
     assert time.monotonic() - begun > 0.5  # not at once: only once idle
     forgotten(api, gateway.home, idle)
@@ -192,7 +193,7 @@ def test_an_idle_temporary_chat_is_forgotten_and_a_busy_one_is_not(
     assert api.http.get(f"/api/sessions/{busy}").json()["running"] is True
     release.set()
     assert api.wait(busy_run)["status"] == "complete"
-    wait_until(lambda: api.http.get(f"/api/sessions/{busy}").status_code == 404, timeout=10)
+    until(lambda: api.http.get(f"/api/sessions/{busy}").status_code == 404, timeout=10)
     still_kept(api, made)
 
 

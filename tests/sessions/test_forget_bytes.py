@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from hearth.engine.runtime import Engine
-from tests.engine.test_delete_chat import audit_rows, wait_until
+from tests.engine.test_delete_chat import audit_rows
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.polling import until
 
 # Words the keyword index keeps whole (its Porter stemmer leaves them as they are)
 FORGOTTEN = "quokkaxylophonz"  # said only in the chat that is forgotten
@@ -62,7 +63,7 @@ def report_in(api: Api, key: str) -> dict[str, Any]:
                     if m["kind"] == "user" and "helper_report" in m["meta"]]
         return bool(found)
 
-    wait_until(arrived)
+    until(arrived)
     return found[0]
 
 
@@ -119,8 +120,8 @@ def test_an_ended_temporary_chat_leaves_no_byte_of_its_text_within_a_second(
     talk(api, model_server, kept, KEPT)
     assert holding(gateway.home, FORGOTTEN)
 
-    wait_until(lambda: api.http.get(f"/api/sessions/{temporary}").status_code == 404)
-    wait_until(lambda: holding(gateway.home, FORGOTTEN) == [], timeout=1.0)
+    until(lambda: api.http.get(f"/api/sessions/{temporary}").status_code == 404)
+    until(lambda: holding(gateway.home, FORGOTTEN) == [], timeout=1.0)
 
     assert holding(gateway.home, KEPT)
     gateway.kill()
@@ -178,11 +179,11 @@ def test_a_temporary_chats_helper_at_work_goes_with_it_when_it_ends(
         [helper] = helpers_of(gateway.home, parent)
         assert holding(gateway.home, FORGOTTEN)
 
-        wait_until(lambda: api.http.get(f"/api/sessions/{parent}").status_code == 404)
+        until(lambda: api.http.get(f"/api/sessions/{parent}").status_code == 404)
 
         assert helpers_of(gateway.home, parent) == []
         assert api.http.get(f"/api/sessions/{helper}").status_code == 404
-        wait_until(lambda: holding(gateway.home, FORGOTTEN) == [], timeout=2.0)
+        until(lambda: holding(gateway.home, FORGOTTEN) == [], timeout=2.0)
         [ended] = [row for row in audit_rows(gateway.home) if row["session_key"] == parent]
         assert ended["detail"]["why"] == "idle" and ended["detail"]["removed"]["helpers"] == 1
         assert holding(gateway.home, KEPT)

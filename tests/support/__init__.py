@@ -1,2 +1,3 @@
 """What the tests share, defined once and imported where used (never copied into a test file):
-`http`, the error envelope's assertions."""
+`http`, the error envelope's assertions; `polling`, waiting for a condition; `approvals`, waiting
+for a turn to ask; `apps`, apps the owner makes."""

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, kinds
+from tests.support.approvals import pending_approvals
 
 BIN = Path(sys.executable).parent
 TIME_SERVER = str(BIN / "mcp-server-time")
@@ -69,17 +69,6 @@ def run_view(api: Api, run_id: str) -> dict[str, Any]:
 
 def tool_results(api: Api, key: str) -> list[dict[str, Any]]:
     return [m for m in api.messages(key) if m["kind"] == "tool_result"]
-
-
-def pending_approval(api: Api, timeout: float = 20.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        pending = api.http.get("/api/approvals").json()["approvals"]
-        if pending:
-            assert len(pending) == 1, pending
-            return dict(pending[0])
-        assert time.monotonic() < deadline, "no approval was asked for"
-        time.sleep(0.05)
 
 
 def branches(repo: Path) -> set[str]:
@@ -203,7 +192,7 @@ def test_a_changing_mcp_tool_waits_for_the_owner_deny_then_allow_once(
     model_server.push(Reply(tool_calls=[Call("git__git_create_branch", args, id="call_deny")]),
                       Reply(text="Fine, no branch."))
     first = api.send(key, "make a branch")["run_id"]
-    asked = pending_approval(api)
+    [asked] = pending_approvals(api, timeout=20)
     assert (asked["tool"], asked["effect"], asked["status"]) == (
         "git__git_create_branch", "external", "pending")
     assert asked["arguments"] == args and asked["run_id"] == first
@@ -229,7 +218,7 @@ def test_a_changing_mcp_tool_waits_for_the_owner_deny_then_allow_once(
     model_server.push(Reply(tool_calls=[Call("git__git_create_branch", args, id="call_allow")]),
                       Reply(text="Branch made."))
     second = api.send(key, "make it after all")["run_id"]
-    asked = pending_approval(api)
+    [asked] = pending_approvals(api, timeout=20)
     assert (asked["tool"], asked["effect"], asked["call_id"]) == (
         "git__git_create_branch", "external", "call_allow")
     assert branches(repo) == {"main"}

@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ import pytest
 from tests.fakes.model_server import ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway, write_config
 from tests.support.http import error_of
+from tests.support.polling import until
 
 QUOTAS = """
 [apps]
@@ -60,13 +61,6 @@ def own_chat(app: Api) -> dict[str, str]:
 def db_rows(gateway: Gateway, sql: str, *args: object) -> list[tuple[Any, ...]]:
     with sqlite3.connect(f"file:{gateway.home / 'hearth.db'}?mode=ro", uri=True) as conn:
         return conn.execute(sql, args).fetchall()
-
-
-def eventually(check: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "the gateway did not get there in time"
-        time.sleep(0.1)
 
 
 # ---------------------------------------------------------------- jobs
@@ -142,7 +136,7 @@ def test_running_an_apps_job_past_its_fires_is_429_and_a_due_fire_is_skipped_wit
         return bool(db_rows(gateway, "SELECT detail FROM audit WHERE action = 'job.skipped' "
                                      "AND session_key = ?", chat))
 
-    eventually(skipped)
+    until(skipped)
     reasons = [json.loads(d)["reason"] for (d,) in db_rows(
         gateway, "SELECT detail FROM audit WHERE action = 'job.skipped' AND session_key = ?",
         chat)]
@@ -223,13 +217,13 @@ def test_streams_past_the_per_token_quota_are_429_and_the_owners_stream_still_op
         assert open_stream(stack, api, key).status_code == 200  # the owner's
         first.close()
 
-        eventually(lambda: stream_answer(app, key).status_code == 200)
+        until(lambda: stream_answer(app, key).status_code == 200)
 
     def both_again() -> bool:
         with ExitStack() as again:
             return all(open_stream(again, app, key).status_code == 200 for _ in range(2))
 
-    eventually(both_again)  # all closed: none is counted any more
+    until(both_again)  # all closed: none is counted any more
 
 
 # ---------------------------------------------------------------- open files

@@ -5,26 +5,13 @@ dashboard list — the chat's key and title, the tool, target, effect, a `previe
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, module_gateway
+from tests.support.approvals import pending_in
 
 server, gateway, api = module_gateway("approvals-api")
-
-
-def waiting_in(api: Api, key: str, timeout: float = 15) -> dict[str, Any]:
-    """The approval a call of chat `key` waits on, as the list shows it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        answer = api.http.get("/api/approvals")
-        assert answer.status_code == 200, answer.text
-        for approval in answer.json()["approvals"]:
-            if approval["session"] == key:
-                return dict(approval)
-        time.sleep(0.05)
-    raise AssertionError(f"no call of {key} waits on an approval")
 
 
 def asked(api: Api, server: ScriptedModelServer, call: Call, **chat: str) -> tuple[str, str,
@@ -33,7 +20,7 @@ def asked(api: Api, server: ScriptedModelServer, call: Call, **chat: str) -> tup
     key = api.new_chat(trust="ask", **chat)
     server.push(Reply(tool_calls=[call]), Reply(text="ok"))
     run_id = api.send(key, "Please do the thing for me now")["run_id"]
-    return key, run_id, waiting_in(api, key)
+    return key, run_id, pending_in(api, key)
 
 
 def deny(api: Api, approval: dict[str, Any], run_id: str) -> None:
@@ -57,7 +44,7 @@ def test_a_write_shows_its_path_and_content_cut_with_a_note(
     assert preview["content"] == content[:4000] and preview["truncated"] is True
     assert "4,000 of 5,000" in preview["note"]
     api.http.patch(f"/api/sessions/{key}", json={"title": "Big notes"})
-    assert waiting_in(api, key)["title"] == "Big notes"
+    assert pending_in(api, key)["title"] == "Big notes"
     deny(api, approval, run_id)
 
 
@@ -86,7 +73,7 @@ def test_always_is_not_offered_where_it_would_be_refused(
     refused = api.http.post(f"/api/approvals/{approval['id']}",
                             json={"decision": "allow_always"})
     assert refused.status_code == 403  # what the flag said: "Always" is refused here
-    assert waiting_in(api, key)["id"] == approval["id"]  # still waiting
+    assert pending_in(api, key)["id"] == approval["id"]  # still waiting
     deny(api, approval, run_id)
 
 

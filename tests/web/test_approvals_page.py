@@ -9,7 +9,6 @@ tests/browser/test_approvals_memory.py.)"""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from hearth.web import signin
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway
+from tests.support.approvals import pending_in
 
 HTML = {"Accept": "text/html"}  # as a browser's form post asks
 
@@ -49,23 +49,13 @@ def setup(gateway: Gateway) -> Iterator[tuple[Api, Browser]]:
     api.http.close()
 
 
-def waiting(api: Api, key: str, timeout: float = 15) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for approval in api.http.get("/api/approvals").json()["approvals"]:
-            if approval["session"] == key:
-                return dict(approval)
-        time.sleep(0.05)
-    raise AssertionError(f"no call of {key} waits on an approval")
-
-
 def ask(api: Api, server: ScriptedModelServer, path: str,
         **chat: Any) -> tuple[str, str, dict[str, Any]]:
     """A chat whose turn waits on a write of `path`: its key, the run, the approval."""
     key = api.new_chat(trust="ask", **chat)
     server.push(Reply(tool_calls=[Call("write_file", {"path": path, "content": "x"})]))
     run_id = str(api.send(key, f"write {path}")["run_id"])
-    return key, run_id, waiting(api, key)
+    return key, run_id, pending_in(api, key)
 
 
 def refused_page(answer: httpx.Response, status: int, sentence: str) -> str:
@@ -172,7 +162,7 @@ def test_a_bad_decision_or_scope_is_422_and_the_call_still_waits(
     answer = browser.post(f"/approvals/{approval['id']}", **form)
     sentence = "decision must be one of" if "prefix" not in form else "The scope of Always"
     refused_page(answer, 422, sentence)
-    assert waiting(api, key)["id"] == approval["id"]  # not answered
+    assert pending_in(api, key)["id"] == approval["id"]  # not answered
     assert browser.post(f"/approvals/{approval['id']}", decision="deny").status_code == 303
     assert api.wait(run_id)["status"] == "complete"
 
@@ -208,7 +198,7 @@ def test_the_forms_need_the_csrf_token(setup: tuple[Api, Browser],
         refused = browser.http.post(f"/approvals/{approval['id']}", data=form)
         assert refused.status_code == 403
     assert browser.http.post("/grants/1/revoke", data={}).status_code == 403
-    assert waiting(api, key)["id"] == approval["id"]
+    assert pending_in(api, key)["id"] == approval["id"]
     assert browser.post(f"/approvals/{approval['id']}", decision="deny").status_code == 303
     assert api.wait(run_id)["status"] == "complete"
 

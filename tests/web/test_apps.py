@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,8 @@ import pytest
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.approvals import pending_in
+from tests.support.apps import app_token
 from tests.support.http import error_of
 
 server, gateway, api = module_gateway("apps-api")
@@ -24,18 +25,6 @@ server, gateway, api = module_gateway("apps-api")
 def db_rows(gateway: Gateway, sql: str, *args: object) -> list[tuple[Any, ...]]:
     with sqlite3.connect(f"file:{gateway.home / 'hearth.db'}?mode=ro", uri=True) as conn:
         return conn.execute(sql, args).fetchall()
-
-
-_made: dict[str, str] = {}
-
-
-def app_token(api: Api, name: str, *allow: str) -> str:
-    """A new app's token (once per name in this module)."""
-    if name not in _made:
-        answer = api.http.post("/api/apps", json={"name": name, "permissions": list(allow)})
-        assert answer.status_code == 201, answer.text
-        _made[name] = answer.json()["token"]
-    return _made[name]
 
 
 @pytest.fixture
@@ -149,16 +138,6 @@ def test_revoking_takes_effect_at_the_next_request(gateway: Gateway, api: Api) -
     assert answer.status_code == 200 and answer.json()["app"]["revoked"] is True
     error_of(doomed.http.get("/api/sessions"), 401, "unauthorized")
     error_of(api.http.delete("/api/apps/nobody"), 404, "app_not_found")
-
-
-def pending_in(client: Api, key: str, timeout: float = 15) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for approval in client.http.get("/api/approvals").json()["approvals"]:
-            if approval["session"] == key:
-                return dict(approval)
-        time.sleep(0.05)
-    raise AssertionError(f"no call of {key} waits on an approval")
 
 
 def test_an_apps_call_asks_the_owner_whatever_trust_and_grants_say(

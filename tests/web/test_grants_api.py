@@ -6,25 +6,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from typing import Any
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.approvals import pending_in
 from tests.support.http import error_of
 
 server, gateway, api = module_gateway("grants-api")
-
-
-def pending_in(api: Api, key: str, timeout: float = 15) -> dict[str, Any]:
-    """The approval a call of chat `key` waits on."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for approval in api.http.get("/api/approvals").json()["approvals"]:
-            if approval["session"] == key:
-                return dict(approval)
-        time.sleep(0.05)
-    raise AssertionError(f"no call of {key} waits on an approval")
 
 
 def write(server: ScriptedModelServer, path: str) -> None:

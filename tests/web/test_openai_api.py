@@ -24,6 +24,7 @@ import pytest
 from hearth.web import openai_api
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
+from tests.support.approvals import pending_in
 
 CONFIG = """
 [agents.coder]
@@ -65,16 +66,6 @@ def listed(api: Api) -> list[str]:
     answer = api.http.get("/api/sessions", params={"limit": 200})
     assert answer.status_code == 200, answer.text
     return [chat["key"] for chat in answer.json()["sessions"]]
-
-
-def waiting_in(api: Api, key: str, timeout: float = 15) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for approval in api.http.get("/api/approvals").json()["approvals"]:
-            if approval["session"] == key:
-                return dict(approval)
-        time.sleep(0.05)
-    raise AssertionError(f"no call of {key} waits on an approval")
 
 
 def in_thread(work: Any) -> tuple[threading.Thread, dict[str, Any]]:
@@ -271,7 +262,7 @@ def test_a_named_chats_call_waits_on_the_owner_then_answers(
     server.push(Reply(tool_calls=[write]), Reply(text="Written."))
     thread, out = in_thread(lambda: client.chat.completions.with_raw_response.create(
         model="hearth", messages=[user("write the approved file")], **named("approve-me")))
-    approval = waiting_in(api, "approve-me")
+    approval = pending_in(api, "approve-me")
     time.sleep(0.3)
     assert thread.is_alive() and out == {}  # the request waits on the owner
     decided = api.http.post(f"/api/approvals/{approval['id']}", json={"decision": "allow_once"})
@@ -302,7 +293,7 @@ def test_a_stream_waiting_on_the_owner_keeps_alive_and_the_client_reads_on(
             lines.extend(response.iter_lines())
 
     thread, out = in_thread(read)
-    approval = waiting_in(api, "kept-alive")
+    approval = pending_in(api, "kept-alive")
     time.sleep(1.0)
     assert thread.is_alive()
     api.http.post(f"/api/approvals/{approval['id']}", json={"decision": "allow_once"})
@@ -316,7 +307,7 @@ def test_a_stream_waiting_on_the_owner_keeps_alive_and_the_client_reads_on(
         c.choices[0].delta.content or "" for c in client.chat.completions.create(
             model="hearth", messages=[user("again")], stream=True, **named("kept-alive"))
         if c.choices))
-    approval = waiting_in(api, "kept-alive")
+    approval = pending_in(api, "kept-alive")
     time.sleep(0.8)
     api.http.post(f"/api/approvals/{approval['id']}", json={"decision": "allow_once"})
     thread.join(20)

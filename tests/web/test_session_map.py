@@ -4,10 +4,9 @@ message list serves and the doors address."""
 
 from __future__ import annotations
 
-import time
-
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
+from tests.support.approvals import pending_approvals
 
 
 def test_the_map_marks_each_turn_and_what_happened_inside_it(
@@ -17,10 +16,7 @@ def test_the_map_marks_each_turn_and_what_happened_inside_it(
     model_server.push(Reply(tool_calls=[Call("write_file", {"path": "a.txt", "content": "x"})]),
                       Reply(text="Written."), Reply(status=500))
     run_id = api.send(key, "write a.txt")["run_id"]
-    deadline = time.monotonic() + 10
-    while not (pending := api.http.get("/api/approvals").json()["approvals"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    pending = pending_approvals(api, timeout=10)
     api.http.post(f"/api/approvals/{pending[0]['id']}", json={"decision": "allow_once"})
     api.wait(run_id)
     api.wait(api.send(key, "and then?")["run_id"])

@@ -23,8 +23,9 @@ import pytest
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, iter_texts, module_gateway
+from tests.support.approvals import pending_in
+from tests.support.apps import app_token
 from tests.support.http import error_of
-from tests.web.test_apps import app_token, pending_in
 
 # One turn at a time: a helper's turn starts once its parent's ends, so scripted replies
 # are taken in the order the tests push them.
