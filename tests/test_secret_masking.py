@@ -42,6 +42,7 @@ from hearth.web.app import create_app
 from hearth.web.errors import envelope
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, write_config
+from tests.support.store import migrated
 
 # Neither key has a shape the masker knows on sight: only being told them masks them.
 OPENAI_KEY = "prov-" + secrets.token_urlsafe(24)
@@ -294,8 +295,7 @@ def test_the_gateway_token_and_mcp_secrets_are_masked(tmp_path: Path,
 def test_the_stores_keep_a_notice_an_ending_and_an_audit_row_masked(tmp_path: Path) -> None:
     """Before: store.runs.finish, a notice appended to the transcript and store.audit.write
     kept whatever they were given, a key included. What the user wrote is theirs: kept."""
-    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
-    db.upgrade()
+    db = migrated(tmp_path, "h.db")
     leaked = f"Error code: 401 - Incorrect API key provided: {SHAPES[1]}"
     with db.write() as conn:
         session_store.insert(conn, key="chat-1", tab_id="t", memory_mode="persistent",

@@ -31,28 +31,9 @@ from tests.engine_harness import blocking, make_config, make_engine, new_chat, t
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 from tests.support.polling import until
+from tests.support.store import audit_rows, rows_of
 
-CHILD_TABLES = ("transcript_events", "runs", "tool_calls", "approvals")
 SECRET = "the vault code is pomegranate-7731"
-
-
-def rows_of(home: Path, key: str) -> dict[str, int]:
-    """How many rows of each table belong to the chat (read straight from the file)."""
-    with closing(sqlite3.connect(home / "hearth.db", timeout=30)) as conn:
-        counts = {"sessions": conn.execute("SELECT count(*) FROM sessions WHERE key = ?",
-                                           (key,)).fetchone()[0]}
-        for table in CHILD_TABLES:
-            counts[table] = conn.execute(f"SELECT count(*) FROM {table} WHERE session_key = ?",
-                                         (key,)).fetchone()[0]
-    return counts
-
-
-def audit_rows(home: Path, action: str = "chat.deleted") -> list[dict[str, Any]]:
-    with closing(sqlite3.connect(home / "hearth.db", timeout=30)) as conn:
-        rows = conn.execute("SELECT action, actor, session_key, run_id, detail FROM audit "
-                            "WHERE action = ? ORDER BY id", (action,)).fetchall()
-    return [{"action": a, "actor": who, "session_key": key, "run_id": run,
-             "detail": json.loads(detail)} for a, who, key, run, detail in rows]
 
 
 def all_audit_text(home: Path) -> str:

@@ -9,7 +9,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -22,13 +21,9 @@ from hearth.tools.base import ToolContext, ToolRefused
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 from tests.support.http import error_of
+from tests.support.store import db_rows
 
 PROMPT = "Water the plants"
-
-
-def rows(gateway: Gateway, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(gateway.home / "hearth.db", timeout=30) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 def made(api: Api, **body: Any) -> dict[str, Any]:
@@ -81,7 +76,7 @@ def test_a_bad_schedule_is_422_with_a_sentence_and_makes_nothing(
     api = gateway.client()
     said = error_of(api.http.post("/api/jobs", json={"prompt": PROMPT, **body}), 422, code)
     assert words in said
-    assert rows(gateway, "SELECT count(*) FROM jobs") == [(0,)]
+    assert db_rows(gateway, "SELECT count(*) FROM jobs") == [(0,)]
 
 
 def fell_due_while_down(gateway: Gateway, job_ids: list[int], hours: float) -> None:
@@ -92,7 +87,7 @@ def fell_due_while_down(gateway: Gateway, job_ids: list[int], hours: float) -> N
 
 
 def runs_of(gateway: Gateway, key: str) -> list[tuple[Any, ...]]:
-    return rows(gateway, "SELECT run_id FROM runs WHERE session_key = ?", key)
+    return db_rows(gateway, "SELECT run_id FROM runs WHERE session_key = ?", key)
 
 
 def test_after_a_restart_a_missed_job_runs_once_or_is_skipped(
@@ -124,7 +119,7 @@ def test_after_a_restart_a_missed_job_runs_once_or_is_skipped(
         assert listed[job["id"]]["enabled"]
     assert listed[once["id"]]["last_fired_at"] is not None
     assert listed[skip["id"]]["last_fired_at"] is None
-    skipped = rows(again, "SELECT detail FROM audit WHERE action = 'job.skipped'")
+    skipped = db_rows(again, "SELECT detail FROM audit WHERE action = 'job.skipped'")
     assert len(skipped) == 2 and all('"missed"' in d and PROMPT not in d for (d,) in skipped)
 
 
@@ -156,13 +151,6 @@ def test_a_restricted_chat_may_not_run_a_job_now(gateway: Gateway) -> None:
 
 
 # ------------------------------------------------------------------ the tool
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    database = Database(f"sqlite:///{tmp_path / 'jobs.db'}")
-    database.upgrade()
-    return database
 
 
 def test_the_tool_schedules_a_cron_job_and_refuses_a_bad_one(db: Database,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +34,10 @@ from tests.engine_harness import blocking, events, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway
 from tests.support.http import error_of
+from tests.support.store import db_rows
 
 PROMPT = "Summarise the day's notes for me"  # must never reach an audit row
 HEADER = "X-Hearth-Session"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'jobs.db'}")
-    database.upgrade()
-    yield database
-    database.close()
 
 
 def add(db: Database, *, next_at: float, every: int | None = None,
@@ -448,11 +440,6 @@ def test_a_one_shot_receipt_says_when(db: Database, ctx: ToolContext) -> None:
 
 
 server, gateway, api = module_gateway("jobs-api")
-
-
-def db_rows(gateway: Gateway, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(gateway.home / "hearth.db", timeout=30) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 def test_the_owner_schedules_lists_pauses_and_deletes_a_job(api: Api) -> None:

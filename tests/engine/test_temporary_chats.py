@@ -17,11 +17,11 @@ import pytest
 from hearth.config import Config
 from hearth.sessions import chats
 from hearth.store import sessions as session_store
-from tests.engine.test_delete_chat import audit_rows, rows_of
 from tests.engine_harness import blocking, make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 from tests.support.polling import until
+from tests.support.store import audit_rows, rows_of
 
 WORDS = "remember the heron at dawn"
 

@@ -5,7 +5,6 @@ it quotes, and the tool's refusal in work that may read no memory."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from hearth.memory.chat_search import (
 )
 from hearth.privacy.reach import RestrictedSession
 from hearth.privacy.scope import as_work_of
-from hearth.privacy.stores import protect
 from hearth.store import sessions as session_store
 from hearth.store import transcript
 from hearth.store.db import Database
@@ -32,15 +30,6 @@ from tests.engine_harness import blocking_chats
 
 OPENAI_KEY = "sk-proj-Q8xkz2LmN4vB7wR1tY6uI3oP0aS5dF9g"
 ANTHROPIC_KEY = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path}/t.db")
-    database.upgrade()
-    protect(database)
-    yield database
-    database.close()
 
 
 def chat(db: Database, mode: str = "persistent", *lines: str, title: str | None = None) -> str:

@@ -23,6 +23,7 @@ from hearth.store.db import Database
 from hearth.store.schema import audit
 from tests.engine_harness import make_config
 from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.support.store import migrated
 
 CHAT = "chat-1"
 QUESTION = "I moved to Lisbon last month; can you suggest a bakery near Alfama?"
@@ -58,8 +59,7 @@ def setup(tmp_path: Path, model_server: ScriptedModelServer) -> Iterator[Setup]:
     registry = ModelRegistry.from_config(config, environ={})
     provider = registry.for_background()
     assert provider is not None and provider.model_id == "fake"
-    db = Database(f"sqlite:///{tmp_path / 'hearth.db'}")
-    db.upgrade()
+    db = migrated(tmp_path, "hearth.db")
     stores.protect(db)
     memory = Memory(db, tmp_path / "memory")
     memory.start()

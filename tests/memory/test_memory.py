@@ -14,7 +14,7 @@ from hearth.models import guard
 from hearth.models.types import ModelRequest
 from hearth.privacy import reach
 from hearth.privacy.scope import answered_by, as_work_of
-from hearth.privacy.stores import changes_memory, protect
+from hearth.privacy.stores import changes_memory
 from hearth.store import memory as store
 from hearth.store import recall as recall_store
 from hearth.store.db import Database
@@ -23,14 +23,6 @@ from tests.fakes.model_server import Reply, ScriptedModelServer
 
 INSERT = ("INSERT INTO memory_items(kind, text, fingerprint, written_by, created_at, "
           "updated_at) VALUES ('fact', 'planted', 'f', 'test', 1, 1)")
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    database = Database(f"sqlite:///{tmp_path / 'hearth.db'}")
-    database.upgrade()
-    protect(database)
-    return database
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from hearth.store import memory as store
 from hearth.store import recall as recall_store
 from hearth.store.db import Database, now
 from hearth.store.schema import memory_items
+from tests.support.store import migrated_store
 
 FILLER = 1200  # items, more than CANDIDATE_BUDGET, so the budget bites
 GARDEN = 1100  # of them hold "garden": most items, and more than the budget
@@ -41,12 +42,11 @@ def _filler() -> list[str]:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'hearth.db'}")
-    database.upgrade()
-    with database.write() as conn:
-        conn.execute(memory_items.insert(), _rows(_filler()))
-    yield database
-    database.close()
+    """A migrated store holding the filler items (not the folder's protected one)."""
+    with migrated_store(tmp_path, "hearth.db") as database:
+        with database.write() as conn:
+            conn.execute(memory_items.insert(), _rows(_filler()))
+        yield database
 
 
 def _add(db: Database, *texts: str) -> list[int]:

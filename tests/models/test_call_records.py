@@ -31,6 +31,7 @@ from hearth.store.schema import model_calls
 from hearth.web import signin
 from hearth.web.app import create_app
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.support.store import migrated
 
 SECRET = "my hidden passphrase zebra"
 
@@ -241,8 +242,7 @@ def test_usage_api_and_page_add_up_the_rows(
 
 
 def test_a_refused_call_is_recorded_refused_and_nothing_is_sent(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'c.db'}")
-    db.upgrade()
+    db = migrated(tmp_path, "c.db")
     model = ModelConfig(id="other", model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
     provider = build_provider(model, {})
     recorder = CallRecorder(db, lambda _model_id: None)
@@ -265,8 +265,7 @@ def test_a_refused_call_is_recorded_refused_and_nothing_is_sent(tmp_path: Path) 
 
 def test_a_probe_outside_the_gateway_records_through_the_installed_recorder(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'p.db'}")
-    db.upgrade()
+    db = migrated(tmp_path, "p.db")
     model = ModelConfig(id="fake", model="fake-model", base_url=model_server.openai_base_url,
                         api_key="sk-test")
     model_server.push(Reply(status=503))

@@ -27,6 +27,7 @@ from hearth.web import signin
 from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.pages import INLINE_SCRIPT, main_of
+from tests.support.store import migrated
 
 DAY = 86_400
 
@@ -220,8 +221,7 @@ def test_the_page_needs_sign_in(tmp_path: Path) -> None:
 
 
 def test_the_totals_add_up_a_day_and_keep_priced_and_unpriced_apart(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'u.db'}")
-    db.upgrade()
+    db = migrated(tmp_path, "u.db")
     noon = 1_764_936_000.0  # 2025-12-05 12:00 UTC
     with db.write() as conn:
         _call(conn, "m", 100, 10, None, noon)

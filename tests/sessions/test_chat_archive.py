@@ -5,8 +5,6 @@ archived; a model or agent that is not among the choices changes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,14 +15,6 @@ from hearth.store.db import Database
 from tests.engine_harness import blocking_chats
 
 CHOICES = chats.Choices(models=("local", "cloud"), agents=("default", "coder"))
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path}/t.db")
-    database.upgrade()
-    yield database
-    database.close()
 
 
 def listed(db: Database, **filters: Any) -> list[str]:

@@ -33,14 +33,6 @@ SENTENCE = re.compile(r"^[A-Za-z].{10,}\.$")  # a sentence a person can read and
 # --- the store and sessions.chats -------------------------------------------------------
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path}/t.db")
-    database.upgrade()
-    yield database
-    database.close()
-
-
 def new_chat(db: Database, mode: str = "persistent") -> str:
     return blocking_chats.open_chat(db, memory_mode=mode).session.key
 

@@ -15,10 +15,10 @@ from fastapi.testclient import TestClient
 from hearth.config import Config
 from hearth.home import Home
 from hearth.sessions import chats
-from hearth.store.db import Database
 from hearth.web.app import create_app
 from tests.engine_harness import blocking
 from tests.pages import bearer
+from tests.support.store import migrated_store
 
 HOSTILE_TITLES = [
     pytest.param("a\x00b", id="nul"),
@@ -73,16 +73,12 @@ def test_patch_refuses_a_title_with_a_control_or_direction_character(
 def test_every_surface_door_refuses_it_too(tmp_path: Path, title: str) -> None:
     """`chats.update` is what each surface calls to rename a chat; it refuses on its own, so no
     door can skip the check. Before: it stored whatever it was handed."""
-    db = Database(f"sqlite:///{tmp_path}/t.db")
-    db.upgrade()
-    try:
+    with migrated_store(tmp_path) as db:
         key = blocking(lambda: chats.open_chat(db)).session.key
         with pytest.raises(chats.ChatError) as refused:
             blocking(lambda: chats.update(db, key, title=title))
         assert refused.value.code == "invalid_title" and refused.value.status == 422
         assert blocking(lambda: chats.get_chat(db, key)).title is None
-    finally:
-        db.close()
 
 
 @pytest.mark.parametrize("name", ["a\x00b", "chat\u202eevil", "bell\x07", "two\nlines"])
@@ -101,14 +97,10 @@ def test_ordinary_unicode_titles_are_kept_as_written(client: TestClient, title: 
 
 
 def test_a_title_too_long_is_refused_by_the_same_rule(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path}/t.db")
-    db.upgrade()
-    try:
+    with migrated_store(tmp_path) as db:
         key = blocking(lambda: chats.open_chat(db)).session.key
         assert blocking(lambda: chats.update(db, key, title="t" * 200)).title == "t" * 200
         with pytest.raises(chats.ChatError, match="1 to 200 characters"):
             blocking(lambda: chats.update(db, key, title="t" * 201))
         with pytest.raises(chats.ChatError, match="1 to 200 characters"):
             blocking(lambda: chats.update(db, key, title="  \t "))
-    finally:
-        db.close()

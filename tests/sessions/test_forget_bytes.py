@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from hearth.engine.runtime import Engine
-from tests.engine.test_delete_chat import audit_rows
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 from tests.support.polling import until
+from tests.support.store import audit_rows
 
 # Words the keyword index keeps whole (its Porter stemmer leaves them as they are)
 FORGOTTEN = "quokkaxylophonz"  # said only in the chat that is forgotten

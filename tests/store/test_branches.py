@@ -17,6 +17,7 @@ from hearth.engine.session_map import marks
 from hearth.sessions import chats
 from hearth.store import branches, sessions, transcript
 from hearth.store.db import Database
+from tests.support.store import migrated_store
 
 KINDS = ("user", "assistant", "tool_call", "notice")
 NUMBERS = itertools.count()
@@ -25,10 +26,9 @@ Op = tuple[str, int]
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path_factory.mktemp('tree') / 't.db'}")
-    database.upgrade()
-    yield database
-    database.close()
+    """One store for the module's trees (the folder's `db` is one a test)."""
+    with migrated_store(tmp_path_factory.mktemp("tree")) as database:
+        yield database
 
 
 def _play(conn: Any, key: str, ops: list[Op]) -> None:

@@ -4,7 +4,6 @@ the query made safe, the filters, the path, paging, and the LIKE scan other data
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,6 @@ WORD = "quokkaplum"  # a word no generated text holds
 HOSTILE = ['"', "*", "NEAR(", "a OR", 'say "hello', '"unbalanced', "-", "- -", "!!! ???",
            "...", "()", "NOT", "AND OR NOT", "col:word", "^start", "word*", "*word", "'",
            "\\", "%_%", "a" * 200, "é" * 200, '"' * 200, "x " * 100, "\ue000\ue001", "\x00"]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path}/t.db")
-    database.upgrade()
-    yield database
-    database.close()
 
 
 def chat(db: Database, key: str, mode: str = "persistent", **filing: Any) -> str:

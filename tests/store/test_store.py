@@ -6,7 +6,6 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +33,6 @@ def head_revision() -> str:
     assert len(heads) == 1, f"the migrations must have one head, not {heads}"
     assert "0001" in {rev.revision for rev in script.walk_revisions()}
     return heads[0]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path}/t.db")
-    database.upgrade()
-    yield database
-    database.close()
 
 
 def make_session(db: Database, key: str = "s1", chat_number: int | None = None) -> None:

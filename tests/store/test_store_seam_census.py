@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from hearth.store.db import BlockingOnLoop, Database
+from tests.support.store import migrated
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 HANDLES = ("db", "_db")  # what the database handle is called, bare or as an attribute
@@ -129,8 +130,7 @@ def test_census_no_async_def_blocks_on_the_store() -> None:
 
 
 def test_blocking_calls_refuse_the_loop_thread(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
-    db.upgrade()
+    db = migrated(tmp_path, "h.db")
 
     async def on_loop() -> None:
         with pytest.raises(BlockingOnLoop, match=r"await db\.writing"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,14 +16,6 @@ from hearth.store import sessions as session_store
 from hearth.store.db import Database
 from hearth.store.errors import SessionNotFound, WriterDied
 from hearth.store.schema import sessions
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Any:
-    database = Database(f"sqlite:///{tmp_path / 'w.db'}")
-    database.upgrade()
-    yield database
-    database.close()
 
 
 def _chat(conn: Connection, key: str) -> str:

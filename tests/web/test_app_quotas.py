@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -26,6 +25,7 @@ from tests.fakes.model_server import ScriptedModelServer
 from tests.gateway import Api, Gateway, module_gateway, write_config
 from tests.support.http import error_of
 from tests.support.polling import until
+from tests.support.store import db_rows
 
 QUOTAS = """
 [apps]
@@ -56,11 +56,6 @@ def own_chat(app: Api) -> dict[str, str]:
     made = app.http.post("/api/sessions", json={})
     assert made.status_code in (200, 201), made.text
     return {HEADER: made.json()["key"]}
-
-
-def db_rows(gateway: Gateway, sql: str, *args: object) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(f"file:{gateway.home / 'hearth.db'}?mode=ro", uri=True) as conn:
-        return conn.execute(sql, args).fetchall()
 
 
 # ---------------------------------------------------------------- jobs

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -18,13 +16,9 @@ from tests.gateway import Api, Gateway, module_gateway
 from tests.support.approvals import pending_in
 from tests.support.apps import app_token
 from tests.support.http import error_of
+from tests.support.store import db_rows
 
 server, gateway, api = module_gateway("apps-api")
-
-
-def db_rows(gateway: Gateway, sql: str, *args: object) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(f"file:{gateway.home / 'hearth.db'}?mode=ro", uri=True) as conn:
-        return conn.execute(sql, args).fetchall()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ from hearth.web import openai_api
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.approvals import pending_in
+from tests.support.store import db_rows
 
 CONFIG = """
 [agents.coder]
@@ -49,12 +49,6 @@ def named(name: str) -> dict[str, Any]:
 
 def user(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
-
-
-def db_rows(gateway: Gateway, sql: str, *args: object) -> list[tuple[Any, ...]]:
-    """Rows of the gateway's database file, read as any other program would."""
-    with sqlite3.connect(f"file:{gateway.home / 'hearth.db'}?mode=ro", uri=True) as conn:
-        return conn.execute(sql, args).fetchall()
 
 
 def db_bytes(gateway: Gateway) -> bytes:

@@ -14,10 +14,8 @@ Each test reproduces one of an outside review's findings against the code before
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,15 +24,11 @@ from tests.gateway import Api, Gateway, iter_texts, module_gateway
 from tests.support.approvals import pending_in
 from tests.support.apps import app_token
 from tests.support.http import error_of
+from tests.support.store import db_rows
 
 # One turn at a time: a helper's turn starts once its parent's ends, so scripted replies
 # are taken in the order the tests push them.
 server, gateway, api = module_gateway("who-acts", "[gateway]\nmax_concurrent_turns = 1\n")
-
-
-def db_rows(gateway: Gateway, sql: str, *args: object) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(f"file:{gateway.home / 'hearth.db'}?mode=ro", uri=True) as conn:
-        return conn.execute(sql, args).fetchall()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,20 @@
+"""Fixtures more than one folder of tests uses, defined once here and imported by the
+conftest.py of each folder that uses them (so a test asks for them by name, as for any
+fixture): `db`, a migrated store in the test's folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hearth.store.db import Database
+from tests.support.store import migrated_store
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A store in the test's folder, migrated to the newest schema, closed after the test."""
+    with migrated_store(tmp_path) as database:
+        yield database
