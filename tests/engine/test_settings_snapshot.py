@@ -9,11 +9,9 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from hearth.config import load_config
-from hearth.home import Home
-from hearth.web.app import create_app
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import write_config
-from tests.pages import bearer, sign_in
+from tests.support.dashboard import bearer, dashboard, sign_in
 
 
 def offered(model_server: ScriptedModelServer, index: int) -> set[str]:
@@ -33,11 +31,10 @@ def test_an_agent_edited_mid_turn_changes_the_next_turn_not_the_running_one(
     call already offered the new profile's tools (write_file, shell…)."""
     home = tmp_path / "home"
     write_config(home, model_server.openai_base_url)
-    app = create_app(Home(home), load_config(home / "config.toml"))
     held = threading.Event()
     model_server.push(Reply(tool_calls=[Call("list_dir", {"path": "."})], hold=held),
                       Reply(text="listed"), Reply(text="second"))
-    with TestClient(app, follow_redirects=False) as client:
+    with dashboard(home, load_config(home / "config.toml")) as client:
         csrf = sign_in(client)
         save_agent(client, csrf, "minimal")
         key = client.post("/api/sessions", json={"agent": "helper", "trust": "trusted"},

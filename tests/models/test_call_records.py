@@ -18,7 +18,6 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from hearth.config import Config, ModelConfig
-from hearth.home import Home
 from hearth.models import guard
 from hearth.models.calls import CallRecorder, outcome_of
 from hearth.models.probe import probe
@@ -28,9 +27,8 @@ from hearth.privacy import reach
 from hearth.privacy.scope import as_work_of
 from hearth.store.db import Database
 from hearth.store.schema import model_calls
-from hearth.web import signin
-from hearth.web.app import create_app
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.support.dashboard import dashboard
 from tests.support.store import migrated
 
 SECRET = "my hidden passphrase zebra"
@@ -48,19 +46,11 @@ def _config(server: ScriptedModelServer, **extra: Any) -> Config:
     })
 
 
-def _client(tmp_path: Path, config: Config) -> Iterator[TestClient]:
-    app = create_app(Home(tmp_path / "home"), config)
-    with TestClient(app, follow_redirects=False) as test_client:
-        token = str(test_client.app.state.token)  # type: ignore[attr-defined]
-        assert test_client.post("/login", data={"token": token}).status_code == 303
-        csrf = signin.csrf_for(token, test_client.cookies[signin.COOKIE])
-        test_client.headers["X-CSRF-Token"] = csrf
-        yield test_client
-
-
 @pytest.fixture
-def client(tmp_path: Path, model_server: ScriptedModelServer) -> Iterator[TestClient]:
-    yield from _client(tmp_path, _config(model_server))
+def client(home: Path, model_server: ScriptedModelServer) -> Iterator[TestClient]:
+    """The dashboard with the priced and the plain model, signed in, sending the CSRF token."""
+    with dashboard(home, _config(model_server), csrf=True) as test_client:
+        yield test_client
 
 
 def _db(client: TestClient) -> Database:
@@ -162,7 +152,8 @@ def test_an_incognito_chats_call_keeps_no_chat_and_no_text(
 def test_an_unpriced_models_call_has_no_cost_and_reads_unpriced(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
-    for client in _client(tmp_path, _config(model_server, background=["plain"])):
+    config = _config(model_server, background=["plain"])
+    with dashboard(tmp_path / "home", config, csrf=True) as client:
         assert _turn(client, _chat(client, model="plain"), "hi")["status"] == "complete"
         [row] = _rows(_db(client), 1)
         assert row["model_id"] == "plain" and row["cost_usd"] is None
@@ -188,7 +179,7 @@ def test_a_learning_chores_call_is_recorded_as_learning(
     model_server.push(Reply(text="Noted.", usage=(30, 4)))
     for _ in range(2):  # the learning chore's answer (and the title chore's, which runs too)
         model_server.push_chore(Reply(text='{"items": []}', usage=(60, 5)), model="m-plain")
-    for client in _client(tmp_path, config):
+    with dashboard(tmp_path / "home", config, csrf=True) as client:
         key = _chat(client)
         assert _turn(client, key, "I like tea")["status"] == "complete"
         deadline = time.monotonic() + 10

@@ -23,10 +23,9 @@ from hearth.store import usage as usage_store
 from hearth.store.db import Database, now
 from hearth.store.model_calls import CallRow, insert_call
 from hearth.store.schema import model_calls
-from hearth.web import signin
 from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.pages import INLINE_SCRIPT, main_of
+from tests.support.dashboard import INLINE_SCRIPT, dashboard, main_of
 from tests.support.store import migrated
 
 DAY = 86_400
@@ -47,15 +46,10 @@ def _config(server: ScriptedModelServer) -> Config:
 
 @pytest.fixture
 def client(tmp_path: Path, model_server: ScriptedModelServer) -> Iterator[TestClient]:
-    app = create_app(Home(tmp_path / "home"), _config(model_server))
-    with TestClient(app, follow_redirects=False) as test_client:
+    with dashboard(tmp_path / "home", _config(model_server), csrf=True) as test_client:
         engine = test_client.app.state.engine  # type: ignore[attr-defined]
         # the figures here are the turns' own: no chore (a title, learning) runs after them
         engine.deps = replace(engine.deps, after_turn=lambda run, session: None)
-        token = str(test_client.app.state.token)  # type: ignore[attr-defined]
-        assert test_client.post("/login", data={"token": token}).status_code == 303
-        csrf = signin.csrf_for(token, test_client.cookies[signin.COOKIE])
-        test_client.headers["X-CSRF-Token"] = csrf
         yield test_client
 
 
@@ -214,8 +208,7 @@ def test_a_bad_span_is_the_error_envelope(client: TestClient, days: str) -> None
 
 
 def test_the_page_needs_sign_in(tmp_path: Path) -> None:
-    with TestClient(create_app(Home(tmp_path / "other"), Config()),
-                    follow_redirects=False) as anonymous:
+    with dashboard(tmp_path / "other") as anonymous:
         answer = anonymous.get("/usage")
     assert answer.status_code == 303 and answer.headers["location"] == "/login"
 

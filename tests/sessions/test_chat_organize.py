@@ -6,25 +6,20 @@ API (`PATCH /api/sessions/{key}`, `GET /api/sessions?folder=&tag=`) and the chat
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from hearth.config import Config
 from hearth.errors import Refusal
-from hearth.home import Home
 from hearth.privacy.reach import RestrictedSession
 from hearth.store import sessions as session_store
 from hearth.store.db import Database
 from hearth.store.schema import sessions as sessions_table
-from hearth.web.app import create_app
 from tests.engine_harness import blocking_chats
-from tests.pages import bearer, main_of, sign_in
+from tests.support.dashboard import bearer, main_of, sign_in
 
 HOSTILE = '<script>alert(1)</script>'
 SENTENCE = re.compile(r"^[A-Za-z].{10,}\.$")  # a sentence a person can read and act on
@@ -212,15 +207,6 @@ def test_a_cursor_from_before_pinning_reads_on_and_a_forged_one_is_refused(
 
 
 # --- the API and the page -----------------------------------------------------------------
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(Home(tmp_path / "home"), Config())
-    with TestClient(app, follow_redirects=False) as test_client:
-        yield test_client
-
-
 
 
 def _make(client: TestClient, **body: Any) -> str:

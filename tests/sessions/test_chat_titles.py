@@ -5,19 +5,15 @@ tried: `PATCH /api/sessions/{key}` (the API), `chats.update` (what every surface
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from hearth.config import Config
-from hearth.home import Home
 from hearth.sessions import chats
-from hearth.web.app import create_app
 from tests.engine_harness import blocking
-from tests.pages import bearer
+from tests.support.dashboard import bearer
 from tests.support.store import migrated_store
 
 HOSTILE_TITLES = [
@@ -34,13 +30,6 @@ HOSTILE_TITLES = [
 ]
 FINE_TITLES = ["Trip to Lisbon 🇵🇹", "Ünïcödé — naïve café", "日本語のタイトル", "עברית רגילה",
                "family 👨\u200d👩\u200d👧 plans"]  # right-to-left text itself, and a ZWJ emoji
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(Home(tmp_path / "home"), Config())
-    with TestClient(app, follow_redirects=False) as test_client:
-        yield test_client
 
 
 def _make(client: TestClient, **body: Any) -> Any:

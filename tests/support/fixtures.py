@@ -1,6 +1,7 @@
 """Fixtures more than one folder of tests uses, defined once here and imported by the
 conftest.py of each folder that uses them (so a test asks for them by name, as for any
-fixture): `db`, a migrated store in the test's folder."""
+fixture): `db`, a migrated store in the test's folder; `client`, the dashboard in process under
+Starlette's TestClient."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from hearth.store.db import Database
+from tests.support.dashboard import dashboard
 from tests.support.store import migrated_store
 
 
@@ -18,3 +21,11 @@ def db(tmp_path: Path) -> Iterator[Database]:
     """A store in the test's folder, migrated to the newest schema, closed after the test."""
     with migrated_store(tmp_path) as database:
         yield database
+
+
+@pytest.fixture
+def client(home: Path) -> Iterator[TestClient]:
+    """The dashboard on the test's home with the default config, under TestClient, not signed
+    in (tests/support/dashboard.py)."""
+    with dashboard(home) as test_client:
+        yield test_client

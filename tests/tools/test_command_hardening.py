@@ -40,7 +40,7 @@ from hearth.web.app import create_app
 from tests.engine_harness import make_config, make_engine, new_chat
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
-from tests.pages import bearer, sign_in
+from tests.support.dashboard import bearer, dashboard, sign_in
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bwrap cannot run here")
 
@@ -279,8 +279,7 @@ def test_healthz_and_settings_say_when_the_shell_is_not_sandboxed(tmp_path: Path
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text('[tools]\nsandbox = "off"\n')
-    app = create_app(Home(home), load_config(home / "config.toml"))
-    with TestClient(app, follow_redirects=False) as client:
+    with dashboard(home, load_config(home / "config.toml")) as client:
         health = client.get("/healthz").json()
         assert health["sandbox"]["mode"] == "off" and health["sandbox"]["sandboxed"] is False
         assert health["sandbox"]["says"].startswith("NOT sandboxed")

@@ -14,19 +14,16 @@ from fastapi.testclient import TestClient
 
 from hearth.config import load_config
 from hearth.engine.agents import SAFETY_RULES
-from hearth.home import Home
-from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import write_config
-from tests.pages import INLINE_SCRIPT, main_of, sign_in
+from tests.support.dashboard import INLINE_SCRIPT, dashboard, main_of, sign_in
 
 
 @pytest.fixture
 def client(home: Path, model_server: ScriptedModelServer) -> Iterator[TestClient]:
     write_config(home, model_server.openai_base_url,
                  '[agents.poet]\nsystem_prompt = "You write poems."\nmodel = "fake"\n')
-    app = create_app(Home(home), load_config(home / "config.toml"))
-    with TestClient(app, follow_redirects=False) as test_client:
+    with dashboard(home, load_config(home / "config.toml")) as test_client:
         yield test_client
 
 

@@ -7,9 +7,8 @@ page that holds each message."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from hearth.web.branching_page import map_ticks
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
-from tests.web.test_chat_page import FETCH, Page
+from tests.support.dashboard import FETCH, Page
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 
@@ -128,18 +127,6 @@ def test_the_repeat_guard_s_question_reaches_the_page_with_its_steps(
     assert _said(api, key)[-1] == ("assistant", "Again.")
 
 
-def _frames(page: Page, key: str, after: int, until: Callable[[dict[str, Any]], bool]
-            ) -> list[dict[str, Any]]:
-    got: list[dict[str, Any]] = []
-    with page.http.stream("GET", f"/chats/{key}/stream", params={"after": after}) as answer:
-        for line in answer.iter_lines():
-            if line.startswith("data: "):
-                got.append(json.loads(line[6:]))
-                if until(got[-1]):
-                    break
-    return got
-
-
 def test_a_regenerated_answer_is_drawn_live_with_its_pager_as_a_reload_draws_it(
         setup: tuple[Api, Page], model_server: ScriptedModelServer) -> None:
     api, page = setup
@@ -148,7 +135,7 @@ def test_a_regenerated_answer_is_drawn_live_with_its_pager_as_a_reload_draws_it(
     model_server.push(Reply(text="Blue."))
     run_id = page.post(f"/chats/{key}/regenerate", index="1").json()["run_id"]
     api.wait(run_id)
-    frames = _frames(page, key, 1, lambda f: f["type"] == "message")
+    frames = page.frames(key, 1, lambda f: f["type"] == "message")
     live = next(f for f in frames if f["type"] == "message")
     assert live["message"]["kind"] == "assistant"
     drawn = re.sub(r"\s+", " ", live["html"]).strip()

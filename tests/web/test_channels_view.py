@@ -17,8 +17,7 @@ from markupsafe import escape
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Api, Gateway
-from tests.pages import main_of
-from tests.web.test_chat_page import Page
+from tests.support.dashboard import Page, main_of
 
 OWNER = 111  # the owner's Telegram user id, so their own chat with the bot is 111 too
 MOVED_AWAY = "This chat continues on the dashboard now. Messages here no longer reach it."

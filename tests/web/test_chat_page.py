@@ -5,52 +5,16 @@ Origin check on the page's routes. (The browser itself is driven in tests/browse
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from hearth.web import signin
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.gateway import TOKEN, Api, Gateway
-
-FETCH = {"X-Requested-With": "fetch"}
-
-
-class Page:
-    """A signed-in browser's view of the gateway: the cookie, the CSRF token, the page."""
-
-    def __init__(self, gateway: Gateway) -> None:
-        self.http = httpx.Client(base_url=gateway.url, follow_redirects=False, timeout=30)
-        assert self.http.post("/login", data={"token": TOKEN}).status_code == 303
-        self.csrf = signin.csrf_for(TOKEN, self.http.cookies[signin.COOKIE])
-
-    def html(self, key: str) -> str:
-        answer = self.http.get(f"/chats/{key}")
-        assert answer.status_code == 200, answer.text
-        return answer.text
-
-    def post(self, path: str, headers: dict[str, str] | None = None,
-             **form: str) -> httpx.Response:
-        """A form the page's script sends (FETCH), or with `headers` as a browser would."""
-        return self.http.post(path, data={"csrf": self.csrf, **form},
-                              headers=FETCH if headers is None else headers)
-
-    def frames(self, key: str, after: int, until: Callable[[dict[str, Any]], bool]
-               ) -> list[dict[str, Any]]:
-        got: list[dict[str, Any]] = []
-        with self.http.stream("GET", f"/chats/{key}/stream", params={"after": after}) as answer:
-            assert answer.status_code == 200
-            for line in answer.iter_lines():
-                if line.startswith("data: "):
-                    got.append(json.loads(line[6:]))
-                    if until(got[-1]):
-                        break
-        return got
+from tests.gateway import Api, Gateway
+from tests.support.dashboard import Page
 
 
 @pytest.fixture

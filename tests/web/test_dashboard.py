@@ -4,29 +4,16 @@ change a cookie makes, the Origin check, the security headers, the chat list and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
 from hearth.config import Config
-from hearth.home import Home
 from hearth.web import signin
-from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.pages import sign_in, token_of
+from tests.support.dashboard import dashboard, sign_in, token_of
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:x()">l</a>'
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(Home(tmp_path / "home"), Config())
-    with TestClient(app, follow_redirects=False) as test_client:
-        yield test_client
-
-
 
 
 def test_a_page_asks_to_sign_in_and_the_api_still_answers_401(client: TestClient) -> None:
@@ -194,8 +181,7 @@ def test_the_answer_is_markdown_rendered_inert(tmp_path: Path,
         "id": "fake", "provider": "openai", "base_url": model_server.openai_base_url,
         "api_key": "sk-test", "model": "fake-model"}]})
     model_server.push(Reply(text=HOSTILE_MARKDOWN))
-    with TestClient(create_app(Home(tmp_path / "home"), config),
-                    follow_redirects=False) as client:
+    with dashboard(tmp_path / "home", config) as client:
         csrf = sign_in(client)
         headers = {"X-CSRF-Token": csrf}
         key = client.post("/api/sessions", json={}, headers=headers).json()["key"]

@@ -7,26 +7,21 @@ chat it is filed under with a link. In-process, through Starlette's TestClient."
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hearth.config import Config
-from hearth.home import Home
-from hearth.web.app import create_app
-from tests.pages import bearer, sign_in
+from tests.support.dashboard import bearer, sign_in
 
 HTML = {"Accept": "text/html"}
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(Home(tmp_path / "home"), Config()), follow_redirects=False,
-                    headers=HTML) as test_client:
-        yield test_client
+def client(client: TestClient) -> TestClient:
+    """The folder's client, asking for pages as a browser's form post does."""
+    client.headers.update(HTML)
+    return client
 
 
 def _items(client: TestClient) -> list[dict[str, object]]:

@@ -5,29 +5,16 @@ rendered inert. In-process, through Starlette's TestClient."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from hearth.config import Config
-from hearth.home import Home
 from hearth.store import memory as memory_store
 from hearth.web import memory_page
-from hearth.web.app import create_app
-from tests.pages import sign_in
+from tests.support.dashboard import sign_in
 
 HOSTILE = ('<script>alert(1)</script> <img src=x onerror="alert(2)"> '
            '<a href="javascript:alert(3)">click</a> javascript:alert(4)')
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(Home(tmp_path / "home"), Config()),
-                    follow_redirects=False) as test_client:
-        yield test_client
-
 
 
 def _teach(client: TestClient, csrf: str, words: str, kind: str = "fact") -> int:

@@ -7,31 +7,25 @@ Starlette's TestClient."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from hearth.config import Config
-from hearth.home import Home
 from hearth.store import sessions, transcript
 from hearth.store.db import Database
 from hearth.web import search_page
-from hearth.web.app import create_app
 from hearth.web.chat_page import WINDOW
-from tests.pages import INLINE_SCRIPT, main_of, sign_in
+from tests.support.dashboard import INLINE_SCRIPT, main_of, sign_in
 
 WORD = "snorkelwhip"
 HOSTILE = '<script>window.__pwned=1</script> <img src=x onerror="alert(2)"> <b>bold</b>'
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(Home(tmp_path / "home"), Config()),
-                    follow_redirects=False) as test_client:
-        sign_in(test_client)
-        yield test_client
+def client(client: TestClient) -> TestClient:
+    """The folder's client, signed in."""
+    sign_in(client)
+    return client
 
 
 def db_of(client: TestClient) -> Database:

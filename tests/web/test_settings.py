@@ -12,7 +12,7 @@ import re
 import stat
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -21,21 +21,17 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hearth.config import Config, ModelConfig, load_config
-from hearth.home import Home
 from hearth.models.registry import ModelRegistry
 from hearth.store.schema import audit
-from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.pages import INLINE_SCRIPT, sign_in
+from tests.support.dashboard import INLINE_SCRIPT, dashboard, sign_in
 
 KEY = "sk-test-0123456789abcdefSECRET"
 
 
-@contextmanager
-def _client(home: Path) -> Iterator[TestClient]:
-    app = create_app(Home(home), load_config(home / "config.toml"))
-    with TestClient(app, follow_redirects=False) as test_client:
-        yield test_client
+def _client(home: Path) -> AbstractContextManager[TestClient]:
+    """The dashboard on `home` as `hearth gateway` starts it: with the home's config.toml."""
+    return dashboard(home, load_config(home / "config.toml"))
 
 
 @pytest.fixture

@@ -4,19 +4,13 @@ and a page that would show the owner's chats is never drawn for someone not sign
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta
-from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
-from hearth.config import Config
 from hearth.engine.sidebar import SidebarChat
-from hearth.home import Home
-from hearth.web.app import create_app
 from hearth.web.shell import THEME_COOKIE, grouped
-from tests.pages import main_of, sign_in
+from tests.support.dashboard import main_of, sign_in
 
 HTML = {"Accept": "text/html,application/xhtml+xml"}
 
@@ -43,13 +37,6 @@ def test_chats_are_grouped_pinned_first_then_by_day_then_by_month() -> None:
                       ("Previous 7 days", ["three-days", "six-days"]),
                       ("November 2026", ["november"]), ("October 2026", ["october"]),
                       ("October 2025", ["last-year"])]
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(Home(tmp_path / "home"), Config())
-    with TestClient(app, follow_redirects=False) as test_client:
-        yield test_client
 
 
 def test_an_unknown_chat_is_a_page_for_a_browser_and_the_envelope_for_a_script(

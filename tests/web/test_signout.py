@@ -3,26 +3,12 @@ API, another page's sign-in goes on, and both a sign-in and a sign-out outlast a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
-import pytest
 from fastapi.testclient import TestClient
 
-from hearth.config import Config
-from hearth.home import Home
 from hearth.web import signin
-from hearth.web.app import create_app
 from tests.gateway import TOKEN, Gateway
-from tests.pages import token_of
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(Home(tmp_path / "home"), Config())
-    with TestClient(app, follow_redirects=False) as test_client:
-        yield test_client
+from tests.support.dashboard import token_of
 
 
 def _sign_in(client: TestClient) -> str:

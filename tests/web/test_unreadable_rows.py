@@ -18,7 +18,7 @@ from sqlalchemy import Engine, String, create_engine, func, insert, literal, sel
 
 from hearth.store.schema import sessions, transcript_events
 from tests.gateway import Api, Gateway, module_gateway
-from tests.web.test_chat_page import Page
+from tests.support.dashboard import Page
 
 server, gateway, api = module_gateway("unreadable-rows")
 NDJSON = {"Content-Type": "application/x-ndjson"}

@@ -1,0 +1,92 @@
+"""The dashboard as the tests drive it. In process: `dashboard`, the gateway's app on a home
+under Starlette's TestClient, and signing that client in as a browser would (`sign_in`: the
+cookie and the CSRF token the page would carry; `bearer`, the API's header). Over real HTTP:
+`Page`, a signed-in browser's view of a running gateway. And `main_of`, a page's own part."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi.testclient import TestClient
+
+from hearth.config import Config
+from hearth.home import Home
+from hearth.web import signin
+from hearth.web.app import create_app
+from tests.gateway import TOKEN, Gateway
+
+INLINE_SCRIPT = re.compile(r"<script(?![^>]*\ssrc=)")  # a script element without a src
+FETCH = {"X-Requested-With": "fetch"}  # what the page's script sends with a form
+
+
+@contextmanager
+def dashboard(home: Path, config: Config | None = None, *,
+              csrf: bool = False) -> Iterator[TestClient]:
+    """The gateway's app on `home` (with `config`, or the defaults) under TestClient, started
+    for the block and stopped after it; redirects are not followed. With `csrf`, signed in and
+    sending the page's CSRF token with every request."""
+    app = create_app(Home(home), Config() if config is None else config)
+    with TestClient(app, follow_redirects=False) as client:
+        if csrf:
+            client.headers["X-CSRF-Token"] = sign_in(client)
+        yield client
+
+
+def token_of(client: TestClient) -> str:
+    return str(client.app.state.token)  # type: ignore[attr-defined]
+
+
+def bearer(client: TestClient) -> dict[str, str]:
+    """The API's auth header for the in-process gateway's token."""
+    return {"Authorization": f"Bearer {token_of(client)}"}
+
+
+def main_of(page: str) -> str:
+    """A dashboard page's own part: what is inside <main>, without the sidebar around it."""
+    return page.split('<main id="main"', 1)[1].split("</main>", 1)[0]
+
+
+def sign_in(client: TestClient) -> str:
+    """Sign in with the gateway's token; returns the page's CSRF token."""
+    answer = client.post("/login", data={"token": token_of(client)})
+    assert answer.status_code == 303 and answer.headers["location"] == "/"
+    return signin.csrf_for(token_of(client), client.cookies[signin.COOKIE])
+
+
+class Page:
+    """A signed-in browser's view of the gateway: the cookie, the CSRF token, the page."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.http = httpx.Client(base_url=gateway.url, follow_redirects=False, timeout=30)
+        assert self.http.post("/login", data={"token": TOKEN}).status_code == 303
+        self.csrf = signin.csrf_for(TOKEN, self.http.cookies[signin.COOKIE])
+
+    def html(self, key: str) -> str:
+        answer = self.http.get(f"/chats/{key}")
+        assert answer.status_code == 200, answer.text
+        return answer.text
+
+    def post(self, path: str, headers: dict[str, str] | None = None,
+             **form: str) -> httpx.Response:
+        """A form the page's script sends (FETCH), or with `headers` as a browser would."""
+        return self.http.post(path, data={"csrf": self.csrf, **form},
+                              headers=FETCH if headers is None else headers)
+
+    def frames(self, key: str, after: int, until: Callable[[dict[str, Any]], bool]
+               ) -> list[dict[str, Any]]:
+        """The chat's live frames after `after`, read until `until(frame)`."""
+        got: list[dict[str, Any]] = []
+        with self.http.stream("GET", f"/chats/{key}/stream", params={"after": after}) as answer:
+            assert answer.status_code == 200
+            for line in answer.iter_lines():
+                if line.startswith("data: "):
+                    got.append(json.loads(line[6:]))
+                    if until(got[-1]):
+                        break
+        return got
