@@ -9,7 +9,7 @@ as text; Settings → Channels shows each channel's state. Screenshots on a desk
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,8 @@ from playwright.sync_api import Locator, Page, expect  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
-from tests.web.test_channels_view import (  # noqa: E402
+from tests.support.fixtures import telegram_fixture  # noqa: E402, F401 - `telegram`
+from tests.support.telegram import (  # noqa: E402
     MOVED_AWAY,
     OWNER,
     chat_of_thread,
@@ -38,16 +39,10 @@ QUIET = 0.6  # seconds to wait to see that nothing was sent
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
 def channel_gateway(gateway_factory: Callable[..., Gateway], telegram: FakeTelegram,
                     model_server: ScriptedModelServer) -> Gateway:
     model_server.default = Reply(text="Noted.")
-    gateway = gateway_factory(telegram_config(telegram))
+    gateway = gateway_factory(telegram_config(telegram, poll_seconds=1))
     running(gateway.client())
     return gateway
 
@@ -241,7 +236,7 @@ def test_settings_show_a_channels_error_in_its_sentence(
         gateway_factory: Callable[..., Gateway], telegram: FakeTelegram, signed_in: SignedIn,
         shot: Shot) -> None:
     telegram.fail("getMe", 401, times=1000)  # the token is refused, every time it is tried
-    gateway = gateway_factory(telegram_config(telegram))
+    gateway = gateway_factory(telegram_config(telegram, poll_seconds=1))
     api = gateway.client()
     deadline = time.monotonic() + 10
     while (health := api.http.get("/healthz").json()["channels"]["telegram"])["state"] != \

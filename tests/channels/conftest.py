@@ -1,15 +1,4 @@
-"""The channels' fixtures: a fake Telegram Bot API server for each test that asks for one."""
+"""The channels' fixtures: `telegram`, a fake Telegram Bot API server for each test that asks for
+one (defined once in tests/support/fixtures.py)."""
 
-from __future__ import annotations
-
-from collections.abc import Iterator
-
-import pytest
-
-from tests.fakes.telegram_server import FakeTelegram
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as fake:
-        yield fake
+from tests.support.fixtures import telegram_fixture  # noqa: F401 - `telegram`

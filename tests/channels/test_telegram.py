@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.channels.telegram_setup import GUEST, OWNER, chats, health, telegram_config
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Gateway
 from tests.support.approvals import pending_approvals
 from tests.support.polling import until
+from tests.support.telegram import GUEST, OWNER, chats, health, telegram_config
 
 
 def test_a_message_is_answered_on_its_thread_once(

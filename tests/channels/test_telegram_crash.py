@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from hearth.faults import EXIT_CODE
-from tests.channels.telegram_setup import OWNER, chats, telegram_config
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Api, Gateway
 from tests.support.polling import until
+from tests.support.telegram import OWNER, chats, telegram_config
 
 pytestmark = pytest.mark.process_gateway
 

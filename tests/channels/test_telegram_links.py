@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.channels.telegram_setup import GUEST, OWNER, chats, health, telegram_config
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Gateway
 from tests.support.polling import until
+from tests.support.telegram import GUEST, OWNER, chats, health, telegram_config
 
 MOVED = "This chat continues on {} now. Messages here no longer reach it."
 

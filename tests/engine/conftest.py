@@ -1,4 +1,4 @@
 """The fixtures of tests/engine/: `db`, a migrated store in the test's folder (defined once in
 tests/support/fixtures.py)."""
 
-from tests.support.fixtures import db  # noqa: F401 - a fixture, used by name
+from tests.support.fixtures import db_fixture  # noqa: F401 - `db`

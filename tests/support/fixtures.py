@@ -1,7 +1,9 @@
 """Fixtures more than one folder of tests uses, defined once here and imported by the
-conftest.py of each folder that uses them (so a test asks for them by name, as for any
-fixture): `db`, a migrated store in the test's folder; `client`, the dashboard in process under
-Starlette's TestClient."""
+conftest.py of each folder that uses them (or by a test module whose folder's conftest.py does
+not), so a test asks for them by name as for any fixture: `db`, a migrated store in the test's
+folder; `client`, the dashboard in process under Starlette's TestClient; `telegram`, a fake
+Telegram Bot API server. Each is defined as `<name>_fixture` with `name=`, so an import of it
+never shadows a test's parameter."""
 
 from __future__ import annotations
 
@@ -12,20 +14,28 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hearth.store.db import Database
+from tests.fakes.telegram_server import FakeTelegram
 from tests.support.dashboard import dashboard
 from tests.support.store import migrated_store
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
+@pytest.fixture(name="db")
+def db_fixture(tmp_path: Path) -> Iterator[Database]:
     """A store in the test's folder, migrated to the newest schema, closed after the test."""
     with migrated_store(tmp_path) as database:
         yield database
 
 
-@pytest.fixture
-def client(home: Path) -> Iterator[TestClient]:
+@pytest.fixture(name="client")
+def client_fixture(home: Path) -> Iterator[TestClient]:
     """The dashboard on the test's home with the default config, under TestClient, not signed
     in (tests/support/dashboard.py)."""
     with dashboard(home) as test_client:
         yield test_client
+
+
+@pytest.fixture(name="telegram")
+def telegram_fixture() -> Iterator[FakeTelegram]:
+    """A fake Telegram Bot API server of the test's own (tests/fakes/telegram_server.py)."""
+    with FakeTelegram() as fake:
+        yield fake

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from markupsafe import escape
@@ -18,38 +18,7 @@ from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Api, Gateway
 from tests.support.dashboard import Page, main_of
-
-OWNER = 111  # the owner's Telegram user id, so their own chat with the bot is 111 too
-MOVED_AWAY = "This chat continues on the dashboard now. Messages here no longer reach it."
-
-
-def telegram_config(fake: FakeTelegram, owner_ids: tuple[int, ...] = (OWNER,)) -> str:
-    ids = ", ".join(str(i) for i in owner_ids)
-    return (f'[channels.telegram]\ntoken = "{fake.token}"\nbase_url = "{fake.base_url}"\n'
-            f"owner_ids = [{ids}]\npoll_timeout_seconds = 1\n")
-
-
-def running(api: Api, name: str = "telegram", timeout: float = 10.0) -> dict[str, str]:
-    """Wait until the channel says it is running; its entry of GET /api/channels."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = {c["name"]: c for c in api.http.get("/api/channels").json()["channels"]}
-        if found[name]["state"] == "running" or time.monotonic() > deadline:
-            assert found[name]["state"] == "running", found
-            return found[name]
-        time.sleep(0.05)
-
-
-def chat_of_thread(api: Api, thread: str, timeout: float = 10.0) -> str:
-    """The chat a channel's thread opened (found by its first message's source)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for chat in api.http.get("/api/sessions").json()["sessions"]:
-            messages = api.messages(chat["key"])
-            if any(m["source"]["thread"] == thread for m in messages):
-                return str(chat["key"])
-        time.sleep(0.05)
-    raise AssertionError(f"no chat was opened by thread {thread}")
+from tests.support.telegram import MOVED_AWAY, OWNER, chat_of_thread, running, telegram_config
 
 
 def badge_of(page: str) -> str:
@@ -73,15 +42,9 @@ def shown_buttons(page: str) -> list[str]:
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
 def linked_gateway(gateway_factory: Callable[..., Gateway],
                    telegram: FakeTelegram) -> tuple[Gateway, Api, Page]:
-    gateway = gateway_factory(telegram_config(telegram))
+    gateway = gateway_factory(telegram_config(telegram, poll_seconds=1))
     api = gateway.client()
     running(api)
     return gateway, api, Page(gateway)
@@ -133,7 +96,7 @@ def test_a_restricted_chat_offers_no_continue_and_the_api_refuses_to_link_it(
 
 def test_a_channel_without_the_owners_chat_offers_no_continue_and_settings_say_why(
         gateway_factory: Callable[..., Gateway], telegram: FakeTelegram) -> None:
-    gateway = gateway_factory(telegram_config(telegram, owner_ids=()))
+    gateway = gateway_factory(telegram_config(telegram, owners=(), poll_seconds=1))
     api = gateway.client()
     assert running(api)["can_continue"] is False
     page = Page(gateway)
@@ -166,7 +129,7 @@ def test_channel_messages_say_via_and_a_guests_name_is_escaped(
 def test_settings_show_each_channels_state_and_sentence(
         gateway_factory: Callable[..., Gateway], telegram: FakeTelegram) -> None:
     telegram.fail("getMe", 401, times=1000)  # a refused token: the channel says so
-    gateway = gateway_factory(telegram_config(telegram))
+    gateway = gateway_factory(telegram_config(telegram, poll_seconds=1))
     api = gateway.client()
     deadline = time.monotonic() + 10
     while (health := api.http.get("/healthz").json()["channels"]["telegram"])["state"] != \
