@@ -7,15 +7,11 @@ that finds nothing because it is broken cannot pass silently.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "hearth"
+from tests.support.census import SRC, sources
+
 ADAPTERS = {"models/openai_compat.py", "models/anthropic_provider.py"}
 GUARD = "models/guard.py"
-
-
-def _sources() -> dict[str, ast.Module]:
-    return {str(p.relative_to(SRC)): ast.parse(p.read_text(), str(p)) for p in SRC.rglob("*.py")}
 
 
 def model_calls_outside_the_guard(name: str, tree: ast.Module) -> list[str]:
@@ -57,7 +53,7 @@ def test_detector_finds_a_planted_direct_model_call() -> None:
 
 
 def test_every_model_call_goes_through_the_guard() -> None:
-    violations = [v for name, tree in _sources().items()
+    violations = [v for name, tree in sources().items()
                   for v in model_calls_outside_the_guard(name, tree)]
     assert violations == []
 
@@ -87,7 +83,7 @@ def test_detector_finds_a_guard_call_without_a_purpose() -> None:
 
 
 def test_every_guarded_call_names_its_purpose() -> None:
-    violations = [v for name, tree in _sources().items()
+    violations = [v for name, tree in sources().items()
                   for v in guard_calls_without_a_purpose(name, tree)]
     assert violations == []
 
@@ -144,6 +140,6 @@ def test_detector_finds_a_promise_written_without_sync() -> None:
 
 
 def test_every_promise_is_synced_before_it_is_relied_on() -> None:
-    violations = [v for name, tree in _sources().items()
+    violations = [v for name, tree in sources().items()
                   for v in promises_written_without_sync(name, tree)]
     assert violations == []

@@ -20,6 +20,7 @@ from hearth import __version__ as hearth_version
 from hearth.cli import app
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, free_port, kinds, write_config
+from tests.support.cli import hearth
 
 ANSWER = "Hello from the fake."
 
@@ -44,19 +45,6 @@ def api(served: tuple[Gateway, ScriptedModelServer]) -> Iterator[Api]:
     client = served[0].client()
     yield client
     client.http.close()
-
-
-def hearth(*args: str, home: Path, stdin: str | None = None, token: str | None = TOKEN,
-           extra_env: dict[str, str] | None = None,
-           timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_"))}
-    env["HEARTH_HOME"] = str(home)
-    if token is not None:
-        env["HEARTH_TOKEN"] = token
-    env.update(extra_env or {})
-    return subprocess.run([sys.executable, "-m", "hearth", *args], env=env, input=stdin,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_hearth_token_prints_the_token(home: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,14 +18,10 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Api, Gateway, iter_texts  # noqa: E402
-from tests.support.approvals import pending_in
+from tests.support.approvals import pending_in  # noqa: E402
+from tests.support.browser import DESKTOP, PHONE, Shot, no_sideways_scroll, shots  # noqa: E402
 
-Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
-
-
 def _ask(api: Api, server: ScriptedModelServer, key: str, tool: str,
          arguments: dict[str, Any]) -> str:
     """Send a message whose turn asks to call `tool`; the run's id once the call waits.
@@ -47,32 +42,6 @@ def _chat(api: Api, title: str) -> str:
     key = api.new_chat(trust="ask")
     assert api.http.patch(f"/api/sessions/{key}", json={"title": title}).status_code == 200
     return key
-
-
-def _theme(page: Page, gateway: Gateway, theme: str) -> None:
-    page.context.add_cookies([{"name": "hearth_theme", "value": theme, "url": gateway.url}])
-
-
-def _no_sideways_scroll(page: Page) -> None:
-    width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE["width"], f"{page.url} is {width} px wide at {PHONE['width']} px"
-
-
-def _shots(page: Page, gateway: Gateway, shot: Shot, path: str, name: str) -> None:
-    """`name`-light, -dark, -phone-light and -phone-dark of `path`; none scrolls sideways
-    on the phone. (`path` has no #fragment: going to the same address with one would not
-    load the page again, so it would keep the theme and the size it had.)"""
-    for theme in ("light", "dark"):
-        _theme(page, gateway, theme)
-        page.set_viewport_size(DESKTOP)
-        page.goto(f"{gateway.url}{path}")
-        shot(page, f"{name}-{theme}")
-        page.set_viewport_size(PHONE)
-        page.goto(f"{gateway.url}{path}")
-        _no_sideways_scroll(page)
-        shot(page, f"{name}-phone-{theme}")
-    _theme(page, gateway, "light")
-    page.set_viewport_size(DESKTOP)
 
 
 def test_a_waiting_call_is_allowed_from_the_approvals_page(
@@ -98,7 +67,7 @@ def test_a_waiting_call_is_allowed_from_the_approvals_page(
     expect(newest.locator(".preview")).to_contain_text("notes/release.md")
     expect(newest.locator(".ask-meta time")).to_contain_text("asked")
     expect(page.locator(".page-nav .count")).to_have_text("2")
-    _shots(page, gateway, shot, "/approvals", "approvals")
+    shots(page, gateway, shot, "/approvals", "approvals")
 
     page.goto(f"{gateway.url}/approvals")
     page.locator(".ask-card").first.get_by_role("button", name="Allow once").click()
@@ -114,7 +83,7 @@ def test_a_waiting_call_is_allowed_from_the_approvals_page(
     page.locator(".ask-card").first.get_by_role("button", name="Deny").click()
     expect(page.get_by_text("Nothing is waiting on you")).to_be_visible()
     expect(page.get_by_text("No standing grants")).to_be_visible()
-    _shots(page, gateway, shot, "/approvals", "approvals-empty")
+    shots(page, gateway, shot, "/approvals", "approvals-empty")
     assert console_errors == []
 
 
@@ -144,7 +113,7 @@ def test_always_leaves_a_grant_and_revoking_it_asks_again(
     assert api.wait(api.send(key, "write b")["run_id"])["status"] == "complete"
     page.reload()
     expect(page.get_by_text("Nothing is waiting on you")).to_be_visible()
-    _shots(page, gateway, shot, "/approvals", "approvals-grants")
+    shots(page, gateway, shot, "/approvals", "approvals-grants")
 
     page.goto(f"{gateway.url}/approvals")
     grant.get_by_role("button", name=re.compile("^Revoke")).click()
@@ -225,7 +194,7 @@ def test_memory_is_added_and_edited_from_the_page(
     api.http.post("/api/memory", json={"text": "Sam is vegetarian; plan the Saturday dinner "
                                                "around that.", "kind": "fact"},
                   headers={"X-Hearth-Session": weekend})
-    _shots(page, gateway, shot, "/memory", "memory")
+    shots(page, gateway, shot, "/memory", "memory")
     # the refused forms above answered 422 and 409 (as pages): nothing else went wrong
     assert [e for e in console_errors if "status of 422" not in e
             and "status of 409" not in e] == []
@@ -265,9 +234,9 @@ def test_no_page_scrolls_sideways_on_a_phone(
     for path in ("/approvals", "/memory", "/settings", "/usage"):
         page.set_viewport_size(PHONE)
         page.goto(f"{gateway.url}{path}")
-        _no_sideways_scroll(page)
+        no_sideways_scroll(page)
         shot(page, f"{path.strip('/')}-phone-long-light")
     page.goto(f"{gateway.url}/memory")
     page.locator(".memory-item").first.locator("summary", has_text="Edit").click()
-    _no_sideways_scroll(page)
+    no_sideways_scroll(page)
     shot(page, "memory-editing-phone-long-light")

@@ -7,7 +7,6 @@ a desktop and on a phone."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -15,11 +14,10 @@ pytest.importorskip("playwright.sync_api", reason="the playwright package is not
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
-from tests.browser.test_approvals_memory import DESKTOP, _shots  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
+from tests.support.browser import DESKTOP, Shot, shots  # noqa: E402
 
-Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
 
 
@@ -63,7 +61,7 @@ def test_jobs_are_scheduled_and_managed_from_the_jobs_page(
     page.get_by_role("button", name="Pause job 2").click()
     expect(page.locator("#job-2")).to_contain_text("Paused")
     expect(page.get_by_role("button", name="Resume job 2")).to_be_visible()
-    _shots(page, gateway, shot, "/jobs", "jobs")
+    shots(page, gateway, shot, "/jobs", "jobs")
 
     page.get_by_role("button", name="Resume job 2").click()
     expect(page.locator("#job-2")).to_contain_text("On")

@@ -24,7 +24,7 @@ from playwright.sync_api import Browser, Page, expect  # noqa: E402
 from tests.browser.conftest import TIMEOUT_MS  # noqa: E402
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import TOKEN, Api, Gateway  # noqa: E402
-from tests.support.approvals import pending_in
+from tests.support.approvals import pending_in  # noqa: E402
 
 Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from tests.gateway import Gateway
-from tests.test_cli import hearth
+from tests.support.cli import hearth
 
 
 def test_apps_round_trip_through_the_cli(gateway: Gateway, home: Path) -> None:

@@ -4,8 +4,8 @@ another, /edit sends new words for your last message (offered as they were), /re
 /fork N take the numbers /history prints, a fork moves the prompt to the new chat, and the
 repeat guard's question is asked y/N before a turn that wrote a file runs again.
 
-The gateway, the scripted model and the terminal are those of test_chat_terminal.py (a gateway
-of this module's own)."""
+The gateway, the scripted model and the terminal are those of tests/support/terminal.py, as in
+test_chat_terminal.py (a gateway of this module's own)."""
 
 from __future__ import annotations
 
@@ -13,20 +13,20 @@ import re
 from typing import Any
 
 from hearth.client import history
-from tests.client.test_chat_terminal import (  # noqa: F401 - the fixtures, used by name
-    PROMPT,
-    QUESTION,
-    _fresh_script,
-    api,
-    chat_key,
-    gateway,
-    script,
-    server,
-    terminal,
-    turn_calls,
-)
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api
+from tests.support.terminal import (
+    PROMPT,
+    QUESTION,
+    api_fixture,  # noqa: F401 - the fixture `api`
+    chat_key,
+    fresh_script,  # noqa: F401 - a fixture, autouse
+    gateway_fixture,  # noqa: F401 - the fixture `gateway`
+    script,
+    server_fixture,  # noqa: F401 - the fixture `server`
+    terminal_fixture,  # noqa: F401 - the fixture `terminal`
+    turn_calls,
+)
 
 ASK = "Run it again anyway? [y/N] "
 
@@ -37,7 +37,7 @@ def said(client: Api, key: str) -> list[tuple[str, str]]:
 
 
 def test_regenerate_follows_the_new_answer_and_variant_shows_another(
-        server: ScriptedModelServer, api: Api, terminal: Any) -> None:  # noqa: F811
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
     script(server, Reply(text="Red."))
     term = terminal()
     term.expect(PROMPT)
@@ -62,7 +62,7 @@ def test_regenerate_follows_the_new_answer_and_variant_shows_another(
 
 
 def test_edit_offers_your_last_message_and_sends_the_new_words(
-        server: ScriptedModelServer, api: Api, terminal: Any) -> None:  # noqa: F811
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
     script(server, Reply(text="Hi."), Reply(text="Cats purr."))
     term = terminal()
     term.expect(PROMPT)
@@ -90,7 +90,7 @@ def test_edit_offers_your_last_message_and_sends_the_new_words(
 
 
 def test_rewind_and_fork_take_the_numbers_history_shows(
-        server: ScriptedModelServer, api: Api, terminal: Any) -> None:  # noqa: F811
+        server: ScriptedModelServer, api: Api, terminal: Any) -> None:
     script(server, Reply(text="First."), Reply(text="Second."), Reply(text="Third."))
     term = terminal()
     term.expect(PROMPT)
@@ -123,8 +123,8 @@ def test_rewind_and_fork_take_the_numbers_history_shows(
 
 
 def test_a_regenerate_that_may_repeat_a_write_is_asked_first(
-        server: ScriptedModelServer, gateway: Any, api: Api,  # noqa: F811
-        terminal: Any) -> None:  # noqa: F811
+        server: ScriptedModelServer, gateway: Any, api: Api,
+        terminal: Any) -> None:
     script(server, Reply(tool_calls=[Call("write_file", {"path": "cli/again.txt",
                                                          "content": "x"})]),
            Reply(text="Wrote it."))
@@ -152,7 +152,7 @@ def test_a_regenerate_that_may_repeat_a_write_is_asked_first(
     assert said(api, key)[-1] == ("assistant", "Again, without writing.")
 
 
-def test_the_commands_need_a_chat_and_a_number(terminal: Any) -> None:  # noqa: F811
+def test_the_commands_need_a_chat_and_a_number(terminal: Any) -> None:
     term = terminal()
     term.expect(PROMPT)
     term.type("/regenerate")

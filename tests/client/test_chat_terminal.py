@@ -10,151 +10,29 @@ so a learning call never takes a reply meant for a turn.
 
 from __future__ import annotations
 
-import os
-import re
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pexpect
-import pytest
-
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.gateway import TOKEN, Api, Gateway, write_config
-from tests.inprocess import InProcessGateway
-
-PROMPT = "you> "
-QUESTION = "[o]nce, [a]lways, [d]eny? "
-CHAT_MODEL = "fake-model"
-OTHER_MODEL = "other-model"
-LEAVE_LINE = re.compile(r"hearth chat --session (\S+)`")
-
-
-def model(model_id: str, url: str, name: str) -> str:
-    return (f'[[models]]\nid = "{model_id}"\nprovider = "openai"\nbase_url = "{url}"\n'
-            f'api_key = "sk-test"\nmodel = "{name}"\n\n')
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as model_server:
-        yield model_server
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory,
-            server: ScriptedModelServer) -> Iterator[Gateway]:
-    home = tmp_path_factory.mktemp("chat-terminal") / "home"
-    url = server.openai_base_url
-    extra = (model("other", url, OTHER_MODEL) + model("bg", url, "bg-model")
-             + '[chains]\nchat = ["fake"]\nbackground = ["bg"]\n')
-    write_config(home, url, extra)
-    started = InProcessGateway(home).start()
-    yield started
-    started.kill()
-
-
-@pytest.fixture(scope="module")
-def api(gateway: Gateway) -> Iterator[Api]:
-    client = gateway.client()
-    yield client
-    client.http.close()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_script(server: ScriptedModelServer) -> None:
-    server.reset()
-
-
-def script(server: ScriptedModelServer, *replies: Reply, model: str = CHAT_MODEL) -> None:
-    server.push(*replies, model=model)
-
-
-class Terminal:
-    """`hearth chat ARGS` in a pty of its own."""
-
-    def __init__(self, gateway: Gateway, home: Path, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_"))}
-        env.update({"HEARTH_HOME": str(home), "HEARTH_TOKEN": TOKEN, "TERM": "dumb",
-                    "PYTHONUNBUFFERED": "1"})
-        self.child = pexpect.spawn(sys.executable,
-                                   ["-m", "hearth", "chat", "--url", gateway.url, *args],
-                                   env=env, encoding="utf-8", timeout=20, dimensions=(50, 200))
-        self.seen = ""  # everything read so far
-
-    def expect(self, text: str) -> str:
-        """Read up to and including `text`: what came before it."""
-        self.child.expect_exact(text)
-        before = str(self.child.before)
-        self.seen += before + text
-        return before
-
-    def type(self, line: str) -> None:
-        self.child.sendline(line)
-
-    def interrupt(self) -> None:
-        self.child.sendintr()
-
-    def leave(self) -> str:
-        """Ctrl-D at the prompt: the key of the chat it names to continue (None when none)."""
-        self.child.sendeof()
-        return self.ended()
-
-    def ended(self) -> str:
-        """Read to the end; the process must have exited 0. What it printed last."""
-        self.child.expect(pexpect.EOF)
-        rest = str(self.child.before)
-        self.seen += rest
-        self.child.close()
-        assert self.child.exitstatus == 0, self.seen
-        return rest
-
-    def close(self) -> None:
-        if self.child.isalive():
-            self.child.terminate(force=True)
-
-
-@pytest.fixture
-def terminal(gateway: Gateway, tmp_path: Path) -> Iterator[Any]:
-    opened: list[Terminal] = []
-
-    def start(*args: str) -> Terminal:
-        term = Terminal(gateway, tmp_path / "client-home", *args)
-        opened.append(term)
-        return term
-
-    yield start
-    for term in opened:
-        term.close()
-
-
-def chat_key(printed: str) -> str:
-    found = LEAVE_LINE.search(printed)
-    assert found, printed
-    return found.group(1)
-
-
-def run_of(api: Api, key: str, text: str) -> dict[str, Any]:
-    """The run that answered the message `text` of chat `key`."""
-    asked = next(m for m in api.messages(key) if m["kind"] == "user" and m["text"] == text)
-    answer = api.http.get(f"/api/runs/{asked['run_id']}")
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json())
-
-
-def turn_calls(server: ScriptedModelServer) -> list[Any]:
-    """The model calls of turns (not of the learning that follows them)."""
-    return [r for r in server.calls("/v1/chat/completions") if r.model != "bg-model"]
-
-
-def chat_keys(api: Api) -> set[str]:
-    answer = api.http.get("/api/sessions", params={"limit": 200})
-    assert answer.status_code == 200, answer.text
-    return {s["key"] for s in answer.json()["sessions"]}
-
+from tests.gateway import Api, Gateway
+from tests.support.terminal import (
+    CHAT_MODEL,
+    OTHER_MODEL,
+    PROMPT,
+    QUESTION,
+    Terminal,
+    api_fixture,  # noqa: F401 - the fixture `api`
+    chat_key,
+    chat_keys,
+    fresh_script,  # noqa: F401 - a fixture, autouse
+    gateway_fixture,  # noqa: F401 - the fixture `gateway`
+    run_of,
+    script,
+    server_fixture,  # noqa: F401 - the fixture `server`
+    terminal_fixture,  # noqa: F401 - the fixture `terminal`
+    turn_calls,
+)
 
 # ---------------------------------------------------------------------------------- approvals
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Gateway
-from tests.test_cli import hearth
+from tests.support.cli import hearth
 
 PROMPT = "Check the mailbox\nand tell me what came"
 

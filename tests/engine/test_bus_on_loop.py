@@ -23,8 +23,8 @@ from hearth.engine.events import Bus, PublishedOffLoop
 from hearth.store import jobs as job_store
 from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.support.census import sources
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 T = TypeVar("T")
 
 
@@ -230,15 +230,10 @@ def publishes_from_threads(trees: dict[str, ast.Module]) -> list[str]:
     return found
 
 
-def _sources() -> dict[str, ast.Module]:
-    return {str(path.relative_to(SRC)): ast.parse(path.read_text("utf-8"))
-            for path in SRC.rglob("*.py")}
-
-
 def test_no_function_run_in_a_thread_can_publish_on_the_bus() -> None:
     """Before: scheduler.py handed `_admit` (which admits, which publishes) to
     asyncio.to_thread; this census named it."""
-    assert publishes_from_threads(_sources()) == []
+    assert publishes_from_threads(sources()) == []
 
 
 def test_the_census_finds_a_planted_publish_from_a_thread() -> None:

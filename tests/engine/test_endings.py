@@ -13,32 +13,9 @@ from hearth.engine import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.privacy.principal import OWNER
-from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import blocking, events, make_config, make_engine, new_chat, one_turn, run
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-
-
-class Hook:
-    """A tool that runs a Python callable (e.g. takes the model server down) when called."""
-
-    description = "Do the thing."
-    parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
-    placed: Placed = "gateway"
-    parallel_safe = False
-
-    def __init__(self, effect: Effect, action: Any = None, seconds: float = 0.0) -> None:
-        self.name = "hook"
-        self.effect = effect
-        self.action = action
-        self.seconds = seconds
-        self.calls = 0
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        self.calls += 1
-        if self.action is not None:
-            await asyncio.to_thread(self.action)
-        await asyncio.sleep(self.seconds)
-        return ToolOutcome(output="done", receipt="Did the thing.")
+from tests.support.tools import Hook
 
 
 def _view(engine: Engine, run_id: str) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from hearth.engine import queries
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
 from hearth.store.transcript import EventRow
-from tests.engine.test_endings import Hook
 from tests.engine_harness import blocking, events, make_engine, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.support.tools import Hook
 
 
 def _config(url: str, chain: list[str] | None = None, **extra: Any) -> Config:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.test_census import _sources
+from tests.support.census import sources
 
 AUTHENTICATE = {"web/auth.py", "engine/channel_inbound.py", "privacy/principal.py"}
 PRINCIPAL_MODULE = "hearth.privacy.principal"
@@ -82,11 +82,11 @@ def test_detector_finds_a_reader_that_decides_who_from_the_chat() -> None:
 
 
 def test_only_the_authenticating_places_name_the_owner() -> None:
-    violations = [v for name, tree in _sources().items() for v in owner_decided(name, tree)]
+    violations = [v for name, tree in sources().items() for v in owner_decided(name, tree)]
     assert violations == []
 
 
 def test_the_readers_of_who_acts_read_the_principal() -> None:
-    violations = [v for name, tree in _sources().items()
+    violations = [v for name, tree in sources().items()
                   for v in who_read_elsewhere(name, tree)]
     assert violations == []

@@ -16,8 +16,8 @@ from hearth.privacy.scope import ScopeCarryingExecutor, as_work_of, install_defa
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import make_config, make_engine, run, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.support.census import sources
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 ALLOWED_POOL_HOME = "threads.py"
 
 
@@ -88,9 +88,8 @@ def test_census_detector_finds_a_planted_plain_pool() -> None:
 
 def test_census_no_plain_pool_anywhere_in_the_gateway() -> None:
     violations = []
-    for path in SRC.rglob("*.py"):
-        name = str(path.relative_to(SRC))
-        violations += plain_pools(name, ast.parse(path.read_text(), str(path)))
+    for name, tree in sources().items():
+        violations += plain_pools(name, tree)
     assert violations == []
 
 

@@ -17,13 +17,9 @@ from hearth.store import search, sessions, transcript
 from hearth.store.db import MIGRATIONS, Database
 from hearth.store.schema import sessions as sessions_table
 from hearth.store.schema import transcript_events
+from tests.support.search import HOSTILE
 
 WORD = "quokkaplum"  # a word no generated text holds
-HOSTILE = ['"', "*", "NEAR(", "a OR", 'say "hello', '"unbalanced', "-", "- -", "!!! ???",
-           "...", "()", "NOT", "AND OR NOT", "col:word", "^start", "word*", "*word", "'",
-           "\\", "%_%", "a" * 200, "é" * 200, '"' * 200, "x " * 100, "\ue000\ue001", "\x00"]
-
-
 def chat(db: Database, key: str, mode: str = "persistent", **filing: Any) -> str:
     with db.write() as conn:
         sessions.insert(conn, key=key, tab_id=f"tab-{key}", memory_mode=mode, chat_number=None,

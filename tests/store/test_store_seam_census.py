@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from hearth.store.db import BlockingOnLoop, Database
+from tests.support.census import sources
 from tests.support.store import migrated
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 HANDLES = ("db", "_db")  # what the database handle is called, bare or as an attribute
 SEAM = ("reading", "writing")
 OFF_LOOP = ("to_thread", "run_in_executor")
@@ -120,8 +120,7 @@ def test_census_detector_finds_the_planted_blocking_calls() -> None:
 
 
 def test_census_no_async_def_blocks_on_the_store() -> None:
-    trees = {str(p.relative_to(SRC)): ast.parse(p.read_text(), str(p))
-             for p in sorted(SRC.rglob("*.py"))}
+    trees = sources()
     generators = frozenset(n for tree in trees.values() for n in async_generators(tree))
     violations = []
     for name, tree in trees.items():

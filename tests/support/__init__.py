@@ -1,5 +1,9 @@
-"""What the tests share, defined once and imported where used (never copied into a test file):
-`http`, the error envelope's assertions; `polling`, waiting for a condition; `approvals`, waiting
-for a turn to ask; `apps`, apps the owner makes; `store`, a migrated store and reading a
-gateway's database file; `dashboard`, the dashboard in process under TestClient and a signed-in
-page over HTTP; `fixtures`, the fixtures several folders use (their conftest.py imports them)."""
+"""What the tests share, defined once and imported where used, never copied into a test file
+and never imported from one. Assertions and waits: `http` (the error envelope), `polling`
+(`until`), `approvals` (a pending approval). Gateways' data: `store` (a migrated store; reading a
+gateway's database file), `apps` (an app's token). Surfaces: `dashboard` (in process under
+TestClient; a signed-in page over HTTP), `cli` (the `hearth` command), `terminal` (`hearth chat`
+in a pty), `browser` (Playwright's sizes and screenshots), `telegram` (the channel's config and
+readers). Tools and data: `tools` (a scripted tool), `web_site` (a local site for web_fetch),
+`commands`, `search`, `census` (the source tree parsed). `fixtures` holds the fixtures several
+folders use; each folder's conftest.py imports those it needs."""

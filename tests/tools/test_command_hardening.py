@@ -40,6 +40,7 @@ from hearth.web.app import create_app
 from tests.engine_harness import make_config, make_engine, new_chat
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
+from tests.support.commands import DISGUISED_WRITERS
 from tests.support.dashboard import bearer, dashboard, sign_in
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bwrap cannot run here")
@@ -54,14 +55,6 @@ def run(command: str, ctx: ToolContext) -> ToolOutcome:
 
 
 # -- 1. "reads" that run code or write files  ---
-
-# Each passes the screen (it looks like a reader) and writes `pwned` when run writable.
-DISGUISED_WRITERS = [
-    "LESSOPEN='touch pwned %s' less notes.txt",  # a variable that makes a program run another
-    "sort --outp=pwned notes.txt",  # an abbreviated long option that writes a file
-    "GIT_EXTERNAL_DIFF='touch pwned' git diff",  # a VCS helper calling an external program
-]
-
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:

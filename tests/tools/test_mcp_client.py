@@ -22,6 +22,7 @@ from hearth.config import McpServerConfig
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.mcp_client import McpServers
 from hearth.tools.mcp_tools import McpTool, render_result, tool_name
+from tests.gateway import free_port
 
 BIN = Path(sys.executable).parent
 
@@ -317,13 +318,6 @@ async def nap(seconds: float) -> str:
 
 server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture

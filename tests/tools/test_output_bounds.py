@@ -24,16 +24,11 @@ from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.mcp_client import McpServers
 from hearth.tools.web import WebFetch
 from hearth.tools.web_text import html_to_text
-from tests.tools.test_mcp_client import free_port
-from tests.tools.test_web_fetch import Site, context, fetch, serve
+from tests.gateway import free_port
+from tests.support.web_site import Site, context, fetch
 
 T = TypeVar("T")
 MB = 1024 * 1024
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    yield from serve(Site())
 
 
 def peak_while(work: Callable[[], T]) -> tuple[T, int]:

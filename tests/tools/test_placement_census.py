@@ -23,7 +23,7 @@ from hearth.tools.sandbox import Placement
 from hearth.tools.shell import Shell
 from hearth.tools.shell_screen import reads_only
 from tests.engine_harness import make_config, make_engine
-from tests.tools.test_command_hardening import DISGUISED_WRITERS
+from tests.support.commands import DISGUISED_WRITERS
 
 SOURCE = Path(hearth.__file__).parent
 COMMAND_LINES = ["ls", "cat notes.txt", "git log", "grep -r x .", "find . -name '*.md'",

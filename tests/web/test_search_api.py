@@ -13,8 +13,8 @@ import pytest
 
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Api, module_gateway
-from tests.store.test_search import HOSTILE
 from tests.support.http import error_of
+from tests.support.search import HOSTILE
 
 server, gateway, api = module_gateway("search-api")
 

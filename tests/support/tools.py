@@ -1,0 +1,32 @@
+"""Tools a test hands the engine: `Hook`, a tool that runs a Python callable when the model
+calls it (takes the model server down, say), with the effect it declares."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
+
+
+class Hook:
+    """A tool that runs a Python callable (e.g. takes the model server down) when called."""
+
+    description = "Do the thing."
+    parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+    placed: Placed = "gateway"
+    parallel_safe = False
+
+    def __init__(self, effect: Effect, action: Any = None, seconds: float = 0.0) -> None:
+        self.name = "hook"
+        self.effect = effect
+        self.action = action
+        self.seconds = seconds
+        self.calls = 0
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        self.calls += 1
+        if self.action is not None:
+            await asyncio.to_thread(self.action)
+        await asyncio.sleep(self.seconds)
+        return ToolOutcome(output="done", receipt="Did the thing.")
