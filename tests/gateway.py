@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,14 +155,14 @@ class Api:
         return got
 
 
-def module_gateway(tag: str, config: str = "", process: bool = False
-                   ) -> tuple[object, object, object]:
+def module_gateway(tag: str, config: str | Callable[[ScriptedModelServer], str] = "",
+                   process: bool = False) -> tuple[object, object, object]:
     """The fixtures of a test module whose tests share one gateway (starting one costs
     seconds), all module-scoped: `server`, a scripted model server; `gateway`, a gateway whose
     model is that server (its home in a temporary folder named after `tag`, `config` added to
-    its config.toml), served in this process (`tests.inprocess`) or, with `process`, a
-    subprocess; `api`, a client of that gateway. Bind them at module level under the names the
-    tests ask for:
+    its config.toml: the text, or what it gives for the server), served in this process
+    (`tests.inprocess`) or, with `process`, a subprocess; `api`, a client of that gateway.
+    Bind them at module level under the names the tests ask for:
 
         server, gateway, api = module_gateway("jobs-api")
     """
@@ -176,7 +176,8 @@ def module_gateway(tag: str, config: str = "", process: bool = False
     def gateway_fixture(tmp_path_factory: pytest.TempPathFactory,
                         server: ScriptedModelServer) -> Iterator[Gateway]:
         home = tmp_path_factory.mktemp(tag) / "home"
-        write_config(home, server.openai_base_url, config)
+        write_config(home, server.openai_base_url,
+                     config(server) if callable(config) else config)
         if process:
             started = Gateway(home).start()
         else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -22,11 +21,9 @@ from hearth.store.db import Database  # noqa: E402
 from tests.browser.conftest import SCREENSHOTS  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Api, Gateway  # noqa: E402
+from tests.support.browser import DESKTOP, Shot, shots  # noqa: E402
 
-Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
 WORD = "lanternfig"
 LONG = 260  # events in the long chat: more than the chat page's window of 200
 
@@ -61,10 +58,6 @@ def _long_chat(gateway: Gateway) -> None:
     writer.join()
 
 
-def _theme(page: Page, gateway: Gateway, theme: str) -> None:
-    page.context.add_cookies([{"name": "hearth_theme", "value": theme, "url": gateway.url}])
-
-
 def test_the_sidebar_search_finds_marks_filters_and_jumps_to_the_message(
         gateway: Gateway, model_server: ScriptedModelServer, signed_in: SignedIn,
         shot: Shot, console_errors: list[str]) -> None:
@@ -90,7 +83,7 @@ def test_the_sidebar_search_finds_marks_filters_and_jumps_to_the_message(
     expect(page.get_by_text("<script>window.__pwned = 1</script>")).to_be_visible()
     assert page.evaluate("window.__pwned") is None  # drawn as text, never run
     path = page.url.removeprefix(gateway.url)
-    _shots(page, gateway, shot, path, "search-results")
+    shots(page, gateway, shot, path, "search-results")
 
     page.get_by_label("Folder").select_option("Garden")
     page.get_by_role("button", name="Search", exact=True).click()
@@ -114,18 +107,3 @@ def test_the_sidebar_search_finds_marks_filters_and_jumps_to_the_message(
     assert console_errors == []
 
 
-def _shots(page: Page, gateway: Gateway, shot: Shot, path: str, name: str) -> None:
-    """`name`-light, -dark, -phone-light and -phone-dark of `path`; none scrolls sideways
-    on the phone."""
-    for theme in ("light", "dark"):
-        _theme(page, gateway, theme)
-        page.set_viewport_size(DESKTOP)
-        page.goto(f"{gateway.url}{path}")
-        shot(page, f"{name}-{theme}")
-        page.set_viewport_size(PHONE)
-        page.goto(f"{gateway.url}{path}")
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= PHONE["width"], f"{path} is {width} px wide on a phone"
-        shot(page, f"{name}-phone-{theme}")
-    _theme(page, gateway, "light")
-    page.set_viewport_size(DESKTOP)

@@ -18,8 +18,7 @@ import pexpect
 import pytest
 
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.gateway import TOKEN, Api, Gateway, write_config
-from tests.inprocess import InProcessGateway
+from tests.gateway import TOKEN, Api, Gateway, module_gateway
 
 PROMPT = "you> "
 QUESTION = "[o]nce, [a]lways, [d]eny? "
@@ -33,30 +32,14 @@ def model(model_id: str, url: str, name: str) -> str:
             f'api_key = "sk-test"\nmodel = "{name}"\n\n')
 
 
-@pytest.fixture(scope="module", name="server")
-def server_fixture() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as model_server:
-        yield model_server
-
-
-@pytest.fixture(scope="module", name="gateway")
-def gateway_fixture(tmp_path_factory: pytest.TempPathFactory,
-            server: ScriptedModelServer) -> Iterator[Gateway]:
-    home = tmp_path_factory.mktemp("chat-terminal") / "home"
+def _config(server: ScriptedModelServer) -> str:
+    """The chat chain `fake` (and `other`); the background chain `bg`."""
     url = server.openai_base_url
-    extra = (model("other", url, OTHER_MODEL) + model("bg", url, "bg-model")
-             + '[chains]\nchat = ["fake"]\nbackground = ["bg"]\n')
-    write_config(home, url, extra)
-    started = InProcessGateway(home).start()
-    yield started
-    started.kill()
+    return (model("other", url, OTHER_MODEL) + model("bg", url, "bg-model")
+            + '[chains]\nchat = ["fake"]\nbackground = ["bg"]\n')
 
 
-@pytest.fixture(scope="module", name="api")
-def api_fixture(gateway: Gateway) -> Iterator[Api]:
-    client = gateway.client()
-    yield client
-    client.http.close()
+server_fixture, gateway_fixture, api_fixture = module_gateway("chat-terminal", _config)
 
 
 @pytest.fixture(autouse=True)
