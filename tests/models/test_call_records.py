@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from hearth.config import Config, ModelConfig
+from hearth.config import ModelConfig
 from hearth.models import guard
 from hearth.models.calls import CallRecorder, outcome_of
 from hearth.models.probe import probe
@@ -29,27 +29,16 @@ from hearth.store.db import Database
 from hearth.store.schema import model_calls
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.support.dashboard import dashboard
+from tests.support.models import priced_config
 from tests.support.store import migrated
 
 SECRET = "my hidden passphrase zebra"
 
 
-def _config(server: ScriptedModelServer, **extra: Any) -> Config:
-    base = {"provider": "openai", "base_url": server.openai_base_url, "api_key": "sk-test"}
-    return Config.model_validate({
-        "models": [
-            {**base, "id": "priced", "model": "m-priced", "price_in_per_mtok": 2.0,
-             "price_out_per_mtok": 10.0},
-            {**base, "id": "plain", "model": "m-plain"},
-        ],
-        "chains": {"chat": ["priced"], **extra},
-    })
-
-
 @pytest.fixture
 def client(home: Path, model_server: ScriptedModelServer) -> Iterator[TestClient]:
     """The dashboard with the priced and the plain model, signed in, sending the CSRF token."""
-    with dashboard(home, _config(model_server), csrf=True) as test_client:
+    with dashboard(home, priced_config(model_server), csrf=True) as test_client:
         yield test_client
 
 
@@ -152,7 +141,7 @@ def test_an_incognito_chats_call_keeps_no_chat_and_no_text(
 def test_an_unpriced_models_call_has_no_cost_and_reads_unpriced(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
-    config = _config(model_server, background=["plain"])
+    config = priced_config(model_server, background=["plain"])
     with dashboard(tmp_path / "home", config, csrf=True) as client:
         assert _turn(client, _chat(client, model="plain"), "hi")["status"] == "complete"
         [row] = _rows(_db(client), 1)
@@ -175,7 +164,7 @@ def test_the_settings_test_is_recorded_as_a_probe(
 
 def test_a_learning_chores_call_is_recorded_as_learning(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
-    config = _config(model_server, background=["plain"])
+    config = priced_config(model_server, background=["plain"])
     model_server.push(Reply(text="Noted.", usage=(30, 4)))
     for _ in range(2):  # the learning chore's answer (and the title chore's, which runs too)
         model_server.push_chore(Reply(text='{"items": []}', usage=(60, 5)), model="m-plain")

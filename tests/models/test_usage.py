@@ -26,27 +26,15 @@ from hearth.store.schema import model_calls
 from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.support.dashboard import INLINE_SCRIPT, dashboard, main_of
+from tests.support.models import priced_config
 from tests.support.store import migrated
 
 DAY = 86_400
 
 
-def _config(server: ScriptedModelServer) -> Config:
-    """Two models on the scripted server: `priced` (the chat chain's) and `plain` (no price)."""
-    base = {"provider": "openai", "base_url": server.openai_base_url, "api_key": "sk-test"}
-    return Config.model_validate({
-        "models": [
-            {**base, "id": "priced", "model": "m-priced", "price_in_per_mtok": 2.0,
-             "price_out_per_mtok": 10.0},
-            {**base, "id": "plain", "model": "m-plain"},
-        ],
-        "chains": {"chat": ["priced"]},
-    })
-
-
 @pytest.fixture
 def client(tmp_path: Path, model_server: ScriptedModelServer) -> Iterator[TestClient]:
-    with dashboard(tmp_path / "home", _config(model_server), csrf=True) as test_client:
+    with dashboard(tmp_path / "home", priced_config(model_server), csrf=True) as test_client:
         engine = test_client.app.state.engine  # type: ignore[attr-defined]
         # the figures here are the turns' own: no chore (a title, learning) runs after them
         engine.deps = replace(engine.deps, after_turn=lambda run, session: None)

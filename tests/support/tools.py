@@ -1,12 +1,29 @@
-"""Tools a test hands the engine: `Hook`, a tool that runs a Python callable when the model
-calls it (takes the model server down, say), with the effect it declares."""
+"""Tools in tests: `run` (one call of a tool, run to its end) and `refusal` (the sentence a tool
+refuses a call with); and a tool a test hands the engine, `Hook`, which runs a Python callable
+when the model calls it (takes the model server down, say), with the effect it declares."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
+import pytest
+
+from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, ToolRefused
+
+
+def run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    """`tool` called with `args` in `ctx`, run to its end."""
+    return asyncio.run(tool.run(args, ctx))
+
+
+def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
+    """The sentence `tool` refuses `args` with (fails the test if it does not refuse)."""
+    with pytest.raises(ToolRefused) as caught:
+        run(tool, args, ctx)
+    sentence = caught.value.sentence
+    assert sentence and str(caught.value) == sentence
+    return sentence
 
 
 class Hook:

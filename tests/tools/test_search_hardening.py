@@ -18,25 +18,17 @@ import pytest
 
 from hearth.engine import queries
 from hearth.privacy.principal import OWNER
-from hearth.tools.base import Tool, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import ToolContext
 from hearth.tools.search import Glob, Grep, SearchLimits
 from hearth.tools.search_match import SLICE_BYTES
 from tests.engine_harness import events, make_config, make_engine, new_chat, run
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.support.tools import refusal
+from tests.support.tools import run as call
 
 CATASTROPHIC = r"(a+)+$"
 EVIL_LINE = "a" * 26 + "b"  # Python's re takes 2**26 steps on it: ~15 s, holding the GIL
 SLOW = r"(a|b)*a(a|b){30}c"  # linear for RE2 but slow (~1 MB/s), and never matches
-
-
-def call(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    return asyncio.run(tool.run(args, ctx))
-
-
-def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
-    with pytest.raises(ToolRefused) as caught:
-        call(tool, args, ctx)
-    return caught.value.sentence
 
 
 def slow_files(folder: Path, count: int, size: int = 4_000_000) -> None:

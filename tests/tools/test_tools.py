@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import time
@@ -11,24 +10,12 @@ from typing import Any
 
 import pytest
 
-from hearth.tools.base import Tool, ToolContext, ToolOutcome, ToolRefused, check_arguments
+from hearth.tools.base import Tool, ToolContext, ToolRefused, check_arguments
 from hearth.tools.files import ListDir, ReadFile, WriteFile
 from hearth.tools.shell import Shell
+from tests.support.tools import refusal, run
 
 SECRET = "the secret outside\n"
-
-
-def run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    return asyncio.run(tool.run(args, ctx))
-
-
-def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
-    """The sentence `tool` refuses `args` with (fails the test if it does not refuse)."""
-    with pytest.raises(ToolRefused) as caught:
-        run(tool, args, ctx)
-    sentence = caught.value.sentence
-    assert sentence and str(caught.value) == sentence
-    return sentence
 
 
 @pytest.fixture

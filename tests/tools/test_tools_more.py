@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 import tempfile
@@ -12,22 +11,12 @@ from typing import Any
 
 import pytest
 
-from hearth.tools.base import Tool, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import ToolContext, ToolOutcome
 from hearth.tools.edit import EditFile
 from hearth.tools.search import MAX_GLOB_RESULTS, MAX_GREP_MATCHES, Glob, Grep
+from tests.support.tools import refusal, run
 
 SECRET = "the secret outside TODO\n"
-
-
-def run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    return asyncio.run(tool.run(args, ctx))
-
-
-def refusal(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
-    """The sentence `tool` refuses `args` with (fails the test if it does not refuse)."""
-    with pytest.raises(ToolRefused) as caught:
-        run(tool, args, ctx)
-    return caught.value.sentence
 
 
 @pytest.fixture

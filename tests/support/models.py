@@ -1,0 +1,21 @@
+"""Model configs for the tests of what calls cost: `priced_config`, two models on the scripted
+server, `priced` (the chat chain's, with a price per million tokens) and `plain` (none)."""
+
+from __future__ import annotations
+
+from hearth.config import Config
+from tests.fakes.model_server import ScriptedModelServer
+
+
+def priced_config(server: ScriptedModelServer, **chains: list[str]) -> Config:
+    """`priced` (2 in, 10 out, per million tokens) and `plain`; the chat chain is `priced`, and
+    `chains` adds others (background=["plain"])."""
+    base = {"provider": "openai", "base_url": server.openai_base_url, "api_key": "sk-test"}
+    return Config.model_validate({
+        "models": [
+            {**base, "id": "priced", "model": "m-priced", "price_in_per_mtok": 2.0,
+             "price_out_per_mtok": 10.0},
+            {**base, "id": "plain", "model": "m-plain"},
+        ],
+        "chains": {"chat": ["priced"], **chains},
+    })
