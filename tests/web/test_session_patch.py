@@ -7,43 +7,26 @@ its trust, model and agent but is never archived (it is never listed)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.gateway import Api, write_config
-from tests.inprocess import InProcessGateway
+from tests.gateway import Api, module_gateway
 from tests.support.http import error_of
 
 HELPER_PROMPT = "You are the helper agent of this test."
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as model_server:
-        yield model_server
+def two_models_and_a_helper(server: ScriptedModelServer) -> str:
+    """Beside "fake" (first in the chain, over the OpenAI protocol), "claude" over Anthropic's,
+    and a second agent, "helper"."""
+    return (f'[[models]]\nid = "claude"\nprovider = "anthropic"\n'
+            f'base_url = "{server.anthropic_base_url}"\napi_key = "sk-ant-test"\n'
+            f'model = "claude-test"\n\n[agents.helper]\nsystem_prompt = "{HELPER_PROMPT}"\n')
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory,
-        server: ScriptedModelServer) -> Iterator[Api]:
-    """One gateway for the module with two models ("fake", first in the chain, over the OpenAI
-    protocol; "claude" over Anthropic's) and a second agent, "helper"."""
-    home = tmp_path_factory.mktemp("session-patch") / "home"
-    write_config(home, server.openai_base_url, (
-        f'[[models]]\nid = "claude"\nprovider = "anthropic"\n'
-        f'base_url = "{server.anthropic_base_url}"\napi_key = "sk-ant-test"\n'
-        f'model = "claude-test"\n\n[agents.helper]\nsystem_prompt = "{HELPER_PROMPT}"\n'))
-    gateway = InProcessGateway(home).start()
-    client = gateway.client()
-    try:
-        yield client
-    finally:
-        client.http.close()
-        gateway.kill()
+server, gateway, api = module_gateway("session-patch", two_models_and_a_helper)
 
 
 def patch(api: Api, key: str, **body: Any) -> httpx.Response:
