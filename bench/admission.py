@@ -224,8 +224,8 @@ def profile_in_process(messages: int, synchronous: str) -> None:
     import cProfile
     import pstats
 
-    from hearth.engine import admission
-    from hearth.engine.events import Bus
+    from hearth.engine.delivery.events import Bus
+    from hearth.engine.intake import admission
     from hearth.privacy.principal import OWNER
     from hearth.sessions import chats
     from hearth.store.db import Database

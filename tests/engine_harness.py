@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hearth.config import Config
-from hearth.engine import queries
 from hearth.engine.compose import private_engine
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.privacy.principal import OWNER
 from hearth.sessions import chats

@@ -100,7 +100,7 @@ def test_the_guard_records_every_stream_it_opens() -> None:
 
 
 def test_the_guard_is_what_the_loop_calls() -> None:
-    loop = (SRC / "engine" / "loop.py").read_text()
+    loop = (SRC / "engine" / "turn" / "loop.py").read_text()
     assert "guard.stream(" in loop
 
 

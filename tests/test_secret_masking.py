@@ -347,7 +347,7 @@ def test_a_logged_provider_error_is_masked_traceback_and_all(
     try:
         raise RuntimeError("the turn failed") from failed.value
     except RuntimeError:
-        logging.getLogger("hearth.engine.turn").exception("turn %s failed: %s", "run_x",
+        logging.getLogger("hearth.engine.turn.runner").exception("turn %s failed: %s", "run_x",
                                                           failed.value.__cause__)
     assert "Incorrect API key provided" in caplog.text and "AuthenticationError" in caplog.text
     assert key not in caplog.text

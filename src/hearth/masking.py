@@ -17,12 +17,12 @@ The shapes run on RE2, so no text can make them backtrack: masking is linear in 
 
 Text that leaves the process or is kept passes here at a few choke points: every tool call's
 output and receipt, before the ledger, the transcript, a model or an agent CLI sees them
-(`engine.toolbatch.run_call`, the one way a tool runs: a file the agent reads that holds a
+(`engine.turn.toolbatch.run_call`, the one way a tool runs: a file the agent reads that holds a
 key is stored and sent masked, and the receipt says so), a model error's sentence when it is
-made (`models.types.ModelError`), a run's ending (`engine.endings.settle`, `store.runs.finish`),
-a notice appended to a transcript (`store.transcript`), an audit row (`store.audit`), an API
-error envelope (`web.errors`), and every log record (`mask_logs`). What the user or the model
-wrote is theirs and is not touched here.
+made (`models.types.ModelError`), a run's ending (`engine.turn.endings.settle`,
+`store.runs.finish`), a notice appended to a transcript (`store.transcript`), an audit row
+(`store.audit`), an API error envelope (`web.errors`), and every log record (`mask_logs`).
+What the user or the model wrote is theirs and is not touched here.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from hearth.channels import signing
 from hearth.channels.base import NotSent, Outbound, Refused, Unsure
 from hearth.channels.webhook import WebhookChannel, payload
 from hearth.config import WebhookConfig
-from hearth.engine.channel_inbound import Inbound, Received
+from hearth.engine.intake.channel_inbound import Inbound, Received
 from hearth.errors import Refusal
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway

@@ -13,10 +13,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 BUILDERS = {"build": "context", "view": "compact_turn"}  # function -> the module it is from
-PASS_THROUGH = {("engine/compact_turn.py", "view")}  # hands its own parameter on: its callers
+PASS_THROUGH = {("engine/turn/compact_turn.py", "view")}  # hands its own parameter on: its callers
 # are checked instead
-NOT_AN_AGENT = {("engine/idle_summaries.py", "summarize"): "an idle summary is a chore: it "
-                "reads the chat to summarize it, and starts no agent"}
+NOT_AN_AGENT = {("engine/background/idle_summaries.py", "summarize"):
+                "an idle summary is a chore: it reads the chat to summarize it, and starts no "
+                "agent"}
 
 
 def _prompt_argument(call: ast.Call) -> ast.expr | None:

@@ -1,4 +1,4 @@
-"""An agent's instructions (`engine.agents`): its words, its voice, its workspace files in
+"""An agent's instructions (`engine.turn.agents`): its words, its voice, its workspace files in
 their fixed order, the owner, what memory recalled, and Hearth's safety rules last and once;
 an unreadable file named and skipped; the word limit an agent sets, checked, never cutting."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from hearth.config import Config
-from hearth.engine import agents
-from hearth.engine.agents import FILES, SAFETY_RULES
+from hearth.engine.turn import agents
+from hearth.engine.turn.agents import FILES, SAFETY_RULES
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Gateway
 

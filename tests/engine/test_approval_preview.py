@@ -1,4 +1,4 @@
-"""`engine.approval_preview.preview`: what an approval card shows of a call, whatever the
+"""`engine.turn.approval_preview.preview`: what an approval card shows of a call, whatever the
 model sent as its arguments (missing, of the wrong type, huge, nested, not even a dict)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hearth.engine.approval_preview import PREVIEW_CHARS, preview
-from hearth.engine.views import sendable
+from hearth.engine.reads.views import sendable
+from hearth.engine.turn.approval_preview import PREVIEW_CHARS, preview
 
 
 def test_a_write_shows_path_and_content_whole_when_short() -> None:

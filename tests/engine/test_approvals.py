@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hearth.engine import queries
+from hearth.engine.reads import queries
 from hearth.privacy.principal import OWNER
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hearth.engine.events import Bus
+from hearth.engine.delivery.events import Bus
 
 
 def test_every_waiter_wakes_at_the_end_and_none_leaves_anything_behind() -> None:

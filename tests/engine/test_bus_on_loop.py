@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import pytest
 
-from hearth.engine.events import Bus, PublishedOffLoop
+from hearth.engine.delivery.events import Bus, PublishedOffLoop
 from hearth.store import jobs as job_store
 from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Reply, ScriptedModelServer
@@ -258,7 +258,7 @@ def test_the_census_finds_a_planted_publish_from_a_thread() -> None:
         "        await asyncio.to_thread(lambda: helper.announce(None, key))\n"
         "        await asyncio.to_thread(helper.quiet, [])\n"
     )
-    found = publishes_from_threads({"engine/events.py": bus, "engine/helper.py": helper,
+    found = publishes_from_threads({"engine/delivery/events.py": bus, "engine/helper.py": helper,
                                     "engine/sneak.py": planted})
     assert found == [
         "engine/sneak.py:7 hands Sneak._admit to a thread, and it can publish on the bus",

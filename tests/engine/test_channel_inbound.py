@@ -1,4 +1,4 @@
-"""A channel message's admission (`engine.channel_inbound`): once per channel id, with the
+"""A channel message's admission (`engine.intake.channel_inbound`): once per channel id, with the
 cursor in the same transaction, into the chat its thread continues (a new one when that
 chat is gone), with where the line came from written once."""
 
@@ -10,8 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from hearth.engine import channel_inbound, outbox
-from hearth.engine.channel_inbound import Inbound
+from hearth.engine.delivery import outbox
+from hearth.engine.intake import channel_inbound
+from hearth.engine.intake.channel_inbound import Inbound
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
 from hearth.store import channels as channel_store

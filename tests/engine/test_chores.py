@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from hearth.config import Config
-from hearth.engine import idle_summaries
-from hearth.engine.chores import Pace
+from hearth.engine.background import idle_summaries
+from hearth.engine.background.chores import Pace
 from hearth.engine.runtime import Engine
 from hearth.models.registry import ModelRegistry
 from hearth.sessions import chats

@@ -276,7 +276,7 @@ def test_an_idle_summary_applies_only_while_it_matches_its_turns(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
     from sqlalchemy import Connection, delete
 
-    from hearth.engine import idle_summaries
+    from hearth.engine.background import idle_summaries
     from hearth.store.schema import transcript_events
 
     model_server.default = Reply(text=answer(0))
@@ -453,7 +453,7 @@ def test_a_restricted_chats_summary_is_asked_of_its_own_model_once_never_another
 
 def test_compact_now_refuses_when_no_model_could_write_the_summary(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
-    from hearth.engine import compact_now
+    from hearth.engine.turn import compact_now
     from hearth.errors import Refusal
 
     model_server.default = Reply(text=answer(0))

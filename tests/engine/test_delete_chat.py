@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hearth.engine import helpers
+from hearth.engine.background import helpers
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.faults import fail_point

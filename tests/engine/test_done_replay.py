@@ -14,8 +14,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hearth.engine import admission, endings
+from hearth.engine.intake import admission
 from hearth.engine.runtime import Engine
+from hearth.engine.turn import endings
 from hearth.privacy.principal import OWNER
 from hearth.web.events_api import frames
 from tests.engine_harness import events, make_config, make_engine, new_chat, run, turn

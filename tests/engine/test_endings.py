@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hearth.engine import queries
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.privacy.principal import OWNER

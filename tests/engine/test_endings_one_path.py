@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hearth.engine import endings
-from hearth.engine.recovery import UNKNOWN_AFTER_RESTART
+from hearth.engine.turn import endings
+from hearth.engine.turn.recovery import UNKNOWN_AFTER_RESTART
 from hearth.store import approvals, ledger
 from hearth.store import runs as run_store
 from hearth.store import sessions as session_store
@@ -63,7 +63,7 @@ def test_no_module_but_endings_writes_a_run_ending_itself() -> None:
     Before: recovery.py called it with its own code and sentence."""
     callers = sorted(str(path.relative_to(SRC)) for path in SRC.rglob("*.py")
                      if re.search(r"\b(run_store|runs)\.finish\(", path.read_text("utf-8")))
-    assert callers == ["engine/endings.py"]
+    assert callers == ["engine/turn/endings.py"]
 
 
 def test_recovery_ends_a_call_the_restart_cut_through_endings(tmp_path: Path) -> None:

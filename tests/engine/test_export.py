@@ -1,5 +1,5 @@
-"""`engine.export.export_chat`: every message of a chat, however long (read a page at a time),
-in order; Markdown that says each message, tool call and notice without letting the model's
+"""`engine.operations.export.export_chat`: every message of a chat, however long (read a page at a
+time), in order; Markdown that says each message, tool call and notice without letting the model's
 arguments break the page; a chat that keeps nothing is never exported."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection
 
-from hearth.engine import export
+from hearth.engine.operations import export
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.sessions import chats

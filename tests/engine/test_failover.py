@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hearth.config import Config
-from hearth.engine import queries
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
 from hearth.store.transcript import EventRow

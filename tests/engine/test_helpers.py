@@ -1,5 +1,5 @@
-"""Helpers (`spawn_helpers`, `engine.helpers`): a chat hands tasks to chats of their own that
-work in the background; work that ran reports back as a message that starts the parent's next
+"""Helpers (`spawn_helpers`, `engine.background.helpers`): a chat hands tasks to chats of their own
+that work in the background; work that ran reports back as a message that starts the parent's next
 turn after the asking one; a helper the owner stopped starts none, and the parent's model is
 told how it ended; a batch past the limit starts what fits; depth is limited; a declined
 start starts nothing."""
@@ -13,8 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hearth.engine import endings, helpers
-from hearth.engine.context import HELPER_FENCE
+from hearth.engine.background import helpers
+from hearth.engine.turn import endings
+from hearth.engine.turn.context import HELPER_FENCE
 from hearth.sessions import chats
 from hearth.store import runs as run_store
 from hearth.store import transcript

@@ -1,9 +1,9 @@
-"""An import is data (`engine.importing`): a time outside 2000-01-01 to a day from now (or no
-time at all), a meta key no export writes, and meta that would have the model read what the
+"""An import is data (`engine.operations.importing`): a time outside 2000-01-01 to a day from now
+(or no time at all), a meta key no export writes, and meta that would have the model read what the
 chat's page does not show (`meta.prompt`, what a mention sent; `meta.tell_model`) are refused
 whole — 422 `import_invalid`, naming the line — before anything is written. What an export
-writes (`engine.jsonl`) always imports again: it never writes what the import refuses, so the
-model of an imported chat reads what its page shows."""
+writes (`engine.operations.jsonl`) always imports again: it never writes what the import refuses, so
+the model of an imported chat reads what its page shows."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, select
 
-from hearth.engine import context, export, importing
-from hearth.engine.importing import ImportInvalid
+from hearth.engine.operations import export, importing
+from hearth.engine.operations.importing import ImportInvalid
 from hearth.engine.runtime import Engine
+from hearth.engine.turn import context
 from hearth.sessions import chats
 from hearth.store import transcript
 from hearth.store.schema import runs, sessions, transcript_events

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from hearth.engine.job_tool import ScheduleJob
+from hearth.engine.background.job_tool import ScheduleJob
 from hearth.store import jobs as job_store
 from hearth.store.db import Database
 from hearth.tools.base import ToolContext, ToolRefused

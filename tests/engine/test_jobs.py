@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from hearth.engine import queries
-from hearth.engine.job_tool import ScheduleJob
+from hearth.engine.background.job_tool import ScheduleJob
+from hearth.engine.background.scheduler import Fired
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
-from hearth.engine.scheduler import Fired
 from hearth.privacy import reach
 from hearth.privacy.modes import Mode
 from hearth.privacy.principal import OWNER

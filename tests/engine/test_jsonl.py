@@ -1,7 +1,7 @@
-"""`engine.jsonl` and `engine.importing`: a chat exported as JSON Lines with its whole variant
-tree, imported back as a new chat, exports to the same bytes but for keys, ids and times; what
-the gateway holds secret is never written; a restricted chat is never exported nor imported;
-a file that breaks any rule is refused whole, naming its line, with nothing written."""
+"""`engine.operations.jsonl` and `engine.operations.importing`: a chat exported as JSON Lines with
+its whole variant tree, imported back as a new chat, exports to the same bytes but for keys, ids and
+times; what the gateway holds secret is never written; a restricted chat is never exported nor
+imported; a file that breaks any rule is refused whole, naming its line, with nothing written."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, select
 
-from hearth.engine import export, importing, jsonl
-from hearth.engine.importing import ImportInvalid
+from hearth.engine.operations import export, importing, jsonl
+from hearth.engine.operations.importing import ImportInvalid
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.masking import REDACTED

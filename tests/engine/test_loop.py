@@ -249,7 +249,7 @@ def test_a_run_that_lost_its_writer_claim_cannot_write(
         assert await engine.db.writing(intrude)
         release.set()
         await engine.bus.wait_run(admitted.run_id, 10)
-        from hearth.engine import queries
+        from hearth.engine.reads import queries
         view = await queries.run_status(engine.db, admitted.run_id)
         rows = events(engine, key)
         await engine.close()

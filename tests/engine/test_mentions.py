@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hearth.engine import mentions
-from hearth.engine.mentions import Mention, expand, parse
+from hearth.engine.intake import mentions
+from hearth.engine.intake.mentions import Mention, expand, parse
 from hearth.errors import Refusal
 from hearth.store.transcript import EventRow
 

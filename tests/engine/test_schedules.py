@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hearth.engine import schedules
-from hearth.engine.schedules import BadSchedule, at_of, check_cron, next_cron
+from hearth.engine.background import schedules
+from hearth.engine.background.schedules import BadSchedule, at_of, check_cron, next_cron
 
 
 def utc(text: str) -> float:

@@ -8,7 +8,7 @@ from datetime import date, datetime, time
 
 import pytest
 
-from hearth.engine import search
+from hearth.engine.operations import search
 from hearth.errors import Refusal
 from hearth.store.search import MARK_CLOSE, MARK_OPEN
 

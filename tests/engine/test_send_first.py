@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 import pytest
 from sqlalchemy import Connection, func, select
 
-from hearth.engine import admission, first_message, queries
+from hearth.engine.intake import admission, first_message
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.privacy.principal import OWNER

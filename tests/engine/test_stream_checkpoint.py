@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from hearth.engine.loop import CHECKPOINT_SECONDS
+from hearth.engine.turn.loop import CHECKPOINT_SECONDS
 from hearth.store import runs as run_store
 from tests.engine_harness import make_config, make_engine, new_chat, turn
 from tests.fakes.model_server import Reply, ScriptedModelServer

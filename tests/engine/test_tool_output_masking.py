@@ -3,7 +3,7 @@ token and a model's API key, read by the agent with `read_file` (or `cat` throug
 where bwrap runs), leaves neither in the transcript, the ledger's row or the next model
 request, and the call's receipt says a secret was masked.
 
-These tests fail on the code before tool output was masked in `engine.toolbatch.run_call`:
+These tests fail on the code before tool output was masked in `engine.turn.toolbatch.run_call`:
 the file's text was stored and sent as it was read.
 """
 

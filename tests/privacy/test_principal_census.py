@@ -4,7 +4,7 @@ acting read the principal, never a chat's creator or a line's marks.
 Two rules over the source tree's AST, each proved on a planted violation first:
 - the owner principal (`privacy.principal.OWNER`, or a `Principal("owner")` made by hand) is
   named only where a request or message is authenticated: the web's token and sign-in check
-  (`web/auth.py`), a channel's owner list (`engine/channel_inbound.py`) and the module that
+  (`web/auth.py`), a channel's owner list (`engine/intake/channel_inbound.py`) and the module that
   defines it. Everything else derives the principal from the work it continues (a run's, a
   job's, the asking run's);
 - the code that decides what work may do on someone's behalf (the gate, learning, the memory
@@ -18,10 +18,10 @@ import ast
 
 from tests.support.census import sources
 
-AUTHENTICATE = {"web/auth.py", "engine/channel_inbound.py", "privacy/principal.py"}
+AUTHENTICATE = {"web/auth.py", "engine/intake/channel_inbound.py", "privacy/principal.py"}
 PRINCIPAL_MODULE = "hearth.privacy.principal"
-READERS = ("engine/gate.py", "engine/chores.py", "engine/principals.py", "memory/",
-           "tools/", "privacy/reach.py", "privacy/stores.py", "privacy/scope.py")
+READERS = ("engine/turn/gate.py", "engine/background/chores.py", "engine/access/principals.py",
+           "memory/", "tools/", "privacy/reach.py", "privacy/stores.py", "privacy/scope.py")
 
 
 def owner_decided(name: str, tree: ast.Module) -> list[str]:
@@ -67,7 +67,8 @@ def test_detector_finds_the_owner_decided_anew() -> None:
         "    await engine.send(job.key, job.prompt, principal=principals.OWNER)\n"
         "    return Principal('owner')\n"
     )
-    assert len(owner_decided("engine/scheduler.py", planted)) == 3  # import, name, by hand
+    found = owner_decided("engine/background/scheduler.py", planted)
+    assert len(found) == 3  # the import, the name, one by hand
     assert owner_decided("web/auth.py", planted) == []  # where the token is checked
 
 
@@ -77,8 +78,8 @@ def test_detector_finds_a_reader_that_decides_who_from_the_chat() -> None:
         "    if chat.created_by_app is None and 'guest' not in meta:\n"
         "        return None\n"
     )
-    assert len(who_read_elsewhere("engine/gate.py", planted)) == 2
-    assert who_read_elsewhere("engine/views.py", planted) == []  # shows it, decides nothing
+    assert len(who_read_elsewhere("engine/turn/gate.py", planted)) == 2
+    assert who_read_elsewhere("engine/reads/views.py", planted) == []  # shows it, decides nothing
 
 
 def test_only_the_authenticating_places_name_the_owner() -> None:

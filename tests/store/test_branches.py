@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hearth.engine.session_map import marks
+from hearth.engine.operations.session_map import marks
 from hearth.sessions import chats
 from hearth.store import branches, sessions, transcript
 from hearth.store.db import Database

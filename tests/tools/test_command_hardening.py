@@ -22,7 +22,7 @@ import uvloop
 from fastapi.testclient import TestClient
 
 from hearth.config import Config, load_config
-from hearth.engine import queries
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.home import Home, owner_umask, private_umask
 from hearth.privacy.principal import OWNER

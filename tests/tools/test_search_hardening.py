@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hearth.engine import queries
+from hearth.engine.reads import queries
 from hearth.privacy.principal import OWNER
 from hearth.tools.base import ToolContext
 from hearth.tools.search import Glob, Grep, SearchLimits

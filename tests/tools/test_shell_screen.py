@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from hearth.engine import queries
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.privacy.principal import OWNER
 from hearth.store import ledger

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hearth.config import load_config
-from hearth.engine.agents import SAFETY_RULES
+from hearth.engine.turn.agents import SAFETY_RULES
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import write_config
 from tests.support.dashboard import INLINE_SCRIPT, dashboard, main_of, sign_in

@@ -17,7 +17,7 @@ import pytest
 from hearth.client.api import GatewayApi
 from hearth.client.repl import Repl
 from hearth.client.terminal import Screen
-from hearth.engine.mentions import MAX_PROMPT_BYTES
+from hearth.engine.intake.mentions import MAX_PROMPT_BYTES
 from hearth.web import signin
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, kinds, module_gateway

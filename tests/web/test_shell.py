@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
-from hearth.engine.sidebar import SidebarChat
+from hearth.engine.reads.sidebar import SidebarChat
 from hearth.web.shell import THEME_COOKIE, grouped
 from tests.support.dashboard import main_of, sign_in
 

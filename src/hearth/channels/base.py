@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hearth.engine.channel_inbound import Inbound, Received
+from hearth.engine.intake.channel_inbound import Inbound, Received
 
 DECISIONS = ("allow_once", "allow_always", "deny")
 # Reply words that answer an approval on a channel without buttons (or when typed anyway).

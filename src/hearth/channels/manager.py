@@ -4,10 +4,10 @@ adapter and the engine.
 It owns three things:
 - **Taking in.** An adapter hands each message to `receive`: a reply word from the owner
   answers the thread's waiting approval; anything else is admitted through the engine
-  (`engine.channel_inbound`), once, with the channel's cursor.
+  (`engine.intake.channel_inbound`), once, with the channel's cursor.
 - **Delivery.** It hears every frame of the live bus (`Bus.tap`). When a linked chat says
   something (an answer, a notice) or asks an approval, the engine's ledger records what is
-  owed to the thread (`engine.outbox`), and the channel's sender sends it: one task per
+  owed to the thread (`engine.delivery.outbox`), and the channel's sender sends it: one task per
   thread sends that thread's messages in order, threads in parallel. A send the channel
   never took is tried again with a growing pause; one it refused is recorded failed and said
   in the chat; one that may have arrived is never sent again blindly. At start the sends a
@@ -34,13 +34,14 @@ from hearth.channels.base import (
     SendError,
     Unsure,
 )
-from hearth.engine import channel_inbound, outbox
-from hearth.engine.channel_inbound import Inbound, Received
+from hearth.engine.delivery import outbox
+from hearth.engine.intake import channel_inbound
+from hearth.engine.intake.channel_inbound import Inbound, Received
 from hearth.errors import Refusal
 from hearth.faults import crash_point
 
 if TYPE_CHECKING:
-    from hearth.engine.outbox import Delivery
+    from hearth.engine.delivery.outbox import Delivery
     from hearth.engine.runtime import Engine
 
 log = logging.getLogger(__name__)

@@ -57,7 +57,7 @@ from hearth.channels.base import (
 from hearth.channels.chunking import utf16_units
 from hearth.channels.telegram_format import to_html
 from hearth.config import TelegramConfig
-from hearth.engine.channel_inbound import Inbound
+from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
 
 log = logging.getLogger(__name__)

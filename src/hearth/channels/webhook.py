@@ -35,7 +35,7 @@ from hearth import __version__, masking
 from hearth.channels import signing
 from hearth.channels.base import DECISIONS, Desk, Health, NotSent, Outbound, Refused, Unsure
 from hearth.config import WebhookConfig
-from hearth.engine.channel_inbound import Inbound
+from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
 
 log = logging.getLogger(__name__)

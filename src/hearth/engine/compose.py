@@ -11,9 +11,9 @@ from pathlib import Path
 
 from hearth import masking, settings
 from hearth.config import Config
-from hearth.engine import agents
-from hearth.engine.job_tool import job_tools
+from hearth.engine.background.job_tool import job_tools
 from hearth.engine.runtime import Engine
+from hearth.engine.turn import agents
 from hearth.home import Home
 from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools

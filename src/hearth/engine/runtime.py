@@ -18,27 +18,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hearth.config import Config
-from hearth.engine import (
-    admission,
-    branching,
-    deletion,
-    endings,
-    first_message,
-    helpers,
-    idle_summaries,
-    invoke,
-    mentions,
-    recovery,
-    steering,
-)
-from hearth.engine.admission import AdmissionError, Admitted
-from hearth.engine.approvals import ApprovalDesk
-from hearth.engine.chores import Chores
-from hearth.engine.deletion import DeleteReport
-from hearth.engine.events import Bus
-from hearth.engine.scheduler import Scheduler
-from hearth.engine.supervise import ActiveTurns
-from hearth.engine.turn import TurnDeps, run_turn
+from hearth.engine.background import helpers, idle_summaries
+from hearth.engine.background.chores import Chores
+from hearth.engine.background.scheduler import Scheduler
+from hearth.engine.delivery.events import Bus
+from hearth.engine.intake import admission, first_message, mentions, steering
+from hearth.engine.intake.admission import AdmissionError, Admitted
+from hearth.engine.operations import branching, deletion
+from hearth.engine.operations.deletion import DeleteReport
+from hearth.engine.turn import endings, invoke, recovery
+from hearth.engine.turn.approvals import ApprovalDesk
+from hearth.engine.turn.runner import TurnDeps, run_turn
+from hearth.engine.turn.supervise import ActiveTurns
 from hearth.memory.service import Memory
 from hearth.models.registry import ModelRegistry
 from hearth.privacy.principal import Principal

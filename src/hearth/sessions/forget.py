@@ -11,7 +11,7 @@ chats are a chat's helpers (`helper_keys`) is read here too: the engine purges a
 chat's helpers, each this same way, before the chat itself.
 
 The engine composes this with stopping the chat's turn and forgetting its memory
-(`engine.deletion`); this module knows no engine.
+(`engine.operations.deletion`); this module knows no engine.
 """
 
 from __future__ import annotations

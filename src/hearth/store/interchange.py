@@ -1,6 +1,7 @@
-"""The store's side of a chat's export and import (`engine.jsonl`, `engine.importing`): a chat
-read whole, its variant tree included (every event, on the head's path or not, with all its
-columns), and an imported chat's events and runs written in its own transaction.
+"""The store's side of a chat's export and import (`engine.operations.jsonl`,
+`engine.operations.importing`): a chat read whole, its variant tree included (every event, on the
+head's path or not, with all its columns), and an imported chat's events and runs written in its own
+transaction.
 
 Reading is by snapshot: `snapshot` reads the chat's row (its head) and how many events it had
 then, and the pages that follow read only events up to that seq, so a turn appending while the

@@ -2,10 +2,10 @@
 
 A job fires its prompt into its own chat (`job-<id>`) at `next_at`, then every
 `every_seconds` or at the next time of its `cron` expression in its `timezone` (computed by the
-engine, `engine/schedules.py`, and handed in as `upcoming`); a one-shot (neither) is disabled
-once it fired. `missed` says what fires missed while the gateway was down come to. `advance` moves a
-job past the due time it fired for, and only that one: a second advance for the same due time
-changes nothing, so two ticks that both saw the job due cannot skip an occurrence.
+engine, `engine/background/schedules.py`, and handed in as `upcoming`); a one-shot (neither) is
+disabled once it fired. `missed` says what fires missed while the gateway was down come to.
+`advance` moves a job past the due time it fired for, and only that one: a second advance for the
+same due time changes nothing, so two ticks that both saw the job due cannot skip an occurrence.
 """
 
 from __future__ import annotations

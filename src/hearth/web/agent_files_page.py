@@ -1,5 +1,5 @@
 """The Settings page's agent files: an agent's workspace files (AGENTS.md … MEMORY.md), each
-shown and edited in its own form, kept whole (`engine.agents.write_file`); what its next turn
+shown and edited in its own form, kept whole (`engine.turn.agents.write_file`); what its next turn
 reads. A file that cannot be read says why and can be written over."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hearth.engine import agents
+from hearth.engine.turn import agents
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.shell import page

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine import apps
+from hearth.engine.access import apps
 from hearth.web.deps import EngineDep
 from hearth.web.permissions import AppName
 

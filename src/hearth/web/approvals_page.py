@@ -20,7 +20,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
 
-from hearth.engine import activity, grants
+from hearth.engine.access import grants
+from hearth.engine.reads import activity
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.sessions import chats

@@ -9,9 +9,9 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from hearth.engine import apps
-from hearth.engine.apps import App
-from hearth.engine.views import iso
+from hearth.engine.access import apps
+from hearth.engine.access.apps import App
+from hearth.engine.reads.views import iso
 from hearth.web.deps import EngineDep
 
 router = APIRouter()

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
-from hearth.engine import apps, signins
+from hearth.engine.access import apps, signins
 from hearth.errors import Refusal
 from hearth.privacy import principal as principals
 from hearth.web import permissions, signin

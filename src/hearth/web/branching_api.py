@@ -15,10 +15,10 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine import session_map as maps
-from hearth.engine.admission import Admitted
-from hearth.engine.branching import Moved
-from hearth.engine.views import session_view
+from hearth.engine.intake.admission import Admitted
+from hearth.engine.operations import session_map as maps
+from hearth.engine.operations.branching import Moved
+from hearth.engine.reads.views import session_view
 from hearth.web.deps import EngineDep
 from hearth.web.permissions import PrincipalDep
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.channels.manager import Channels
-from hearth.engine import outbox
+from hearth.engine.delivery import outbox
 
 router = APIRouter()
 

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import Request
 
 from hearth.channels.manager import Channels
-from hearth.engine import outbox
+from hearth.engine.delivery import outbox
 from hearth.engine.runtime import Engine
 
 

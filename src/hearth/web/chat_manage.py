@@ -11,7 +11,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hearth.engine import compact_now
+from hearth.engine.turn import compact_now
 from hearth.sessions import chats
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
@@ -57,7 +57,7 @@ async def archive(request: Request, key: str, engine: EngineDep) -> Response:
 
 @pages.post("/chats/{key}/compact")
 async def compact(key: str, engine: EngineDep) -> Response:
-    """Compact now (`engine.compact_now`): the chat shows the notice; a refusal is its page."""
+    """Compact now (`engine.turn.compact_now`): the chat shows the notice; a refusal is its page."""
     done = await compact_now.compact(engine.deps, key)
     if not done.compacted:  # nothing folded: the page says so rather than nothing at all
         return RedirectResponse(f"/chats/{quote(key)}?note=nothing-to-compact", status_code=303)
@@ -75,7 +75,7 @@ async def confirm_delete(request: Request, key: str, engine: EngineDep) -> Respo
 
 @pages.post("/chats/{key}/delete")
 async def delete(key: str, engine: EngineDep) -> Response:
-    """Delete the chat and everything of it (`engine.deletion`); a part that could not go
+    """Delete the chat and everything of it (`engine.operations.deletion`); a part that could not go
     keeps the chat and answers 409 with what is left."""
     await engine.delete_chat(key)
     return RedirectResponse("/", status_code=303)

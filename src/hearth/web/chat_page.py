@@ -12,9 +12,11 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
-from hearth.engine import activity, compact_now, helpers
+from hearth.engine.background import helpers
+from hearth.engine.reads import activity
+from hearth.engine.reads.views import message_view
 from hearth.engine.runtime import Engine
-from hearth.engine.views import message_view
+from hearth.engine.turn import compact_now
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web import branching_page, channels_view

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, quote, urlencode
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hearth.engine import signins
+from hearth.engine.access import signins
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web import signin

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
-from hearth.engine import queries
-from hearth.engine.events import Subscription
+from hearth.engine.delivery.events import Subscription
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
 from hearth.web.deps import EngineDep

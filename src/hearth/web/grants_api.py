@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from hearth.engine import grants
+from hearth.engine.access import grants
 from hearth.web.deps import EngineDep
 
 router = APIRouter()

@@ -1,5 +1,5 @@
-"""Routes for chats as JSON Lines (`engine.jsonl`, `engine.importing`): every kept chat as one
-download, streamed (`GET /api/export`), and a file of them imported as new chats
+"""Routes for chats as JSON Lines (`engine.operations.jsonl`, `engine.operations.importing`): every
+kept chat as one download, streamed (`GET /api/export`), and a file of them imported as new chats
 (`POST /api/import`: 201 with the chats made; a file that cannot be imported is refused whole,
 422 `import_invalid` naming its line; a body over the gateway's limit is 413
 `request_too_large`, answered by `web.limits` before this reads it). One chat's file is
@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from hearth.engine import importing, jsonl
+from hearth.engine.operations import importing, jsonl
 from hearth.errors import Refusal
 from hearth.web.deps import EngineDep
 

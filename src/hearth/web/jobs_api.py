@@ -17,10 +17,10 @@ from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hearth.engine import jobs, schedules
-from hearth.engine.jobs import MAX_MINUTES, MAX_PROMPT, JobRow, describe
+from hearth.engine.background import jobs, schedules
+from hearth.engine.background.jobs import MAX_MINUTES, MAX_PROMPT, JobRow, describe
+from hearth.engine.reads.views import iso
 from hearth.engine.runtime import Engine
-from hearth.engine.views import iso
 from hearth.web import quotas
 from hearth.web.deps import EngineDep, SessionHeader
 from hearth.web.permissions import AppName, PrincipalDep

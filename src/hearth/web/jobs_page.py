@@ -18,8 +18,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hearth.engine import jobs, schedules
-from hearth.engine.jobs import JobRow, clock
+from hearth.engine.background import jobs, schedules
+from hearth.engine.background.jobs import JobRow, clock
 from hearth.errors import Refusal
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep

@@ -21,10 +21,10 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine.memory_edit import revise_memory
-from hearth.engine.rows import MemoryItem, SessionRow
+from hearth.engine.operations.memory_edit import revise_memory
+from hearth.engine.reads.rows import MemoryItem, SessionRow
+from hearth.engine.reads.views import iso
 from hearth.engine.runtime import Engine
-from hearth.engine.views import iso
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.privacy.scope import as_work_of

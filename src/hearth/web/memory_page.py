@@ -20,8 +20,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hearth.engine.memory_edit import revise_memory
-from hearth.engine.rows import DOCUMENT, MemoryItem
+from hearth.engine.operations.memory_edit import revise_memory
+from hearth.engine.reads.rows import DOCUMENT, MemoryItem
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.web.approvals_page import chat_names

@@ -2,7 +2,7 @@
 `GET /v1/models`, for OpenAI's clients (the official SDKs, and the tools built on them).
 
 This module owns OpenAI's shapes: the request read into what the engine takes
-(`engine.openai_requests.Asked`), the `chat.completion` answer, the `chat.completion.chunk`
+(`engine.intake.openai_requests.Asked`), the `chat.completion` answer, the `chat.completion.chunk`
 stream (ending `data: [DONE]`; `stream_options.include_usage` adds the usage chunk), and the
 errors, in OpenAI's shape on every `/v1/` route (`web.errors`). The engine owns the rest: which
 agent or model `model` names, the chat (named, or stateless), the turn, the reply.
@@ -30,8 +30,16 @@ from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from hearth.engine import openai_requests
-from hearth.engine.openai_requests import Asked, Exchange, Piece, Reply, Said, Text, TurnFailed
+from hearth.engine.intake import openai_requests
+from hearth.engine.intake.openai_requests import (
+    Asked,
+    Exchange,
+    Piece,
+    Reply,
+    Said,
+    Text,
+    TurnFailed,
+)
 from hearth.errors import Refusal
 from hearth.sessions.naming import NAME_PATTERN, name_part
 from hearth.web.auth import bearer_only, require_token

@@ -22,8 +22,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from hearth.engine import apps
-from hearth.engine.apps import App
+from hearth.engine.access import apps
+from hearth.engine.access.apps import App
 from hearth.errors import Refusal
 from hearth.privacy.principal import Principal
 from hearth.sessions.naming import key_for

@@ -1,7 +1,7 @@
 """The saved prompts a message can mention (`@name`), for the composer's suggestions and
 `hearth chat`'s `/prompts`: `GET /api/prompts`, each prompt's name, description (its first
 line) and the placeholders it uses. The files are read off the event loop (see
-`engine.mentions`)."""
+`engine.intake.mentions`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from hearth.engine import mentions
+from hearth.engine.intake import mentions
 from hearth.web.deps import EngineDep
 
 router = APIRouter()

@@ -9,7 +9,7 @@ the one object that holds their state (`AppQuotas`, on the app's state, in memor
 - event streams open per token (`streams_per_token`): one more is 429 `quota_exceeded`; the
   count goes down when the request ends, however it ends (`ReleaseAtEnd` runs what a request
   left to do at its end);
-- its jobs (`new_job`, `changed_job`, `run_now`, the rules in `engine.app_quotas`): one app's
+- its jobs (`new_job`, `changed_job`, `run_now`, the rules in `engine.access.app_quotas`): one app's
   job changes are made one at a time, so its count of jobs holds under a race.
 
 Each refusal is a `Limited` with `Retry-After` and a sentence naming the quota, its value and
@@ -31,8 +31,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hearth.engine import app_quotas
-from hearth.engine.apps import App
+from hearth.engine.access import app_quotas
+from hearth.engine.access.apps import App
 from hearth.engine.runtime import Engine
 from hearth.errors import Limited
 from hearth.web import descriptors
@@ -107,7 +107,7 @@ class AppQuotas:
 async def new_job(quotas: AppQuotas, engine: Engine, app: str | None,
                   request: dict[str, object]) -> AsyncIterator[None]:
     """While a job is made: an app's refused past `jobs_per_app` or `job_fires_per_hour`
-    (`engine.app_quotas`), its other job changes held off; nothing for the owner."""
+    (`engine.access.app_quotas`), its other job changes held off; nothing for the owner."""
     async with quotas.jobs_of(app):
         if app is not None:
             await asyncio.to_thread(app_quotas.check_new_job, engine.db, engine.config.apps,

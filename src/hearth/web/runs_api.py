@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine import queries
+from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.web.deps import EngineDep

@@ -1,6 +1,6 @@
 """`GET /api/search`: search what was said across the kept chats (the engine's
-`engine.search`). Every parameter but `q` may be left empty (a form sends its empty fields),
-which is the same as leaving it out; anything else that cannot be used answers 422 in the
+`engine.operations.search`). Every parameter but `q` may be left empty (a form sends its empty
+fields), which is the same as leaving it out; anything else that cannot be used answers 422 in the
 error envelope, saying which. `off_path=1` also searches what each chat's path left beside
 it (earlier answers kept as variants, what a rewind passed). The dashboard's search page
 (`web.search_page`) reads its parameters the same way (`asked_of`)."""
@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from hearth.engine import apps
-from hearth.engine import search as chat_search
-from hearth.engine.search import Asked, SearchPage
+from hearth.engine.access import apps
+from hearth.engine.operations import search as chat_search
+from hearth.engine.operations.search import Asked, SearchPage
 from hearth.errors import Refusal
 from hearth.web.deps import EngineDep
 from hearth.web.permissions import AppName
@@ -53,7 +53,7 @@ def asked_of(q: str, *, folder: str | None = None, tag: str | None = None,
              until: str | None = None, limit: str | None = None, cursor: str | None = None,
              off_path: str | None = None) -> Asked:
     """A search from a request's parameters (an empty one is one left out); 422 for a value
-    that cannot be used. The engine checks the rest (`engine.search.checked`)."""
+    that cannot be used. The engine checks the rest (`engine.operations.search.checked`)."""
     return Asked(q, folder=folder or None, tag=tag or None, pinned=_choice("pinned", pinned),
                  archived=bool(_choice("archived", archived)), since=_day("since", since),
                  until=_day("until", until), limit=_limit(limit), cursor=cursor or None,

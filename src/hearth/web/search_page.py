@@ -15,8 +15,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from hearth.engine import search as chat_search
-from hearth.engine.search import SearchHit, SearchPage
+from hearth.engine.operations import search as chat_search
+from hearth.engine.operations.search import SearchHit, SearchPage
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.chat_page import WINDOW

@@ -11,10 +11,13 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
-from hearth.engine import apps, compact_now, helpers, outbox
-from hearth.engine.export import export_chat
+from hearth.engine.access import apps
+from hearth.engine.background import helpers
+from hearth.engine.delivery import outbox
+from hearth.engine.operations.export import export_chat
+from hearth.engine.reads.views import message_view, session_view
 from hearth.engine.runtime import Engine
-from hearth.engine.views import message_view, session_view
+from hearth.engine.turn import compact_now
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.deps import EngineDep
@@ -194,7 +197,7 @@ async def _wake(engine: Engine, key: str) -> None:
 
 @router.post("/api/sessions/{key}/compact")
 async def compact_session(key: str, engine: EngineDep) -> dict[str, Any]:
-    """Compact what the chat's model reads now (`engine.compact_now`); the transcript stays."""
+    """Compact what the chat's model reads now (`engine.turn.compact_now`); the transcript stays."""
     done = await compact_now.compact(engine.deps, key)
     return done.as_dict()
 

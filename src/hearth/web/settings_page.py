@@ -23,7 +23,8 @@ from fastapi.responses import RedirectResponse, Response
 
 from hearth import settings
 from hearth.config import ModelConfig
-from hearth.engine import apps, settings_log
+from hearth.engine.access import apps
+from hearth.engine.reads import settings_log
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.models.breakers import BreakerView

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from hearth.engine import sidebar
-from hearth.engine.sidebar import Sidebar, SidebarChat
-from hearth.engine.views import moment
+from hearth.engine.reads import sidebar
+from hearth.engine.reads.sidebar import Sidebar, SidebarChat
+from hearth.engine.reads.views import moment
 from hearth.errors import Refusal
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep

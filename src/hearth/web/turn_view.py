@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hearth.engine import activity
-from hearth.engine.gate import shown_target
+from hearth.engine.reads import activity
 from hearth.engine.runtime import Engine
+from hearth.engine.turn.gate import shown_target
 from hearth.web.ui import in_local_zone, templates
 
 Item = dict[str, Any]
@@ -29,7 +29,7 @@ def card_id(run_id: str | None, call_id: str | None) -> str:
 
 
 def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
-    """One event (as `engine.views.message_view` shows it) as the page draws it."""
+    """One event (as `engine.reads.views.message_view` shows it) as the page draws it."""
     content, meta = message.get("content") or {}, message.get("meta") or {}
     item: Item = {"kind": message["kind"], "seq": message["index"], "run_id": message["run_id"],
                   "text": message["text"], "at": _local(message.get("created_at")),
@@ -129,7 +129,7 @@ async def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
 
 
 def approval_item(view: dict[str, Any]) -> dict[str, Any]:
-    """An approval (as `engine.approvals.approval_view` shows it) as its card draws it."""
+    """An approval (as `engine.turn.approvals.approval_view` shows it) as its card draws it."""
     return {"id": view["id"], "tool": view["tool"], "target": view["target"],
             "effect": view["effect"], "status": view["status"],
             "preview": view.get("preview"), "asked_by": view.get("asked_by"),

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from hearth.engine import usage as usage_totals
-from hearth.engine.usage import Total
+from hearth.engine.reads import usage as usage_totals
+from hearth.engine.reads.usage import Total
 from hearth.web.deps import EngineDep
 from hearth.web.usage_page import span_of
 

@@ -13,8 +13,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
-from hearth.engine import usage
-from hearth.engine.usage import Total
+from hearth.engine.reads import usage
+from hearth.engine.reads.usage import Total
 from hearth.web.auth import require_token
 from hearth.web.deps import EngineDep
 from hearth.web.shell import page

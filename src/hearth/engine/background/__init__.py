@@ -1,0 +1,3 @@
+"""Work that runs on its own: chores (titles, learning, idle summaries), scheduled jobs
+(schedules, the scheduler, the jobs tool) and helper agents.
+"""

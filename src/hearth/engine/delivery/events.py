@@ -1,0 +1,149 @@
+"""The live event bus: projects what the engine does to whoever is watching.
+
+It never writes the transcript. Frames are dicts with a `type`: `message` (a persisted event,
+with its `seq`), `delta` (streamed text of a run, with its `offset`), `status`, `done`. A
+subscriber that falls behind by more than its queue holds is dropped and reconnects with
+`after=` to replay from the store (the `done` of a run included: `done_frame` is one shape,
+live or replayed).
+
+The bus is published to only on the event loop: its queues and events are asyncio's, which
+are not thread-safe. A publish from a worker thread raises `PublishedOffLoop`; do the store
+work in the thread and publish after returning to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hearth.engine.reads.views import message_view
+from hearth.store.transcript import EventRow
+
+Frame = dict[str, Any]
+QUEUE_SIZE = 10_000
+
+
+class PublishedOffLoop(RuntimeError):
+    """The bus was published to from a thread that runs no event loop."""
+
+
+def _on_the_loop(what: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise PublishedOffLoop(
+            f"Bus.{what} was called off the event loop (in thread "
+            f"{threading.current_thread().name!r}); asyncio queues are not thread-safe, so "
+            "do the store work in the thread and publish after returning to the loop."
+        ) from None
+
+
+def message_frame(event: EventRow) -> Frame:
+    """A persisted event, with its seq: one shape live and replayed."""
+    return {"type": "message", "seq": event.seq, "run_id": event.run_id,
+            "message": message_view(event)}
+
+
+def done_frame(run_id: str, outcome: str, ending: str, sentence: str) -> Frame:
+    """A run's end: the same four fields whether published live or replayed from the store."""
+    return {"type": "done", "run_id": run_id, "outcome": outcome, "ending": ending,
+            "sentence": sentence}
+
+
+@dataclass(eq=False)
+class Subscription:
+    session_key: str
+    queue: asyncio.Queue[Frame | None] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=QUEUE_SIZE)
+    )
+    dropped: bool = False
+
+
+class Bus:
+    def __init__(self) -> None:
+        self._subs: dict[str, set[Subscription]] = defaultdict(set)
+        self._streaming: dict[str, tuple[str, str]] = {}  # session -> (run_id, text so far)
+        self._run_ended: dict[str, asyncio.Event] = {}
+        self._waiters: dict[str, int] = defaultdict(int)  # run -> how many wait_run await it
+        self._taps: list[Callable[[str, Frame], None]] = []
+
+    def tap(self, listener: Callable[[str, Frame], None]) -> None:
+        """Hear every frame of every chat, on the loop, as it is published (the channels'
+        delivery hears what a linked chat says this way). `listener` must return at once."""
+        self._taps.append(listener)
+
+    def subscribe(self, session_key: str) -> Subscription:
+        sub = Subscription(session_key)
+        self._subs[session_key].add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        subs = self._subs.get(sub.session_key)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.session_key]
+
+    def publish(self, session_key: str, frame: Frame) -> None:
+        _on_the_loop("publish")
+        for listener in self._taps:
+            listener(session_key, frame)
+        for sub in list(self._subs.get(session_key, ())):
+            try:
+                sub.queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                sub.dropped = True
+                self.unsubscribe(sub)
+                sub.queue.get_nowait()
+                sub.queue.put_nowait(None)  # tells the reader to end; the client replays
+
+    def close(self) -> None:
+        """End every live stream (the gateway is stopping); clients reconnect with after=."""
+        for subs in list(self._subs.values()):
+            for sub in list(subs):
+                self.unsubscribe(sub)
+                if sub.queue.full():
+                    sub.queue.get_nowait()
+                sub.queue.put_nowait(None)
+
+    def delta(self, session_key: str, run_id: str, text: str) -> None:
+        """Publish streamed text, remembering the run's text so far for late subscribers."""
+        current_run, so_far = self._streaming.get(session_key, (run_id, ""))
+        if current_run != run_id:
+            so_far = ""
+        self._streaming[session_key] = (run_id, so_far + text)
+        self.publish(
+            session_key, {"type": "delta", "run_id": run_id, "offset": len(so_far), "text": text}
+        )
+
+    def streaming(self, session_key: str) -> tuple[str, str] | None:
+        return self._streaming.get(session_key)
+
+    def end_stream(self, session_key: str) -> None:
+        self._streaming.pop(session_key, None)
+
+    def run_ended(self, run_id: str) -> None:
+        _on_the_loop("run_ended")
+        self._run_ended.pop(run_id, asyncio.Event()).set()
+
+    async def wait_run(self, run_id: str, timeout: float) -> None:
+        """Until the run ends, or `timeout` seconds. Call it right after seeing the run admitted
+        or running, with no await in between: the end of a run is not remembered, so a run that
+        ended before the call is waited on for the whole timeout. The last waiter to leave takes
+        the run's event away, so a run waited on and never ended here leaves nothing behind."""
+        event = self._run_ended.setdefault(run_id, asyncio.Event())
+        self._waiters[run_id] += 1
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            return
+        finally:
+            self._waiters[run_id] -= 1
+            if not self._waiters[run_id]:
+                del self._waiters[run_id]
+                if self._run_ended.get(run_id) is event:
+                    del self._run_ended[run_id]

@@ -1,0 +1,3 @@
+"""What the surfaces read: views of chats, messages and runs, queries, the sidebar, activity,
+usage, the settings log.
+"""

@@ -1,0 +1,158 @@
+"""Recovery: what a restart makes of the runs a previous process left behind.
+
+At boot, before serving: a run that cannot be resumed (a call an agent CLI asked for) is ended
+`interrupted`; every other run left running counts one more recovery attempt (durably), and
+goes back to the head of its chat's queue; a run past `limits.recovery_attempts` is ended as
+abandoned instead, and no later boot tries it again. Every ending goes through `endings`.
+When a resumed run's turn starts, it settles what the dead process left: a final answer
+already written ends it as complete (never written twice); a call recorded started but never
+finished is marked `unknown` and NEVER run again (the model is told it may or may not have
+taken effect); a finished call's result stands; the answer that was streaming is kept, marked
+partial; and a notice says the turn was interrupted by a restart and resumed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+
+from hearth.engine.delivery.events import Bus, message_frame
+from hearth.engine.turn import endings
+from hearth.engine.turn.endings import Ending
+from hearth.engine.turn.state import Turn
+from hearth.models.types import ToolCall
+from hearth.store import approvals, ledger, transcript
+from hearth.store import runs as run_store
+from hearth.store.db import Database
+from hearth.store.transcript import EventRow
+
+UNKNOWN_AFTER_RESTART = (
+    "This call was interrupted by a restart after it began, before its result was recorded. "
+    "It may or may not have taken effect, and it was not run again."
+)
+NOT_RUN_AFTER_RESTART = (
+    "This call was not run: the gateway restarted before it began. Ask for it again if it is "
+    "still needed."
+)
+RESUMED = "This turn was interrupted by a restart and resumed."
+RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery", "api")
+
+
+async def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
+    """Count an attempt on each interrupted run; requeue or abandon it. (requeued, abandoned)"""
+    running = await db.reading(run_store.with_status, "running")
+    gone = [run for run in running if run.kind not in RESUMABLE]  # an agent CLI's call: gone
+    for run in gone:
+        await db.writing(ledger.mark_unknown, run.run_id, f"Unknown: {UNKNOWN_AFTER_RESTART}")
+        await endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
+                             show=False, ending=endings.interrupted(UNKNOWN_AFTER_RESTART))
+    requeued, past_budget = await db.writing(run_store.requeue_interrupted, budget)
+    for run in past_budget:
+        await endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
+                             ending=endings.abandoned(run.recovery_attempts))
+    return requeued, len(past_budget)
+
+
+async def resume(turn: Turn) -> Ending | list[ToolCall]:
+    """Settle what the dead process left of this run: an ending if nothing is left to do,
+    else the calls still waiting on the owner's answer (the turn runs those first)."""
+    final, run = await turn.db.reading(_final_and_run, turn.session_key, turn.run_id)
+    if final is not None:
+        return endings.complete()
+    waiting = await answer_open_calls(turn, unknown=UNKNOWN_AFTER_RESTART,
+                                      not_run=NOT_RUN_AFTER_RESTART, keep_requested=True)
+    partial = run.partial_text if run is not None else None
+    published = await turn.db.writing(_resumed, turn, partial)
+    _publish(turn.bus, turn.session_key, published)
+    return waiting
+
+
+def _final_and_run(conn: Connection, session_key: str,
+                   run_id: str) -> tuple[EventRow | None, run_store.RunRow | None]:
+    return transcript.find(conn, session_key, f"final:{run_id}"), run_store.get(conn, run_id)
+
+
+def _resumed(conn: Connection, turn: Turn, partial: str | None) -> list[EventRow]:
+    """Keep the answer that was streaming (partial) and say the turn was resumed."""
+    published = []
+    if partial:
+        published.append(transcript.append(
+            conn, turn.session_key, "assistant", {"text": partial},
+            meta={"finish_reason": "incomplete", "partial": True, "recovered": True},
+            run_id=turn.run_id, writer=turn.run_id,
+        ))
+    run_store.checkpoint(conn, turn.run_id, None)
+    published.append(transcript.append(
+        conn, turn.session_key, "notice", {"text": RESUMED},
+        meta={"recovered": True, "attempt": turn.run.recovery_attempts},
+        run_id=turn.run_id, writer=turn.run_id,
+    ))
+    return published
+
+
+async def answer_open_calls(turn: Turn, *, unknown: str, not_run: str,
+                            keep_requested: bool = False) -> list[ToolCall]:
+    """Give every call of this run that has no result one, from the ledger's word on it.
+
+    A call recorded started and never ended becomes `unknown` and is answered `unknown`; one
+    that finished keeps its recorded result; one the ledger never saw never ran; one waiting
+    on the owner is kept waiting (`keep_requested`, returned) or answered as not run.
+    """
+    waiting, appended = await turn.db.writing(_answer_open, turn, unknown, not_run,
+                                              keep_requested)
+    _publish(turn.bus, turn.session_key, appended)
+    return waiting
+
+
+def _answer_open(conn: Connection, turn: Turn, unknown: str, not_run: str,
+                 keep_requested: bool) -> tuple[list[ToolCall], list[EventRow]]:
+    waiting: list[ToolCall] = []
+    ledger.mark_unknown(conn, turn.run_id, receipt=f"Unknown: {unknown}")
+    if not keep_requested:
+        approvals.cancel_for_run(conn, turn.run_id)
+    rows = {c.call_id: c for c in ledger.for_run(conn, turn.run_id)}
+    events = transcript.of_run(conn, turn.session_key, turn.run_id,
+                               turn.run.user_event_seq or 0)
+    answered = {e.content.get("call_id") for e in events if e.kind == "tool_result"}
+    appended = []
+    for event in events:
+        call_id = str(event.content.get("call_id"))
+        if event.kind != "tool_call" or call_id in answered:
+            continue
+        row = rows.get(call_id)
+        if row is not None and row.status == "requested":
+            if keep_requested:
+                waiting.append(ToolCall(call_id, str(event.content["name"]),
+                                        dict(event.content.get("arguments") or {})))
+                continue
+            ledger.record_denied(conn, run_id=turn.run_id, call_id=call_id,
+                                 receipt="Not run: the turn ended before the owner answered.")
+        content, meta = _result_for(event, row, unknown, not_run)
+        appended.append(transcript.append(
+            conn, turn.session_key, "tool_result", content, meta=meta,
+            run_id=turn.run_id, writer=turn.run_id,
+        ))
+    return waiting, appended
+
+
+def _result_for(
+    call: EventRow, row: ledger.CallRow | None, unknown: str, not_run: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    base = {"call_id": call.content["call_id"], "name": call.content.get("name", "")}
+    if row is None:
+        return {**base, "output": not_run, "is_error": True}, {"receipt": "Not run."}
+    if row.status == "unknown":
+        return {**base, "output": unknown, "is_error": True}, {"receipt": row.receipt}
+    if row.status in ("requested", "denied"):
+        return ({**base, "output": "This call was not run: the turn ended before the owner "
+                 "answered." if row.status == "requested" else
+                 "The owner denied this call, so it was not run.", "is_error": True},
+                {"receipt": row.receipt or "Not run."})
+    return ({**base, "output": row.result or "", "is_error": row.status == "failed"},
+            {"receipt": row.receipt, "recovered": True})
+
+
+def _publish(bus: Bus, session_key: str, events: list[EventRow]) -> None:
+    for event in events:
+        bus.publish(session_key, message_frame(event))

@@ -1,0 +1,291 @@
+"""One turn: claim the session, revalidate, assemble context, drive the loop, settle.
+
+The turn is a short composition of the steps that own each part; it holds the session's writer
+claim from its start to its ending. Its model comes from the chat's plan (`engine.turn.failover`):
+the chat's pick, its agent's pin, then its use case's chain; when the model fails before
+anything of the turn was shown, the turn moves to the next (`_drive_in_order`), saying so live
+(a `status` frame's `note`) and on the answer's meta (`failover`, `model_substitution`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection
+
+from hearth.config import Config
+from hearth.engine.access import principals
+from hearth.engine.delivery.events import Bus
+from hearth.engine.intake import mentions
+from hearth.engine.turn import agents, compact_turn, endings, failover, loop, record, recovery
+from hearth.engine.turn.approvals import ApprovalDesk
+from hearth.engine.turn.endings import Ending
+from hearth.engine.turn.state import Turn
+from hearth.engine.turn.supervise import ActiveTurns
+from hearth.engine.turn.toolbatch import run_batch
+from hearth.faults import crash_point
+from hearth.memory.service import Memory
+from hearth.models.registry import Candidate, ModelRegistry
+from hearth.models.types import Message, Provider, ToolCall
+from hearth.privacy.scope import answered_by, as_work_of
+from hearth.sessions import folders
+from hearth.store import runs as run_store
+from hearth.store import sessions as session_store
+from hearth.store import transcript
+from hearth.store.db import Database
+from hearth.store.errors import WriterClaimLost
+from hearth.store.runs import RunRow
+from hearth.store.sessions import SessionRow
+from hearth.tools import policy
+from hearth.tools.base import ToolContext, WebSettings
+from hearth.tools.registry import ToolRegistry
+from hearth.tools.sandbox import Placement
+
+log = logging.getLogger(__name__)
+MODEL_FAILURES = frozenset({"model_error", "cut_off", "connection_lost"})  # count on breakers
+
+
+@dataclass(frozen=True)
+class TurnDeps:
+    db: Database
+    bus: Bus
+    config: Config
+    models: ModelRegistry
+    tools: ToolRegistry
+    default_workspace: Path
+    active: ActiveTurns
+    desk: ApprovalDesk
+    placement: Placement
+    prepare_tools: Callable[[], Awaitable[None]]  # starts MCP servers when first needed
+    memory: Memory
+    after_turn: Callable[[RunRow, SessionRow], None]  # background chores (engine.chores)
+    chats_dir: Path | None = None  # each chat's own folder (default: beside the workspace)
+    agents_dir: Path | None = None  # the agents' workspace files (default: beside it too)
+
+    @property
+    def agents_folder(self) -> Path:
+        return self.agents_dir or self.default_workspace.parent / "agents"
+
+
+async def run_turn(deps: TurnDeps, run: RunRow) -> None:
+    claimed = await deps.db.writing(_claim, run, durable=False)
+    if isinstance(claimed, Ending):
+        await endings.settle(deps.db, deps.bus, session_key=run.session_key,
+                             run_id=run.run_id, ending=claimed, show=False)
+        return
+    crash_point("run_start")
+    deps.bus.publish(run.session_key, {"type": "status", "running": True, "run_id": run.run_id})
+    principal = principals.of_run(run)  # fixed at admission; read, never decided here
+    memory = principal.is_owner or await deps.db.reading(principals.may_use_memory, principal)
+    with as_work_of(claimed.key, claimed.memory_mode, principal, memory=memory):
+        ending = await _run_claimed(deps, run, claimed)  # every task and thread of the turn
+    await endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
+                         ending=ending, show=ending.code != "stale")
+    if ending.code == "complete":
+        deps.after_turn(run, claimed)
+
+
+def _claim(conn: Connection, run: RunRow) -> SessionRow | Ending:
+    """Take ownership (running + writer claim), then check the snapshot again under it."""
+    session = session_store.get(conn, run.session_key)
+    if session is None:
+        return endings.stale("its chat no longer exists.")
+    if session.generation != run.generation or session.tab_id != run.tab_id:
+        return endings.stale("its chat was reset or replaced after it was sent.")
+    if not run_store.mark_running(conn, run.run_id):
+        return endings.stale("it was no longer waiting to run.")
+    if not session_store.claim_writer(conn, run.session_key, run.run_id):
+        return endings.stale("another turn holds its chat.")
+    return session
+
+
+async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Ending:
+    limits = deps.config.limits  # the breakers follow the snapshot the turn runs from
+    deps.models.breakers.configure(limits.breaker_failures, limits.breaker_pause_seconds)
+    plan = failover.Plan.of(deps.models, deps.config, session)
+    first = plan.next(deps.models, needs_tools=False)
+    if first is None:
+        return endings.models_failed(plan.account()) if plan.tried else endings.no_model()
+    # built in a worker thread: the first build of a provider imports its SDK
+    provider = await asyncio.to_thread(deps.models.provider, first.model_id)
+    if provider is None:
+        return endings.no_model()
+    await deps.db.writing(run_store.set_model, run.run_id, provider.model_id, durable=False)
+    with answered_by(provider.model_id):  # in a restricted chat, the one model its work reaches
+        return await _run_on(deps, run, session, provider, plan, first)
+
+
+async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
+                  plan: failover.Plan, first: Candidate) -> Ending:
+    model_config = deps.models.config_of(provider.model_id)
+    try:
+        turn = _compose(deps, run, session, provider,
+                        offer_tools=model_config.tools if model_config else True)
+        turn.model_config = model_config
+        turn.chosen_by = first.chosen_by
+        _say_substitution(turn, plan)
+        if plan.tried:  # models before it passed over (an open breaker, no tools)
+            _say_moved(turn, first, plan)
+        if turn.offer_tools and policy.may_use_mcp(deps.config, session.agent):
+            await deps.prepare_tools()
+        waiting: list[ToolCall] = []
+        if run.started_at is not None:  # it ran before, in a process that died
+            resumed = await recovery.resume(turn)
+            if isinstance(resumed, Ending):
+                return resumed
+            waiting = resumed
+        return await deps.active.supervise(turn, _work(deps, turn, plan, waiting))
+    except WriterClaimLost:
+        return endings.stale("it lost its hold on the chat while it ran.")
+    except Exception as error:  # the turn boundary: a bug must end the turn, not wedge the chat
+        log.exception("turn %s failed", run.run_id)
+        return endings.internal(error)
+
+
+def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
+             offer_tools: bool) -> Turn:
+    return Turn(**scope_fields(deps, run, session), provider=provider, offer_tools=offer_tools,
+                breakers=deps.models.breakers)
+
+
+def _say_substitution(turn: Turn, plan: failover.Plan) -> None:
+    """A pick or pin that could not run: said live now, and on the answer's meta."""
+    said = plan.resolution.substitution(turn.provider.model_id)
+    if said is not None:
+        turn.notes["model_substitution"] = said
+        _say_live(turn, said)
+
+
+def _say_live(turn: Turn, sentence: str) -> None:
+    turn.bus.publish(turn.session_key, {"type": "status", "running": True,
+                                        "run_id": turn.run_id, "model": turn.provider.model_id,
+                                        "note": sentence})
+
+
+def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, Any]:
+    """What work done as this chat, under this run, is given (see `CallScope`)."""
+    chats_dir = deps.chats_dir or deps.default_workspace.parent / "sessions"
+    workspace = folders.workspace_for(
+        session, chats_dir, agents.workspace_of(deps.config, session.agent)
+        or deps.default_workspace)
+    limits, tools = deps.config.limits, deps.config.tools
+    context_for_tools = ToolContext(
+        workspace=workspace, session_key=run.session_key, run_id=run.run_id,
+        shell_timeout=limits.shell_timeout_seconds, output_chars=limits.tool_output_chars,
+        web=WebSettings(tuple(tools.web_fetch_allow_hosts), tools.web_fetch_max_bytes,
+                        tools.web_fetch_timeout_seconds),
+        placement=deps.placement, memory_dir=deps.memory.folder,
+    )
+    return {"db": deps.db, "bus": deps.bus, "tools": deps.tools, "config": deps.config,
+            "desk": deps.desk, "run": run, "workspace": workspace, "context": context_for_tools,
+            "agent": session.agent, "trust": session.trust}
+
+
+async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
+                waiting: list[ToolCall]) -> Ending:
+    """Finish the calls a resumed run left waiting on the owner, then the loop."""
+    if waiting:
+        await run_batch(turn, tuple(waiting))
+    asked = await _message_of(deps, turn.run)
+    fed = await asyncio.to_thread(deps.memory.context_for, asked)
+    turn.context_fed = fed.sentence
+    told = await asyncio.to_thread(agents.instructions_for, deps.config, turn.agent,
+                                   deps.agents_folder)
+    if told.skipped:
+        await _say(turn, "Left out of the agent's instructions, unreadable: "
+                   + "; ".join(told.skipped) + ".")
+    system_prompt = agents.assemble(told, fed.block)  # the safety rules last
+    messages = await compact_turn.view(turn, deps.models, system_prompt)  # compacted if due
+    ending = await _drive_in_order(deps, turn, plan, messages)
+    if ending.code == "complete":
+        await _check_word_limit(turn, told, asked)
+    return ending
+
+
+async def _say(turn: Turn, sentence: str, meta: dict[str, Any] | None = None) -> None:
+    """A notice in the chat, as this turn's (published by `record.append`)."""
+    await record.append(turn, "notice", {"text": sentence}, meta=meta)
+
+
+async def _check_word_limit(turn: Turn, told: agents.Instructions, asked: str) -> None:
+    """An answer past the agent's own word limit gets a notice with its count (never cut)."""
+    answer = await turn.db.reading(_final_answer, turn.session_key, turn.run_id)
+    said = agents.over_limit(told, answer, asked)
+    if said is not None:
+        await _say(turn, said, {"word_limit": told.word_limit})
+
+
+async def _drive_in_order(deps: TurnDeps, turn: Turn, plan: failover.Plan,
+                          messages: list[Message]) -> Ending:
+    """The loop on the turn's model; when it fails before anything was shown, again on the
+    next model of the plan (each once), until one answers or none is left."""
+    needs_tools = bool(turn.offered())
+    while True:
+        turn.may_fail_over = len(plan.resolution.order) > 1 and not plan.one_model
+        try:
+            with answered_by(turn.provider.model_id):  # the model the turn now runs on
+                ending = await loop.drive(turn, messages)
+        except failover.ModelFailed as failed:
+            deps.models.breakers.failed(turn.provider.model_id)
+            plan.failed(turn.provider.model_id, failed.why)
+            candidate = plan.next(deps.models, needs_tools)
+            if candidate is None:
+                return _all_failed(plan, failed.ending)
+            await _move_to(deps, turn, candidate, plan)
+            messages = failed.messages
+            continue
+        if ending.code in MODEL_FAILURES:
+            deps.models.breakers.failed(turn.provider.model_id)
+        return ending
+
+
+def _all_failed(plan: failover.Plan, last: Ending) -> Ending:
+    """No model left: one tried alone ends as it failed; several are each named."""
+    if len(plan.tried) == 1:
+        return last
+    return endings.models_failed(plan.account())
+
+
+async def _move_to(deps: TurnDeps, turn: Turn, candidate: Candidate,
+                   plan: failover.Plan) -> None:
+    """Run the rest of the turn on `candidate`, saying so live and on the answer."""
+    provider = await asyncio.to_thread(deps.models.provider, candidate.model_id)
+    if provider is None:  # resolve names known models only
+        raise LookupError(f"model {candidate.model_id} vanished from the registry")
+    failed_id, why = plan.tried[-1]
+    turn.provider = provider
+    turn.model_config = deps.models.config_of(candidate.model_id)
+    turn.resends = 0
+    _say_substitution(turn, plan)
+    _say_moved(turn, candidate, plan)
+    await deps.db.writing(run_store.set_model, turn.run_id, candidate.model_id, durable=False)
+    _say_live(turn, f"Moved to {candidate.model_id}: {failed_id} failed ({why}).")
+
+
+def _say_moved(turn: Turn, candidate: Candidate, plan: failover.Plan) -> None:
+    """The answer's footer and meta say which model answered, and why not the ones before."""
+    turn.chosen_by = f"{candidate.chosen_by}, after {plan.account()}"
+    turn.notes["failover"] = f"Answered by {candidate.model_id}: {plan.account()}."
+
+
+def _final_answer(conn: Connection, key: str, run_id: str) -> str:
+    """The text of the run's last answer ("" when it gave none)."""
+    run = run_store.get(conn, run_id)
+    if run is None or run.user_event_seq is None:
+        return ""
+    said = [e for e in transcript.of_run(conn, key, run_id, run.user_event_seq)
+            if e.kind == "assistant" and not e.meta.get("partial")]
+    return str(said[-1].content.get("text", "")) if said else ""
+
+
+async def _message_of(deps: TurnDeps, run: RunRow) -> str:
+    """The text of the message this run answers ("" for a run without one)."""
+    if run.user_event_seq is None:
+        return ""
+    event = await deps.db.reading(transcript.at, run.session_key, run.user_event_seq)
+    return mentions.sent_text(event) if event is not None else ""
