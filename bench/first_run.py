@@ -36,7 +36,7 @@ import pexpect
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
-from hearth.web import signin  # noqa: E402
+from hearth.web.http import signin  # noqa: E402
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import TOKEN, Gateway  # noqa: E402
 

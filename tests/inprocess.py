@@ -1,13 +1,13 @@
 """A Hearth gateway served from inside the test process, with the interface of the subprocess
 `tests.gateway.Gateway`: starting one costs no interpreter and no imports.
 
-The app is built as `hearth gateway` builds it (`create_app(home, load_config(...))`) and served
-by the same server (`hearth.web.server.gateway_server`: its protocol, header limit and shutdown)
-on a free 127.0.0.1 port, from a thread of its own that runs the server's event loop, lifespan
-on. uvicorn installs signal handlers only from the main thread, so none is installed here;
-`stop()` asks the server to exit the way a SIGTERM does (`handle_exit`, on its loop: admissions
-end and the open event streams close), and the lifespan's shutdown closes the engine and its
-database before the thread ends.
+The app is built as `hearth gateway` builds it (`create_app(home, load_config(...))`) and served by
+the same server (`hearth.web.http.server.gateway_server`: its protocol, header limit and shutdown)
+on a free 127.0.0.1 port, from a thread of its own that runs the server's event loop, lifespan on.
+uvicorn installs signal handlers only from the main thread, so none is installed here; `stop()` asks
+the server to exit the way a SIGTERM does (`handle_exit`, on its loop: admissions end and the open
+event streams close), and the lifespan's shutdown closes the engine and its database before the
+thread ends.
 
 The process's environment is set while the gateway runs as the subprocess's would be (HEARTH_*
 cleared, HEARTH_HOME, HEARTH_TOKEN, HEARTH_OLLAMA_URL, then `env`), and put back at its stop.
@@ -33,7 +33,7 @@ from fastapi import FastAPI
 from hearth.config import load_config
 from hearth.home import Home
 from hearth.web.app import create_app
-from hearth.web.server import GatewayServer, gateway_server
+from hearth.web.http.server import GatewayServer, gateway_server
 from tests.gateway import Gateway
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # the CLI's basicConfig format

@@ -17,7 +17,7 @@ from hearth.config import Config, ConfigError, ModelConfig, load_config
 from hearth.models.registry import NO_MODEL_SENTENCE, ModelRegistry, fallback_models
 from hearth.models.types import Message, ModelRequest
 from hearth.settings import SettingsError
-from hearth.web.settings_forms import Invalid, model_of
+from hearth.web.pages.settings_forms import Invalid, model_of
 from tests.fakes.model_server import Recorded, Reply, ScriptedModelServer
 from tests.gateway import Gateway, kinds
 

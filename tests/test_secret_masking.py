@@ -39,7 +39,7 @@ from hearth.store import transcript
 from hearth.store.db import Database
 from hearth.store.schema import audit
 from hearth.web.app import create_app
-from hearth.web.errors import envelope
+from hearth.web.http.errors import envelope
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway, write_config
 from tests.support.store import migrated

@@ -95,7 +95,7 @@ def gateway(
         "--verbose", help="Log every library's INFO lines too (migrations, requests)")] = False,
 ) -> None:
     """Run the gateway (HTTP API, dashboard, turns, live events) in the foreground."""
-    from hearth.web.server import ListenRefused, listen, set_up_logging
+    from hearth.web.http.server import ListenRefused, listen, set_up_logging
 
     home, config = _load()
     set_up_logging(verbose)
@@ -111,7 +111,7 @@ def gateway(
 
 def _serve(home: Home, config: Config, sock: socket.socket, verbose: bool) -> None:
     from hearth.web.app import create_app
-    from hearth.web.server import serve
+    from hearth.web.http.server import serve
 
     application = create_app(home, config)
     host, port = sock.getsockname()[:2]

@@ -21,7 +21,7 @@ output and receipt, before the ledger, the transcript, a model or an agent CLI s
 key is stored and sent masked, and the receipt says so), a model error's sentence when it is
 made (`models.types.ModelError`), a run's ending (`engine.turn.endings.settle`,
 `store.runs.finish`), a notice appended to a transcript (`store.transcript`), an audit row
-(`store.audit`), an API error envelope (`web.errors`), and every log record (`mask_logs`).
+(`store.audit`), an API error envelope (`web.http.errors`), and every log record (`mask_logs`).
 What the user or the model wrote is theirs and is not touched here.
 """
 

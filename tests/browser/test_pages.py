@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hearth.web import signin
+from hearth.web.http import signin
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Gateway
 

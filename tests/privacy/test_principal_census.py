@@ -4,9 +4,9 @@ acting read the principal, never a chat's creator or a line's marks.
 Two rules over the source tree's AST, each proved on a planted violation first:
 - the owner principal (`privacy.principal.OWNER`, or a `Principal("owner")` made by hand) is
   named only where a request or message is authenticated: the web's token and sign-in check
-  (`web/auth.py`), a channel's owner list (`engine/intake/channel_inbound.py`) and the module that
-  defines it. Everything else derives the principal from the work it continues (a run's, a
-  job's, the asking run's);
+  (`web/http/auth.py`), a channel's owner list (`engine/intake/channel_inbound.py`) and the
+  module that defines it. Everything else derives the principal from the work it continues (a
+  run's, a job's, the asking run's);
 - the code that decides what work may do on someone's behalf (the gate, learning, the memory
   and tool fences, reach, the stores' locks) never reads `created_by_app` or a `guest` mark
   to decide it: it reads the principal.
@@ -18,7 +18,7 @@ import ast
 
 from tests.support.census import sources
 
-AUTHENTICATE = {"web/auth.py", "engine/intake/channel_inbound.py", "privacy/principal.py"}
+AUTHENTICATE = {"web/http/auth.py", "engine/intake/channel_inbound.py", "privacy/principal.py"}
 PRINCIPAL_MODULE = "hearth.privacy.principal"
 READERS = ("engine/turn/gate.py", "engine/background/chores.py", "engine/access/principals.py",
            "memory/", "tools/", "privacy/reach.py", "privacy/stores.py", "privacy/scope.py")
@@ -69,7 +69,7 @@ def test_detector_finds_the_owner_decided_anew() -> None:
     )
     found = owner_decided("engine/background/scheduler.py", planted)
     assert len(found) == 3  # the import, the name, one by hand
-    assert owner_decided("web/auth.py", planted) == []  # where the token is checked
+    assert owner_decided("web/http/auth.py", planted) == []  # where the token is checked
 
 
 def test_detector_finds_a_reader_that_decides_who_from_the_chat() -> None:

@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 
 from hearth.config import Config
 from hearth.home import Home
-from hearth.web import signin
 from hearth.web.app import create_app
+from hearth.web.http import signin
 from tests.gateway import TOKEN, Gateway
 
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\ssrc=)")  # a script element without a src

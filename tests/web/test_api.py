@@ -24,8 +24,8 @@ from hearth import __version__
 from hearth.config import Config
 from hearth.home import Home
 from hearth.web.app import create_app
-from hearth.web.auth import require_token
-from hearth.web.permissions import permission_of
+from hearth.web.http.auth import require_token
+from hearth.web.http.permissions import permission_of
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.http import error_of

@@ -287,7 +287,7 @@ def test_the_soft_limit_is_raised_at_start_and_the_reserve_refuses_an_app_not_th
 
 def test_the_reserve_is_decided_on_the_count_and_the_soft_limit() -> None:
     """The decision alone, on small fake counts (before: there was none)."""
-    from hearth.web.descriptors import in_reserve
+    from hearth.web.http.descriptors import in_reserve
 
     assert in_reserve(900, 1024, 128) and in_reserve(896, 1024, 128)
     assert not in_reserve(895, 1024, 128) and not in_reserve(10, 1024, 0)
@@ -298,7 +298,7 @@ def test_the_reserve_is_decided_on_the_count_and_the_soft_limit() -> None:
 def test_an_apps_turn_window_slides_and_a_stream_is_released_once() -> None:
     """The quota object alone, on a fake clock (before: there was none)."""
     from hearth.errors import Limited
-    from hearth.web.quotas import AppQuotas
+    from hearth.web.http.quotas import AppQuotas
 
     now = [1000.0]
     quotas = AppQuotas(clock=lambda: now[0])

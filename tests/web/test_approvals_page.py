@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hearth.web import signin
+from hearth.web.http import signin
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway
 from tests.support.approvals import pending_in

@@ -1,4 +1,4 @@
-"""The chat page's branching routes (web/branching_page.py) against a real gateway: each form
+"""The chat page's branching routes (web/pages/branching.py) against a real gateway: each form
 post moves the chat as its API door does and answers a page's script with JSON or a browser
 with a redirect; bad input and the engine's refusals are the envelope to a script and a
 sentence on a page to a browser, never a 500; a regenerated answer is drawn with its pager
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hearth.web.branching_page import map_ticks
+from hearth.web.pages.branching import map_ticks
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
 from tests.support.dashboard import FETCH, Page

@@ -1,4 +1,4 @@
-"""What the dashboard's pages show of the channels (web/channels_view.py), against a real
+"""What the dashboard's pages show of the channels (web/pages/channels_view.py), against a real
 gateway whose Telegram channel talks to the fake Bot API over loopback: the chat menu's
 "Continue on Telegram" and the top bar's badge as the link says, none for a restricted chat,
 a channel message's "via" line (a guest's name escaped), and Settings → Channels. The script

@@ -9,7 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from hearth.config import Config
-from hearth.web import signin
+from hearth.web.http import signin
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.support.dashboard import dashboard, sign_in, token_of
 

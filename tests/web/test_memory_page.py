@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hearth.store import memory as memory_store
-from hearth.web import memory_page
+from hearth.web.pages import memory as memory_page
 from tests.support.dashboard import sign_in
 
 HOSTILE = ('<script>alert(1)</script> <img src=x onerror="alert(2)"> '

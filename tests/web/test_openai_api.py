@@ -20,7 +20,7 @@ import httpx
 import openai
 import pytest
 
-from hearth.web import openai_api
+from hearth.web.api import openai as openai_api
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.approvals import pending_in

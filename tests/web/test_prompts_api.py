@@ -18,7 +18,7 @@ from hearth.client.api import GatewayApi
 from hearth.client.repl import Repl
 from hearth.client.terminal import Screen
 from hearth.engine.intake.mentions import MAX_PROMPT_BYTES
-from hearth.web import signin
+from hearth.web.http import signin
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, kinds, module_gateway
 from tests.support.http import error_of

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 
 from hearth.store import sessions, transcript
 from hearth.store.db import Database
-from hearth.web import search_page
-from hearth.web.chat_page import WINDOW
+from hearth.web.pages import search as search_page
+from hearth.web.pages.chat import WINDOW
 from tests.support.dashboard import INLINE_SCRIPT, main_of, sign_in
 
 WORD = "snorkelwhip"

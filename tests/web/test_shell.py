@@ -1,4 +1,4 @@
-"""The frame around every page (web/shell.py): chats grouped by date, the theme cookie, and
+"""The frame around every page (web/pages/frame.py): chats grouped by date, the theme cookie, and
 errors a browser sees as pages (never raw JSON) while the API and scripts keep the envelope,
 and a page that would show the owner's chats is never drawn for someone not signed in."""
 
@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from fastapi.testclient import TestClient
 
 from hearth.engine.reads.sidebar import SidebarChat
-from hearth.web.shell import THEME_COOKIE, grouped
+from hearth.web.pages.frame import THEME_COOKIE, grouped
 from tests.support.dashboard import main_of, sign_in
 
 HTML = {"Accept": "text/html,application/xhtml+xml"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 from fastapi.testclient import TestClient
 
-from hearth.web import signin
+from hearth.web.http import signin
 from tests.gateway import TOKEN, Gateway
 from tests.support.dashboard import token_of
 

@@ -1,6 +1,6 @@
 """The generic webhook channel: any app that can POST JSON is a chat channel.
 
-In: the app POSTs a signed message to `POST /channels/webhook` (the route, `web.webhook_api`,
+In: the app POSTs a signed message to `POST /channels/webhook` (the route, `web.api.webhook`,
 reads the HTTP request; this adapter decides). The signature is checked (`channels.signing`:
 the shared secret, a timestamp at most `max_age_seconds` old), the message id is checked
 against those taken in (a replay is refused: in memory for as long as its timestamp is

@@ -1,6 +1,6 @@
 """The gateway's error envelope, read by a client: the sentence to show a person for an error
 answer, and its code. The gateway writes every error as `{"error": {"code", "message"}}`
-(hearth.web.errors); a proxy in between, or a gateway that failed before its handlers, may
+(hearth.web.http.errors); a proxy in between, or a gateway that failed before its handlers, may
 answer anything else."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The sign-ins aggregate: which dashboard cookies are signed in now.
 
-A row is keyed by the hash of a cookie's random id (`web.signin` makes both); it is made when
+A row is keyed by the hash of a cookie's random id (`web.http.signin` makes both); it is made when
 the owner signs in and deleted when that page signs out. A cookie whose row is gone, or past
 its `expires_at`, is not signed in, whatever its signature says.
 """

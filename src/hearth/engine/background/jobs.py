@@ -3,7 +3,7 @@ year; a cron expression in an IANA time zone; a one-shot time `at`, see
 engine/background/schedules.py;
 `missed` once or skip; a prompt of 1 to 8000 characters), making one (a promise, audited),
 listing them, and pausing, resuming or deleting one, for a chat only when the chat keeps
-things. The jobs tool (engine/background/job_tool.py) and the jobs routes (web/jobs_api.py) are thin
+things. The jobs tool (engine/background/job_tool.py) and the jobs routes (web/api/jobs.py) are thin
 adapters over these.
 
 A job outlasts the chat that asks for it, so a chat that keeps nothing (Incognito, Temporary,
@@ -217,7 +217,7 @@ def change(db: Database, job_id: int, enabled: bool, session: str | None, route:
 def app_scope(db: Database, session: str | None, job_id: int | None = None) -> None:
     """An app's jobs are those a chat of its own made: it names that chat (`session`), and a
     job it names must be one that chat made (else 404, as for a job that is not there).
-    Which chats are the app's is checked before this (`web.permissions`)."""
+    Which chats are the app's is checked before this (`web.http.permissions`)."""
     if session is None:
         raise Refusal("app_scope", 403, "An app schedules and reads jobs through a chat of its "
                       "own: name it with the X-Hearth-Session header.")

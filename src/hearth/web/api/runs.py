@@ -1,0 +1,57 @@
+"""Routes for runs: a run's state and receipts, and waiting for its end."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from hearth.engine.reads import queries
+from hearth.engine.runtime import Engine
+from hearth.errors import Refusal
+from hearth.web.http.deps import EngineDep
+
+router = APIRouter()
+
+
+async def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
+    view = await queries.run_status(engine.db, run_id)
+    if view is None:
+        raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
+    return view
+
+
+@router.get("/api/runs/{run_id}")
+async def get_run(run_id: str, engine: EngineDep) -> dict[str, Any]:
+    return await _run_or_404(engine, run_id)
+
+
+@router.get("/api/runs/{run_id}/wait")
+async def wait_run(
+    run_id: str,
+    engine: EngineDep,
+    timeout: Annotated[float, Query(gt=0, le=600)] = 30.0,
+) -> dict[str, Any]:
+    view = await _run_or_404(engine, run_id)
+    if view["status"] in ("admitted", "running"):
+        await engine.bus.wait_run(run_id, timeout)
+        view = await _run_or_404(engine, run_id)
+    view["timed_out"] = view["status"] in ("admitted", "running")
+    return view
+
+
+class RetryBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    confirm: str | None = Field(None, max_length=100)
+
+
+@router.post("/api/runs/{run_id}/retry")
+async def retry_run(run_id: str, engine: EngineDep, body: RetryBody | None = None
+                    ) -> JSONResponse:
+    """Run an ended turn's message again. When the attempt began a step that may have
+    changed something, answers 409 retry_repeats_steps with the steps and a confirm value."""
+    admitted = await engine.retry(run_id, (body or RetryBody()).confirm)
+    return JSONResponse({"run_id": admitted.run_id, "status": admitted.status,
+                         "duplicate": admitted.duplicate}, status_code=202)

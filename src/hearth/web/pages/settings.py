@@ -1,0 +1,284 @@
+"""The dashboard's Settings page: models (add, Test with a real call, remove one added here),
+the chat chain, named agents, and your name; the shell sandbox and the chat channels, as they
+are (both set in config.toml).
+
+Each change is kept in `$HEARTH_HOME/settings.json` (see `hearth.settings`; config.toml is
+never written) and applied to the running gateway at once, so the next turn uses it. A bad
+form answers this page with a sentence (422); an API key is never shown, logged or audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import RedirectResponse, Response
+
+from hearth import settings
+from hearth.config import ModelConfig
+from hearth.engine.access import apps
+from hearth.engine.reads import settings_log
+from hearth.engine.runtime import Engine
+from hearth.errors import Refusal
+from hearth.models.breakers import BreakerView
+from hearth.models.probe import probe
+from hearth.settings import Settings, SettingsError
+from hearth.web.http.auth import require_token
+from hearth.web.http.deps import EngineDep
+from hearth.web.pages import channels_view
+from hearth.web.pages import settings_forms as forms
+from hearth.web.pages.frame import page
+from hearth.web.pages.settings_forms import Invalid
+from hearth.web.pages.ui import form_of
+
+pages = APIRouter(dependencies=[Depends(require_token)])
+
+SAVED = {
+    "model": "The model is added and answers from your next message. Test it below.",
+    "removed": "The model is removed.",
+    "chain": "The chat chain is saved; the next message uses it.",
+    "agent": "The agent is saved.",
+    "name": "Your name is saved; the agent is told it from your next message.",
+    "app_revoked": "The app is revoked: its token is refused from now on.",
+}
+MAX_CHAIN_SLOTS = 6
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    id: str
+    provider: str
+    model: str
+    base_url: str
+    key: str  # where its key comes from, never the key
+    source: str
+    removable: bool
+    health: str = "answering"  # its breaker, in words: answering, or skipped since when
+
+
+def _path(request: Request) -> Path:
+    return settings.path_in(request.app.state.home.root)
+
+
+def key_line(model: ModelConfig, environ: Mapping[str, str]) -> str:
+    """Where the model's key comes from, in words; never the key."""
+    if model.api_key:
+        return "key set"
+    if model.api_key_env:
+        found = "" if environ.get(model.api_key_env) else " (not set)"
+        return f"key from ${model.api_key_env}{found}"
+    return "no key"
+
+
+def _rows(engine: Engine, kept: Settings) -> list[ModelRow]:
+    added = {m.id for m in kept.models}
+    from_file = {m.id for m in engine.config.models} - added
+    rows = []
+    for model_id in engine.deps.models.ids():
+        model = engine.deps.models.config_of(model_id)
+        if model is None:
+            continue
+        source = ("added here" if model_id in added else
+                  "config.toml" if model_id in from_file else "found at start")
+        kind = ("Anthropic" if model.provider == "anthropic" else
+                "Ollama" if model.base_url == forms.OLLAMA_BASE_URL else "OpenAI-compatible")
+        rows.append(ModelRow(model_id, kind, model.model, _shown_url(model.base_url),
+                             key_line(model, os.environ), source, model_id in added,
+                             _health(engine.deps.models.breakers.state(model_id))))
+    return rows
+
+
+def _health(breaker: BreakerView) -> str:
+    """A model's breaker as the models table says it."""
+    if breaker.state == "closed":
+        return "answering"
+    since = time.strftime("%H:%M", time.localtime(breaker.since))
+    if breaker.state == "open":
+        return f"skipped since {since} ({breaker.failures} failures in a row)"
+    return f"being tried again (since {since})"
+
+
+def _shown_url(url: str | None) -> str:
+    """The base URL without any user or password written into it."""
+    if not url:
+        return "(the provider's)"
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc="••••@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
+async def _page(request: Request, engine: Engine, *, status: int = 200,
+                **shown: Any) -> Response:
+    try:  # a file read: off the event loop
+        kept, problem = await asyncio.to_thread(settings.load, _path(request)), None
+    except SettingsError as error:
+        kept, problem = Settings(), str(error)
+    choices = [m.id for m in engine.config.models]
+    chain = list(engine.deps.models.chat_chain)
+    slots = max(1, min(len(choices), MAX_CHAIN_SLOTS))
+    shown.setdefault("model_form", {})
+    shown.setdefault("agent_form", {})
+    return await page(
+        request, engine, "settings.html", status=status, problem=problem,
+        models=_rows(engine, kept), kinds=forms.KINDS,
+        ollama_url=forms.OLLAMA_BASE_URL, chain=chain, chain_choices=choices,
+        chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
+        agents=sorted(engine.config.agents.items()), profiles=forms.PROFILES,
+        user_name=engine.config.agent.user_name or "", sandbox=engine.placement,
+        channels=channels_view.rows(request), apps=await apps.listed(engine.db), **shown)
+
+
+@pages.get("/settings")
+async def settings_page(request: Request, engine: EngineDep,
+                        saved: Annotated[str | None, Query(max_length=20)] = None,
+                        agent: Annotated[str | None, Query(max_length=40)] = None) -> Response:
+    editing = engine.config.agents.get(agent) if agent else None
+    return await _page(request, engine, saved=SAVED.get(saved or ""), saved_what=saved,
+                 agent_form={"name": agent if editing else "",
+                             "system_prompt": (editing.system_prompt or "") if editing else "",
+                             "voice": (editing.voice or "") if editing else "",
+                             "profile": (editing.tools.profile or "") if editing else ""})
+
+
+async def _keep(request: Request, engine: Engine, change: Callable[[Settings], Settings],
+                what: dict[str, str], **shown: Any) -> Response | None:
+    """Write the change to settings.json; None when kept, else the page saying why not."""
+    def fitting(kept: Settings) -> Settings:
+        changed = change(kept)
+        settings.overlay(engine.base_config, changed)  # refuses what config.toml cannot take
+        return changed
+
+    try:
+        kept = await asyncio.to_thread(settings.update, _path(request), fitting)
+        engine.adopt(kept)  # the next turn's snapshot; a running turn keeps its own
+    except Invalid as refused:
+        return await _page(request, engine, status=422, error=refused.sentence, **shown)
+    except SettingsError as error:
+        return await _page(request, engine, status=422, error=str(error), **shown)
+    except OSError as error:
+        return await _page(request, engine, status=503, **shown,
+                     error=f"settings.json could not be written ({error.strerror}); nothing "
+                           "was changed.")
+    await asyncio.to_thread(settings_log.record_change, engine.db, what)
+    return None
+
+
+def _saved(what: str, anchor: str) -> Response:
+    return RedirectResponse(f"/settings?saved={what}#{anchor}", status_code=303)
+
+
+@pages.post("/settings/models")
+async def add_model(request: Request, engine: EngineDep) -> Response:
+    form = await form_of(request)
+    refill = {k: v for k, v in form.items() if k not in ("api_key", "csrf")}  # never the key
+    try:
+        model = forms.model_of(form)
+    except Invalid as bad:
+        return await _page(request, engine, status=422, error=bad.sentence, model_form=refill)
+    taken = {m.id for m in engine.config.models}
+
+    def change(kept: Settings) -> Settings:
+        if model.id in taken or any(m.id == model.id for m in kept.models):
+            raise Invalid(f"There is already a model called {model.id}; give this one "
+                          "another id.")
+        return kept.model_copy(update={"models": [*kept.models, model]})
+
+    refused = await _keep(request, engine, change, {"what": "model_added", "model": model.id,
+                                                    "provider": model.provider},
+                          model_form=refill)
+    if refused is not None:
+        return refused
+    return _saved("model", "models")
+
+
+@pages.post("/settings/models/{model_id}/test")
+async def test_model(request: Request, model_id: str, engine: EngineDep) -> Response:
+    """One real, tiny call to the model; the page says what answered and how fast, or why not."""
+    model = engine.deps.models.config_of(model_id)
+    if model is None:
+        return await _page(request, engine, status=404,
+                           error=f"There is no model called {model_id}.")
+    answered, sentence = await probe(model, os.environ)
+    return await _page(request, engine, outcome=sentence, outcome_ok=answered)
+
+
+@pages.post("/settings/models/{model_id}/remove")
+async def remove_model(request: Request, model_id: str, engine: EngineDep) -> Response:
+    """Remove a model added here (one in config.toml is changed there)."""
+    def change(kept: Settings) -> Settings:
+        if not any(m.id == model_id for m in kept.models):
+            raise Invalid(f"{model_id} was not added here, so it cannot be removed here; a "
+                          "model in config.toml is changed in that file.")
+        chain = (None if kept.chat_chain is None
+                 else [m for m in kept.chat_chain if m != model_id])
+        return kept.model_copy(update={"models": [m for m in kept.models if m.id != model_id],
+                                       "chat_chain": chain})
+
+    refused = await _keep(request, engine, change, {"what": "model_removed", "model": model_id})
+    if refused is not None:
+        return refused
+    return _saved("removed", "models")
+
+
+@pages.post("/settings/chain")
+async def pick_chain(request: Request, engine: EngineDep) -> Response:
+    form = await form_of(request)
+    try:
+        chain = forms.chain_of(form, [m.id for m in engine.config.models], MAX_CHAIN_SLOTS)
+    except Invalid as bad:
+        return await _page(request, engine, status=422, error=bad.sentence)
+    refused = await _keep(request, engine,
+                          lambda kept: kept.model_copy(update={"chat_chain": chain}),
+                          {"what": "chat_chain", "chain": ",".join(chain)})
+    if refused is not None:
+        return refused
+    return _saved("chain", "chain")
+
+
+@pages.post("/settings/agents")
+async def save_agent(request: Request, engine: EngineDep) -> Response:
+    form = await form_of(request)
+    refill = {k: form.get(k, "") for k in ("name", "system_prompt", "voice", "profile")}
+    try:
+        name, agent = forms.agent_of(form, engine.config.agents.get(form.get("name", "").strip()))
+    except Invalid as bad:
+        return await _page(request, engine, status=422, error=bad.sentence, agent_form=refill)
+    refused = await _keep(request, engine,
+                          lambda kept: kept.model_copy(update={"agents": {**kept.agents,
+                                                                          name: agent}}),
+                          {"what": "agent", "agent": name}, agent_form=refill)
+    if refused is not None:
+        return refused
+    return _saved("agent", "agents")
+
+
+@pages.post("/settings/name")
+async def save_name(request: Request, engine: EngineDep) -> Response:
+    try:
+        name = forms.user_name_of(await form_of(request))
+    except Invalid as bad:
+        return await _page(request, engine, status=422, error=bad.sentence)
+    refused = await _keep(request, engine,
+                          lambda kept: kept.model_copy(update={"user_name": name}),
+                          {"what": "user_name"})
+    if refused is not None:
+        return refused
+    return _saved("name", "you")
+
+
+@pages.post("/settings/apps/{name}/revoke")
+async def revoke_app(request: Request, name: str, engine: EngineDep) -> Response:
+    """Revoke an app's token (`hearth apps revoke`): refused from its next request on."""
+    try:
+        await apps.revoke(engine.db, name)
+    except Refusal as refused:
+        return await _page(request, engine, status=refused.status, error=refused.sentence)
+    return _saved("app_revoked", "apps")

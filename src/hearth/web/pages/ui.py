@@ -1,0 +1,104 @@
+"""What every dashboard page shares: the Jinja2 environment (autoescaped; answers rendered as
+sanitized Markdown), rendering, reading a posted form, the page's CSRF token, and the nav."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader
+
+from hearth.engine.reads.views import UNREADABLE, moment
+from hearth.sessions import naming
+from hearth.web.http import signin
+from hearth.web.pages import markdown
+from hearth.web.pages.icons import icon
+
+HERE = Path(__file__).parent.parent  # web/: its templates/ and static/
+STATIC = HERE / "static"
+templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+templates.globals["markdown"] = markdown.render
+templates.globals["icon"] = icon
+NAV = (("/approvals", "Approvals", "shield"), ("/jobs", "Jobs", "clock"),
+       ("/memory", "Memory", "memory"), ("/usage", "Usage", "chart"),
+       ("/settings", "Settings", "gear"))
+templates.globals["nav"] = NAV
+
+
+OPENING_CHARS = 60  # an untitled chat is shown by this much of its first message
+
+
+def shown_name(title: str | None, opening: str | None, key: str) -> str:
+    """What a chat is called on a page: its title, else its first words, else the name it was
+    opened with, else "Chat N" (its number), never a made-up key: that is an address."""
+    if title:
+        return title
+    words = " ".join((opening or "").split())
+    if words:
+        return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
+    number = naming.chat_number_of(key)
+    return key if number is None else f"Chat {number}"
+
+
+templates.globals["shown_name"] = shown_name
+
+
+def utc(stamp: object, shape: str = "%Y-%m-%d %H:%M") -> str:
+    """A UNIX time as a UTC date and time (`shape` "iso" for a `<time datetime>`); "unreadable"
+    for a stored time that is none (`engine.reads.views.moment`)."""
+    found = moment(stamp)
+    if found is None:
+        return UNREADABLE
+    return found.isoformat() if shape == "iso" else found.strftime(shape)
+
+
+templates.filters["utc"] = utc
+
+
+def local(stamp: object) -> str:
+    """A UNIX time in the gateway's own time zone, short: "14:05" today, else "3 Nov 2026";
+    "unreadable" for a stored time that is none."""
+    found = in_local_zone(moment(stamp))
+    if found is None:
+        return UNREADABLE
+    if found.date() == datetime.now().date():
+        return found.strftime("%H:%M")
+    return f"{found.day} {found.strftime('%b %Y')}"
+
+
+def in_local_zone(found: datetime | None) -> datetime | None:
+    """A time in the gateway's own zone; None for none, or one at the calendar's very edge
+    that the zone's offset carries past it."""
+    if found is None:
+        return None
+    try:
+        return found.astimezone()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+templates.filters["local"] = local
+
+
+def render(name: str, status: int = 200, **values: Any) -> HTMLResponse:
+    return HTMLResponse(templates.get_template(name).render(**values), status_code=status)
+
+
+def fragment(name: str, **values: Any) -> str:
+    """A partial template rendered to a string (the same one a page includes)."""
+    return templates.get_template(name).render(**values)
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """A posted form's fields (the first of each name). A browser sends a textarea's line
+    breaks as CRLF; they are kept as the LF every other client sends."""
+    raw = (await request.body()).decode("utf-8", "replace")
+    return {k: v[0].replace("\r\n", "\n") for k, v in parse_qs(raw).items()}
+
+
+def csrf_of(request: Request) -> str:
+    return signin.csrf_for(request.app.state.token, request.cookies.get(signin.COOKIE, ""))
