@@ -27,6 +27,7 @@ from hearth.engine.intake.channel_inbound import Inbound, Received
 from hearth.errors import Refusal
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.http import error_of
 from tests.support.polling import until
 
 SECRET = "whsec-0123456789abcdef-test"
@@ -160,11 +161,6 @@ def post(gateway: Gateway, body: dict[str, Any] | bytes, *, secret: str = SECRET
                       timeout=30)
 
 
-def error_code(answer: httpx.Response, status: int) -> str:
-    assert answer.status_code == status, answer.text
-    return str(answer.json()["error"]["code"])
-
-
 def chat_keys(api: Api) -> list[str]:
     answer = api.http.get("/api/sessions", params={"limit": 200})
     assert answer.status_code == 200, answer.text
@@ -238,20 +234,20 @@ def test_bad_signatures_old_timestamps_and_replays_are_refused_and_admit_nothing
     api = hooked.client()
     before = chat_keys(api)
     body = json.dumps(message("r-1", "hello")).encode()
-    assert error_code(post(hooked, body, secret="not-the-secret"), 401) == "bad_signature"
-    assert error_code(post(hooked, body, at=time.time() - 3600), 401) == "stale_timestamp"
-    assert error_code(post(hooked, body, at=time.time() + 3600), 401) == "stale_timestamp"
+    error_of(post(hooked, body, secret="not-the-secret"), 401, "bad_signature")
+    error_of(post(hooked, body, at=time.time() - 3600), 401, "stale_timestamp")
+    error_of(post(hooked, body, at=time.time() + 3600), 401, "stale_timestamp")
     no_headers = httpx.post(hooked.url + HOOK, content=body, timeout=10)
-    assert error_code(no_headers, 401) == "missing_timestamp"
+    error_of(no_headers, 401, "missing_timestamp")
     stamp = str(int(time.time()))
     tampered = httpx.post(hooked.url + HOOK, content=body.replace(b"hello", b"HELLO"),
                           headers={signing.TIMESTAMP: stamp,
                                    signing.SIGNATURE: signing.sign(SECRET, stamp, body)})
-    assert error_code(tampered, 401) == "bad_signature"
+    error_of(tampered, 401, "bad_signature")
     # a bearer token is no way in: only the signature is
     token = httpx.post(hooked.url + HOOK, content=body, timeout=10,
                        headers={"Authorization": "Bearer test-token-0123456789"})
-    assert error_code(token, 401) == "missing_timestamp"
+    error_of(token, 401, "missing_timestamp")
     assert chat_keys(api) == before and model_server.requests == []
 
     first = post(hooked, body)
@@ -260,9 +256,8 @@ def test_bad_signatures_old_timestamps_and_replays_are_refused_and_admit_nothing
     # the same request again, and the same id signed afresh: both refused
     stamp = str(int(time.time()))
     again = {signing.TIMESTAMP: stamp, signing.SIGNATURE: signing.sign(SECRET, stamp, body)}
-    assert error_code(httpx.post(hooked.url + HOOK, content=body, headers=again), 401) == \
-        "replayed"
-    assert error_code(post(hooked, body), 401) == "replayed"
+    error_of(httpx.post(hooked.url + HOOK, content=body, headers=again), 401, "replayed")
+    error_of(post(hooked, body), 401, "replayed")
     assert len(chat_keys(api)) == len(before) + 1
     assert len(model_server.requests) == 1
 
@@ -278,22 +273,22 @@ def test_an_id_taken_in_stays_refused_after_its_timestamp_window(
     assert first.status_code == 202, first.text
     hooked.client().wait(first.json()["run_id"])
     time.sleep(max(0.0, signed_at + 4.5 - time.time()))
-    assert error_code(post(hooked, message("w-1", "once")), 401) == "replayed"
+    error_of(post(hooked, message("w-1", "once")), 401, "replayed")
     assert len(model_server.requests) == 1
 
 
 def test_bodies_of_the_wrong_shape_are_refused_with_the_envelope(
         hooked: Gateway, model_server: ScriptedModelServer) -> None:
-    assert error_code(post(hooked, b"{not json"), 400) == "invalid_json"
-    assert error_code(post(hooked, b"[1, 2]"), 422) == "invalid_request"
+    error_of(post(hooked, b"{not json"), 400, "invalid_json")
+    error_of(post(hooked, b"[1, 2]"), 422, "invalid_request")
     missing = post(hooked, {"id": "s-1", "text": "hi", "sender": OWNER})
-    assert error_code(missing, 422) == "invalid_request"
+    error_of(missing, 422, "invalid_request")
     assert "thread" in missing.json()["error"]["message"]
-    assert error_code(post(hooked, message("s-2", "hi", thread=7)), 422) == "invalid_request"
-    assert error_code(post(hooked, message("s-3", "hi", extra=True)), 422) == "invalid_request"
+    error_of(post(hooked, message("s-2", "hi", thread=7)), 422, "invalid_request")
+    error_of(post(hooked, message("s-3", "hi", extra=True)), 422, "invalid_request")
     bad_decision = message("s-4", "", approval={"id": "a", "decision": "maybe"})
-    assert error_code(post(hooked, bad_decision), 422) == "invalid_request"
-    assert error_code(post(hooked, message("s-5", "   ")), 422) == "empty_message"
+    error_of(post(hooked, bad_decision), 422, "invalid_request")
+    error_of(post(hooked, message("s-5", "   ")), 422, "empty_message")
     # a message refused for its shape or its text was not taken in: it may be sent again
     model_server.push(Reply(text="ok"))
     fixed = post(hooked, message("s-5", "now with words"))
@@ -303,7 +298,7 @@ def test_bodies_of_the_wrong_shape_are_refused_with_the_envelope(
 
 def test_without_a_webhook_channel_the_door_is_not_there(gateway: Gateway) -> None:
     answer = post(gateway, message("n-1", "hello"))
-    assert error_code(answer, 404) == "not_found"
+    error_of(answer, 404, "not_found")
     assert "[channels.webhook]" in answer.json()["error"]["message"]
 
 
@@ -383,7 +378,7 @@ def test_an_approval_asked_on_the_webhook_is_answered_by_the_owner_alone(
 
     guest = post(hooked, message("p-2", "", sender=GUEST,
                                  approval={"id": approval["id"], "decision": "allow_once"}))
-    assert error_code(guest, 403) == "not_owner"
+    error_of(guest, 403, "not_owner")
     api = hooked.client()
     pending = api.http.get("/api/approvals").json()["approvals"]
     assert [p["id"] for p in pending] == [approval["id"]] and not target.exists()
@@ -397,7 +392,7 @@ def test_an_approval_asked_on_the_webhook_is_answered_by_the_owner_alone(
     assert callback.wait_for(2)[1].json["text"] == "Written."
     replay = post(hooked, message("p-3", "", approval={"id": approval["id"],
                                                        "decision": "deny"}))
-    assert error_code(replay, 401) == "replayed"
+    error_of(replay, 401, "replayed")
 
 
 def test_the_owner_s_reply_word_answers_the_waiting_approval(
