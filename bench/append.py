@@ -45,8 +45,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from hearth.store import sessions, transcript  # noqa: E402
 from hearth.store.db import Database  # noqa: E402
-from hearth.store.schema import sessions as sessions_table  # noqa: E402
-from hearth.store.schema import transcript_events  # noqa: E402
+from hearth.store.schema import sessions as sessions_table, transcript_events  # noqa: E402
 
 TARGET_RATIO = 1.5
 SQLITE_RATIO = 2.0  # the store's cost against the same statements through sqlite3

@@ -63,8 +63,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from sqlalchemy import Connection, text  # noqa: E402
 
 from hearth.memory.service import Memory  # noqa: E402
-from hearth.store import memory as store  # noqa: E402
-from hearth.store import recall as recall_store  # noqa: E402
+from hearth.store import memory as store, recall as recall_store  # noqa: E402
 from hearth.store.db import Database, now  # noqa: E402
 from hearth.store.schema import memory_items  # noqa: E402
 

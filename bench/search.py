@@ -63,8 +63,11 @@ from sqlalchemy import Connection, insert, update  # noqa: E402
 
 from hearth.memory import chat_search  # noqa: E402
 from hearth.sessions import forget  # noqa: E402
-from hearth.store import search, transcript  # noqa: E402
-from hearth.store import sessions as sessions_store  # noqa: E402
+from hearth.store import (  # noqa: E402
+    search,
+    sessions as sessions_store,  # noqa: E402
+    transcript,
+)
 from hearth.store.db import Database  # noqa: E402
 from hearth.store.schema import sessions, transcript_events  # noqa: E402
 

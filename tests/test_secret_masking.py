@@ -32,10 +32,12 @@ from hearth.masking import REDACTED, mask
 from hearth.models.openai_compat import OpenAICompatProvider
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Message, ModelRequest, ProviderUnavailable
-from hearth.store import audit as audit_store
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import (
+    audit as audit_store,
+    runs as run_store,
+    sessions as session_store,
+    transcript,
+)
 from hearth.store.db import Database
 from hearth.store.schema import audit
 from hearth.web.app import create_app

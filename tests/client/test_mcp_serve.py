@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp import types as mcp_types
+from mcp import ClientSession, StdioServerParameters, stdio_client, types as mcp_types
 
 from hearth.client.mcp import CallAnswer, to_call_result, to_mcp_tool
 from tests.gateway import TOKEN, Gateway

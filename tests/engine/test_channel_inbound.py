@@ -15,8 +15,7 @@ from hearth.engine.intake import channel_inbound
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.engine.runtime import Engine
 from hearth.sessions import chats
-from hearth.store import channels as channel_store
-from hearth.store import transcript
+from hearth.store import channels as channel_store, transcript
 from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Reply, ScriptedModelServer
 

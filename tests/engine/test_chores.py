@@ -27,9 +27,7 @@ from hearth.engine.background.chores import Pace
 from hearth.engine.runtime import Engine
 from hearth.models.registry import ModelRegistry
 from hearth.sessions import chats
-from hearth.store import owed_chores as owed_store
-from hearth.store import sessions as session_store
-from hearth.store import summaries
+from hearth.store import owed_chores as owed_store, sessions as session_store, summaries
 from hearth.store.owed_chores import OwedRow
 from tests.engine_harness import make_engine, turn
 from tests.fakes.model_server import Recorded, Reply, ScriptedModelServer

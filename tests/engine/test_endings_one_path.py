@@ -13,9 +13,7 @@ import pytest
 
 from hearth.engine.turn import endings
 from hearth.engine.turn.recovery import UNKNOWN_AFTER_RESTART
-from hearth.store import approvals, ledger
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import approvals, ledger, runs as run_store, sessions as session_store
 from tests.engine_harness import make_config, make_engine, new_chat, run
 
 README = Path(__file__).resolve().parents[2] / "README.md"

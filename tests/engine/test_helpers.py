@@ -17,8 +17,7 @@ from hearth.engine.background import helpers
 from hearth.engine.turn import endings
 from hearth.engine.turn.context import HELPER_FENCE
 from hearth.sessions import chats
-from hearth.store import runs as run_store
-from hearth.store import transcript
+from hearth.store import runs as run_store, transcript
 from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway

@@ -23,8 +23,7 @@ from hearth.privacy.modes import Mode
 from hearth.privacy.principal import OWNER
 from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
-from hearth.store import jobs as job_store
-from hearth.store import sessions as session_store
+from hearth.store import jobs as job_store, sessions as session_store
 from hearth.store.db import Database
 from hearth.store.jobs import JobRow
 from hearth.store.schema import approvals, audit, jobs, runs, sessions

@@ -20,9 +20,7 @@ from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.masking import REDACTED
 from hearth.sessions import chats
-from hearth.store import branches, transcript
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import branches, runs as run_store, sessions as session_store, transcript
 from hearth.store.schema import audit, runs, sessions, transcript_events
 from tests.engine_harness import make_config, make_engine
 

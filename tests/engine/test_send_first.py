@@ -17,8 +17,7 @@ from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.privacy.principal import OWNER
-from hearth.store import runs as run_store
-from hearth.store import transcript
+from hearth.store import runs as run_store, transcript
 from hearth.store.schema import sessions
 from tests.engine_harness import make_config, make_engine
 from tests.fakes.model_server import Reply, ScriptedModelServer

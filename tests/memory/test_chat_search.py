@@ -22,8 +22,7 @@ from hearth.memory.chat_search import (
 )
 from hearth.privacy.reach import RestrictedSession
 from hearth.privacy.scope import as_work_of
-from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused, check_arguments
 from tests.engine_harness import blocking_chats

@@ -15,8 +15,7 @@ from hearth.models.types import ModelRequest
 from hearth.privacy import reach
 from hearth.privacy.scope import answered_by, as_work_of
 from hearth.privacy.stores import changes_memory
-from hearth.store import memory as store
-from hearth.store import recall as recall_store
+from hearth.store import memory as store, recall as recall_store
 from hearth.store.db import Database
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Reply, ScriptedModelServer

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 
-from hearth.store import memory as store
-from hearth.store import recall as recall_store
+from hearth.store import memory as store, recall as recall_store
 from hearth.store.db import Database, now
 from hearth.store.schema import memory_items
 from tests.support.store import migrated_store

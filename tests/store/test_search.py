@@ -15,8 +15,7 @@ from sqlalchemy import Connection, update
 from hearth.sessions import forget
 from hearth.store import search, sessions, transcript
 from hearth.store.db import MIGRATIONS, Database
-from hearth.store.schema import sessions as sessions_table
-from hearth.store.schema import transcript_events
+from hearth.store.schema import sessions as sessions_table, transcript_events
 from tests.support.search import HOSTILE
 
 WORD = "quokkaplum"  # a word no generated text holds

@@ -20,8 +20,7 @@ from hearth.sessions.naming import next_chat_name
 from hearth.store import runs, sessions, transcript
 from hearth.store.db import MIGRATIONS, Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound, WriterClaimLost
-from hearth.store.schema import metadata
-from hearth.store.schema import sessions as sessions_table
+from hearth.store.schema import metadata, sessions as sessions_table
 
 TABLES = {"sessions", "transcript_events", "runs", "tool_calls", "audit"}
 

@@ -23,8 +23,7 @@ from hearth.tools.search import Glob, Grep, SearchLimits
 from hearth.tools.search_match import SLICE_BYTES
 from tests.engine_harness import events, make_config, make_engine, new_chat, run
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.support.tools import refusal
-from tests.support.tools import run as call
+from tests.support.tools import refusal, run as call
 
 CATASTROPHIC = r"(a+)+$"
 EVIL_LINE = "a" * 26 + "b"  # Python's re takes 2**26 steps on it: ~15 s, holding the GIL

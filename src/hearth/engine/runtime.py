@@ -38,8 +38,7 @@ from hearth.privacy.stores import protect
 from hearth.sessions.chats import DEFAULT_AGENT, Choices
 from hearth.sessions.lanes import Lanes
 from hearth.settings import Settings, overlay
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import runs as run_store, sessions as session_store
 from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
 from hearth.tools.registry import ToolRegistry

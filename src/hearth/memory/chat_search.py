@@ -23,8 +23,7 @@ from typing import Any
 from sqlalchemy import Row, String, func, or_, select
 
 from hearth import masking
-from hearth.privacy import reach
-from hearth.privacy import scope as work_scope
+from hearth.privacy import reach, scope as work_scope
 from hearth.privacy.modes import Mode, mode_of
 from hearth.store import search as search_index
 from hearth.store.db import Database

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hearth.memory.documents import INJECTED, STANDING, Documents, Signature
-from hearth.privacy import reach
-from hearth.privacy import scope as work_scope
-from hearth.store import memory as store
-from hearth.store import recall as recall_store
+from hearth.privacy import reach, scope as work_scope
+from hearth.store import memory as store, recall as recall_store
 from hearth.store.db import Database
 from hearth.store.memory import Hit, MemoryItem, Remembered
 

@@ -23,10 +23,8 @@ from anthropic.types import (
     RawMessageStartEvent,
     RawMessageStopEvent,
     RawMessageStreamEvent,
-    ToolUseBlock,
-)
-from anthropic.types import (
     TextDelta as WireTextDelta,
+    ToolUseBlock,
 )
 
 from hearth.models.body import as_body

@@ -23,8 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, event
 
-from hearth.privacy import reach
-from hearth.privacy import scope as work_scope
+from hearth.privacy import reach, scope as work_scope
 from hearth.privacy.modes import Mode, keeps_memory, reads_memory
 from hearth.store.db import Database
 from hearth.store.memory import TABLE_PREFIX

@@ -42,9 +42,7 @@ from hearth.sessions.naming import (
     name_part,
     next_chat_name,
 )
-from hearth.store import branches, transcript
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import branches, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.sessions import Position, SessionRow

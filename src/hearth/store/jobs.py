@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select, update
-from sqlalchemy import delete as sql_delete
+from sqlalchemy import Connection, delete as sql_delete, select, update
 
 from hearth.store.db import now
 from hearth.store.schema import jobs

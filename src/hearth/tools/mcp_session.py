@@ -27,8 +27,7 @@ from typing import Any, Literal, TextIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import ClientSession
-from mcp import types as mcp_types
+from mcp import ClientSession, types as mcp_types
 
 from hearth.config import McpServerConfig
 from hearth.tools.base import ToolRefused

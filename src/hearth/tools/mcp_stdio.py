@@ -23,8 +23,7 @@ from typing import Any, TextIO
 import anyio
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import StdioServerParameters
-from mcp import types as mcp_types
+from mcp import StdioServerParameters, types as mcp_types
 from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage

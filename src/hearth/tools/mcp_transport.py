@@ -21,8 +21,7 @@ from types import TracebackType
 from typing import IO, Any, Self, TextIO, cast
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp import types as mcp_types
+from mcp import ClientSession, StdioServerParameters, types as mcp_types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 

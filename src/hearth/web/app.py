@@ -20,50 +20,20 @@ from hearth.engine.runtime import Engine
 from hearth.home import Home
 from hearth.web.api import (
     approvals as approvals_api,
-)
-from hearth.web.api import (
     apps as apps_api,
-)
-from hearth.web.api import (
     branching as branching_api,
-)
-from hearth.web.api import (
     channels as channels_api,
-)
-from hearth.web.api import (
     events as events_api,
-)
-from hearth.web.api import (
     grants as grants_api,
-)
-from hearth.web.api import (
     imports as import_api,
-)
-from hearth.web.api import (
     jobs as jobs_api,
-)
-from hearth.web.api import (
     memory as memory_api,
-)
-from hearth.web.api import (
     openai as openai_api,
-)
-from hearth.web.api import (
     prompts as prompts_api,
-)
-from hearth.web.api import (
     runs as runs_api,
-)
-from hearth.web.api import (
     search as search_api,
-)
-from hearth.web.api import (
     sessions as sessions_api,
-)
-from hearth.web.api import (
     usage as usage_api,
-)
-from hearth.web.api import (
     webhook as webhook_api,
 )
 from hearth.web.http import errors, quotas
@@ -72,39 +42,17 @@ from hearth.web.http.headers import SecurityHeaders
 from hearth.web.http.limits import BodyLimit, BodyTimeout
 from hearth.web.pages import (
     agent_files as agent_files_page,
-)
-from hearth.web.pages import (
     approvals as approvals_page,
-)
-from hearth.web.pages import (
     branching as branching_page,
-)
-from hearth.web.pages import (
     chat as chat_page,
-)
-from hearth.web.pages import (
     chat_manage,
     dashboard,
-)
-from hearth.web.pages import (
     frame as shell,
-)
-from hearth.web.pages import (
     jobs as jobs_page,
-)
-from hearth.web.pages import (
     memory as memory_page,
-)
-from hearth.web.pages import (
     search as search_page,
-)
-from hearth.web.pages import (
     settings as settings_page,
-)
-from hearth.web.pages import (
     start as start_page,
-)
-from hearth.web.pages import (
     usage as usage_page,
 )
 

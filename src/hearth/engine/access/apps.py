@@ -17,10 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from hearth.errors import Refusal
-from hearth.store import apps as app_store
-from hearth.store import audit
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import apps as app_store, audit, runs as run_store, sessions as session_store
 from hearth.store.apps import AppRow
 from hearth.store.db import Database, now
 

@@ -46,10 +46,12 @@ from hearth.models.chore_runner import Owed, background_chain
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider
 from hearth.privacy.modes import keeps_memory, mode_of, restricted
-from hearth.store import owed_chores as owed_store
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import (
+    owed_chores as owed_store,
+    runs as run_store,
+    sessions as session_store,
+    transcript,
+)
 from hearth.store.db import Database
 from hearth.store.owed_chores import OwedRow
 from hearth.store.runs import RunRow

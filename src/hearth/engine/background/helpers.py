@@ -35,9 +35,7 @@ from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import NewChat
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import runs as run_store, sessions as session_store, transcript
 from hearth.store.errors import AlreadyAppended
 from hearth.store.runs import RunRow
 from hearth.store.schema import runs, sessions

@@ -35,8 +35,7 @@ from hearth.models.chore_runner import background_chain
 from hearth.models.types import Provider
 from hearth.privacy.modes import keeps_memory, mode_of
 from hearth.privacy.scope import as_work_of
-from hearth.store import sessions as session_store
-from hearth.store import summaries
+from hearth.store import sessions as session_store, summaries
 
 log = logging.getLogger(__name__)
 

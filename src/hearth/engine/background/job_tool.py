@@ -12,9 +12,7 @@ import asyncio
 from typing import Any
 
 from hearth.engine.background.jobs import MAX_MINUTES, WHAT, BadSchedule, describe, schedule
-from hearth.privacy import principal as principals
-from hearth.privacy import reach
-from hearth.privacy import scope as work_scope
+from hearth.privacy import principal as principals, reach, scope as work_scope
 from hearth.privacy.principal import Principal
 from hearth.store.db import Database
 from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, ToolRefused

@@ -25,8 +25,7 @@ from hearth.privacy.modes import mode_of
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.naming import key_for
-from hearth.store import audit
-from hearth.store import jobs as job_store
+from hearth.store import audit, jobs as job_store
 from hearth.store.db import Database, now
 from hearth.store.jobs import JobRow
 

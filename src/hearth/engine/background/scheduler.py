@@ -37,8 +37,7 @@ from hearth.privacy import principal as principals
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import ChatError
-from hearth.store import audit
-from hearth.store import jobs as job_store
+from hearth.store import audit, jobs as job_store
 from hearth.store.db import Database
 from hearth.store.jobs import JobRow
 

@@ -19,10 +19,13 @@ from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import message_frame
 from hearth.errors import Refusal
-from hearth.store import approvals as approval_store
-from hearth.store import channels as channel_store
-from hearth.store import deliveries, transcript
-from hearth.store import sessions as session_store
+from hearth.store import (
+    approvals as approval_store,
+    channels as channel_store,
+    deliveries,
+    sessions as session_store,
+    transcript,
+)
 from hearth.store.channels import LinkRow, Relinked
 from hearth.store.deliveries import DeliveryRow
 

@@ -23,9 +23,7 @@ from hearth.engine.delivery.events import Bus, message_frame
 from hearth.errors import Refusal
 from hearth.faults import crash_point
 from hearth.privacy.principal import Principal
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
-from hearth.store import steers, transcript
+from hearth.store import runs as run_store, sessions as session_store, steers, transcript
 from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 

@@ -29,8 +29,7 @@ from hearth.privacy import principal as principals
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import NewChat
-from hearth.store import channels as channel_store
-from hearth.store import sessions as session_store
+from hearth.store import channels as channel_store, sessions as session_store
 from hearth.store.transcript import EventRow
 
 if TYPE_CHECKING:

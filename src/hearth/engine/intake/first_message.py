@@ -25,8 +25,7 @@ from hearth.faults import crash_point
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import ChatError, NewChat
-from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import sessions as session_store, transcript
 from hearth.store.sessions import SessionRow
 from hearth.store.transcript import EventRow
 

@@ -46,8 +46,7 @@ from hearth.errors import Refusal
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import DEFAULT_AGENT, ChatError, NewChat
-from hearth.store import runs as run_store
-from hearth.store import transcript
+from hearth.store import runs as run_store, transcript
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
 

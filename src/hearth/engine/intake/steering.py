@@ -36,8 +36,7 @@ from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.state import Turn
 from hearth.faults import crash_point
 from hearth.models.types import Message
-from hearth.store import runs as run_store
-from hearth.store import steers, transcript
+from hearth.store import runs as run_store, steers, transcript
 from hearth.store.transcript import EventRow
 
 SETTLED_META = {"finish_reason": "incomplete", "partial": True, "cut_off": "steered"}

@@ -26,9 +26,7 @@ from hearth.privacy import principal as principals
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
-from hearth.store import audit, branches, transcript
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import audit, branches, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow

@@ -19,9 +19,7 @@ from sqlalchemy import Connection
 
 from hearth.engine.reads.views import iso, sendable_text
 from hearth.errors import Refusal
-from hearth.store import search as index
-from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import search as index, sessions as session_store, transcript
 from hearth.store.db import Database
 
 MAX_QUERY_CHARS = index.MAX_QUERY_CHARS

@@ -9,9 +9,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.turn.approvals import approval_view
-from hearth.store import approvals
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import approvals, runs as run_store, sessions as session_store
 from hearth.store.db import Database
 
 

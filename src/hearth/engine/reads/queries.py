@@ -9,9 +9,7 @@ from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Frame, done_frame, message_frame
 from hearth.engine.reads.views import run_view
-from hearth.store import ledger, transcript
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import ledger, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.transcript import EventRow

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from hearth.store import approvals, transcript
-from hearth.store import sessions as session_store
+from hearth.store import approvals, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
 

@@ -24,8 +24,7 @@ from hearth.engine.delivery.events import Bus
 from hearth.engine.reads.views import sendable
 from hearth.engine.turn.approval_preview import preview
 from hearth.errors import Refusal
-from hearth.privacy import principal as principals
-from hearth.privacy import reach
+from hearth.privacy import principal as principals, reach
 from hearth.privacy.modes import mode_of
 from hearth.store import approvals, audit, sessions, transcript
 from hearth.store.approvals import ApprovalRow

@@ -19,9 +19,7 @@ from sqlalchemy import Connection
 from hearth.engine.delivery.events import Bus, done_frame, message_frame
 from hearth.masking import mask
 from hearth.models.registry import NO_MODEL_SENTENCE
-from hearth.store import approvals, transcript
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
+from hearth.store import approvals, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound
 from hearth.store.transcript import EventRow

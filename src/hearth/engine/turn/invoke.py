@@ -24,8 +24,7 @@ from hearth.models.types import ToolCall
 from hearth.privacy.principal import Principal
 from hearth.privacy.scope import as_work_of
 from hearth.sessions import chats
-from hearth.store import audit, ledger
-from hearth.store import runs as run_store
+from hearth.store import audit, ledger, runs as run_store
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
 from hearth.tools import policy

@@ -47,8 +47,7 @@ from hearth.models.types import (
     ToolCall,
     ToolSpec,
 )
-from hearth.store import ledger
-from hearth.store import runs as run_store
+from hearth.store import ledger, runs as run_store
 
 NOT_RUN_LIMIT = "Not run: the turn reached its tool call limit (limits.max_tool_calls_per_turn)."
 BRIEF_NOTE = (

@@ -22,8 +22,7 @@ from hearth.engine.turn import endings
 from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.state import Turn
 from hearth.models.types import ToolCall
-from hearth.store import approvals, ledger, transcript
-from hearth.store import runs as run_store
+from hearth.store import approvals, ledger, runs as run_store, transcript
 from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 

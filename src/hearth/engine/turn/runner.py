@@ -34,9 +34,7 @@ from hearth.models.registry import Candidate, ModelRegistry
 from hearth.models.types import Message, Provider, ToolCall
 from hearth.privacy.scope import answered_by, as_work_of
 from hearth.sessions import folders
-from hearth.store import runs as run_store
-from hearth.store import sessions as session_store
-from hearth.store import transcript
+from hearth.store import runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.errors import WriterClaimLost
 from hearth.store.runs import RunRow

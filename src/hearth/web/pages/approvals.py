@@ -27,8 +27,7 @@ from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
-from hearth.web.pages.chat import DECISIONS
-from hearth.web.pages.chat import _prefix as always_scope
+from hearth.web.pages.chat import DECISIONS, _prefix as always_scope
 from hearth.web.pages.frame import page
 from hearth.web.pages.ui import csrf_of, form_of, shown_name, templates
 

@@ -23,8 +23,7 @@ from hearth.web.api.events import MAX_SEQ, sse, stream_response
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import PrincipalDep
-from hearth.web.pages import branching as branching_page
-from hearth.web.pages import channels_view
+from hearth.web.pages import branching as branching_page, channels_view
 from hearth.web.pages.frame import agent_names, page
 from hearth.web.pages.turn_view import chat_state, frame_html, page_items
 from hearth.web.pages.ui import csrf_of, form_of

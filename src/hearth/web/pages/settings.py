@@ -32,8 +32,7 @@ from hearth.models.probe import probe
 from hearth.settings import Settings, SettingsError
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
-from hearth.web.pages import channels_view
-from hearth.web.pages import settings_forms as forms
+from hearth.web.pages import channels_view, settings_forms as forms
 from hearth.web.pages.frame import page
 from hearth.web.pages.settings_forms import Invalid
 from hearth.web.pages.ui import form_of
