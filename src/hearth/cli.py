@@ -209,7 +209,7 @@ def tools_explain(
     agent: Annotated[str, typer.Option(help="The agent whose tools to explain")] = "default",
 ) -> None:
     """Print the tools an agent has, and why each is in or out (built-in and MCP)."""
-    from hearth.engine.background.helpers import SpawnHelpers
+    from hearth.engine.background.helper_agents import SpawnHelpers
     from hearth.engine.background.job_tool import JOB_TOOL_NAMES
     from hearth.memory.tools import MEMORY_TOOL_NAMES
     from hearth.tools import policy

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hearth.engine.background import helpers
+from hearth.engine.background import helper_agents
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.faults import fail_point
@@ -270,7 +270,7 @@ def test_memory_filed_under_the_chat_alone_goes_and_shared_memory_stays(
 async def _chat_with_a_helper(engine: Engine, memory_mode: str) -> tuple[str, str]:
     """A chat in `memory_mode` and one helper it started (its task admitted, not yet run)."""
     parent = (await chats.open_chat(engine.db, memory_mode=memory_mode)).session.key
-    batch = await engine.db.writing(helpers._start_in, parent, "run-asking", ["a task"],
+    batch = await engine.db.writing(helper_agents._start_in, parent, "run-asking", ["a task"],
                                     engine.config.limits)
     return parent, batch.started[0].key
 

@@ -1,7 +1,7 @@
-"""Helpers (`spawn_helpers`, `engine.background.helpers`): a chat hands tasks to chats of their own
-that work in the background; work that ran reports back as a message that starts the parent's next
-turn after the asking one; a helper the owner stopped starts none, and the parent's model is
-told how it ended; a batch past the limit starts what fits; depth is limited; a declined
+"""Helpers (`spawn_helpers`, `engine.background.helper_agents`): a chat hands tasks to chats of
+their own that work in the background; work that ran reports back as a message that starts the
+parent's next turn after the asking one; a helper the owner stopped starts none, and the parent's
+model is told how it ended; a batch past the limit starts what fits; depth is limited; a declined
 start starts nothing."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hearth.engine.background import helpers
+from hearth.engine.background import helper_agents
 from hearth.engine.turn import endings
 from hearth.engine.turn.context import HELPER_FENCE
 from hearth.sessions import chats
@@ -146,7 +146,7 @@ def test_a_report_a_crash_left_unsent_is_sent_at_the_next_start(
 
     async def body() -> list[str]:
         parent = (await chats.open_chat(engine.db, trust="trusted")).session.key
-        batch = await engine.db.writing(helpers._start_in, parent, "run-asking", ["a task"],
+        batch = await engine.db.writing(helper_agents._start_in, parent, "run-asking", ["a task"],
                                         engine.config.limits)
         [started] = batch.started
         await engine.db.writing(run_store.mark_running, started.run_id)
@@ -167,8 +167,8 @@ def test_a_restricted_chats_helper_is_titled_by_its_mode_never_its_task() -> Non
     """Failed before: an Incognito or Temporary chat's helper was titled with its task's
     words, shown in lists and kept in the title column."""
     task = "find the quokkaxylophonz receipts"
-    assert helpers.helper_title("persistent", task) == f"Helper: {task}"
+    assert helper_agents.helper_title("persistent", task) == f"Helper: {task}"
     for mode in ("incognito", "temporary", "something unreadable"):
-        title = helpers.helper_title(mode, task)
+        title = helper_agents.helper_title(mode, task)
         assert "quokka" not in title and title.endswith("helper"), title
-    assert helpers.helper_title("incognito", task) == "Incognito chat: helper"
+    assert helper_agents.helper_title("incognito", task) == "Incognito chat: helper"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hearth.config import Config
-from hearth.engine.background import helpers, idle_summaries
+from hearth.engine.background import helper_agents, idle_summaries
 from hearth.engine.background.chores import Chores
 from hearth.engine.background.scheduler import Scheduler
 from hearth.engine.delivery.events import Bus
@@ -97,7 +97,7 @@ class Engine:
         self._summarizer: asyncio.Task[None] | None = None
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
-        tools.add(helpers.SpawnHelpers(self))
+        tools.add(helper_agents.SpawnHelpers(self))
 
     def adopt(self, kept: Settings) -> list[str]:
         """Make the dashboard's kept settings the snapshot the next turn runs from: laid over
@@ -132,8 +132,8 @@ class Engine:
         for session_key in waiting:
             self.lanes.dispatch(session_key)
         self.accepting = True
-        self.bus.tap(helpers.heard(self, self._reports))  # a helper's end is told its chat
-        await helpers.sweep(self)  # and any a crash left untold
+        self.bus.tap(helper_agents.heard(self, self._reports))  # a helper's end is told its chat
+        await helper_agents.sweep(self)  # and any a crash left untold
         self._sweeper = asyncio.create_task(
             deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
             name="sweep:temporary")

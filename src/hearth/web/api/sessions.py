@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from starlette.background import BackgroundTask
 
 from hearth.engine.access import apps
-from hearth.engine.background import helpers
+from hearth.engine.background import helper_agents
 from hearth.engine.delivery import outbox
 from hearth.engine.operations.export import export_chat
 from hearth.engine.reads.views import message_view, session_view
@@ -122,7 +122,7 @@ async def get_session(
         "running": current is not None,
         "run_id": current.run_id if current else None,
         "link": outbox.link_view(await outbox.link_of(engine, key)),  # where it answers
-        "helpers": await helpers.helpers_of(engine, key),  # the chats it handed work to
+        "helpers": await helper_agents.helpers_of(engine, key),  # the chats it handed work to
     }
 
 
@@ -214,7 +214,7 @@ async def stop_session(key: str, engine: EngineDep,
     stopped = await engine.stop(key)
     if body is None or not body.helpers:
         return {"stopped": stopped}
-    working = [h["key"] for h in await helpers.helpers_of(engine, key) if h["working"]]
+    working = [h["key"] for h in await helper_agents.helpers_of(engine, key) if h["working"]]
     return {"stopped": stopped, "helpers_stopped": [
         run for run in [await engine.stop(helper) for helper in working] if run]}
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
-from hearth.engine.background import helpers
+from hearth.engine.background import helper_agents
 from hearth.engine.reads import activity
 from hearth.engine.reads.views import message_view
 from hearth.engine.runtime import Engine
@@ -70,7 +70,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                       running=state.running if before is None else None,
                       models=engine.deps.models.ids(), agents=agent_names(engine),
                       link=await channels_view.link_of(engine, key),  # where it answers
-                      helpers=await helpers.helpers_of(engine, key),  # the work it handed on
+                      helpers=await helper_agents.helpers_of(engine, key),  # the work it handed on
                       channels=channels_view.rows(request),
                       page_note=PAGE_NOTES.get(note or ""),
                       message_id=uuid.uuid4().hex)  # a form sent twice is one message
@@ -117,7 +117,7 @@ async def send(request: Request, key: str, engine: EngineDep,
 async def stop(request: Request, key: str, engine: EngineDep) -> Response:
     stopped = await engine.stop(key)
     if (await form_of(request)).get("helpers"):  # "and its helpers at work" was ticked
-        for helper in await helpers.helpers_of(engine, key):
+        for helper in await helper_agents.helpers_of(engine, key):
             if helper["working"]:
                 await engine.stop(helper["key"])
     return _back(request, key, {"stopped": stopped})
