@@ -24,20 +24,22 @@ APP_MARK = "~"  # between an app's name and a name it gave: `zapier~inbox`
 _CHAT_NAME = re.compile(r"^chat-(\d+)-(\d+)$")
 
 
+def namespace(app: str | None) -> str:
+    """What the keys of `app`'s chats begin with (`<app>~`); nothing for the owner's."""
+    return "" if app is None else app + APP_MARK
+
+
 def key_for(name: str, app: str | None) -> str:
     """The key of the chat `name` names for whoever gives it: the owner's name itself; for
     an app, the name in its own namespace (a key it was handed back, `<app>~…`, is itself)."""
-    if app is None:
-        return name
-    prefix = app + APP_MARK
+    prefix = namespace(app)
     return name if name.startswith(prefix) else prefix + name
 
 
 def name_part(name: str, app: str | None) -> str:
     """What of `name` is the name itself, to check against `NAME_PATTERN` (an app may give
     back the key it was handed)."""
-    prefix = (app or "") + APP_MARK
-    return name.removeprefix(prefix) if app is not None else name
+    return name.removeprefix(namespace(app))
 
 
 def chat_number_of(key: str) -> int | None:

@@ -24,7 +24,7 @@ from hearth.privacy import reach
 from hearth.privacy.modes import mode_of
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
-from hearth.sessions.naming import key_for
+from hearth.sessions.naming import namespace
 from hearth.store import audit, jobs as job_store
 from hearth.store.db import Database, now
 from hearth.store.jobs import JobRow
@@ -109,7 +109,7 @@ def schedule(db: Database, *, prompt: object, request: dict[str, object], made_b
                             every_seconds=planned.every_seconds, made_by=made_by,
                             cron=planned.cron, timezone=planned.timezone,
                             missed=planned.missed, principal=principal.encode(),
-                            chat_prefix=key_for("", principal.app))
+                            chat_prefix=namespace(principal.app))
         audit.write(conn, "job.created", actor=actor,
                     session_key=None if made_by == "owner" else made_by, run_id=run_id,
                     detail={"job": job.id, "every_seconds": planned.every_seconds,

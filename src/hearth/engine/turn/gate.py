@@ -106,13 +106,12 @@ async def _ask_for_other(turn: CallScope, position: int, call: ToolCall,
                          effect: str) -> str | None:
     """A call made on someone else's behalf: never on trust or a grant. The owner is asked,
     or, where nobody can answer, it is refused."""
-    if turn.run.kind in UNATTENDED_KINDS:
-        shown = turn.principal.shown()
+    if turn.run.kind in UNATTENDED_KINDS:  # (a helper's report, the owner's, is a chat's run)
         await _audit(turn, call, "refused", "unattended",
                      "it runs for someone else and nobody can answer for this turn", effect)
         return (f"{call.name} may change something, and this {WHOSE[turn.run.kind]} turn runs "
-                f"for {'a helper report' if shown == 'you' else shown}: only the owner may "
-                "allow such a call, and nobody can answer for this turn, so it was not run.")
+                f"for {turn.principal.shown()}: only the owner may allow such a call, and nobody "
+                "can answer for this turn, so it was not run.")
     return await _ask_owner(turn, position, call, effect, shown_target(call.arguments))
 
 
