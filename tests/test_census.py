@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.support.census import SRC, sources
+from tests.support.census import SRC, found_by
 
 ADAPTERS = {"models/openai_compat.py", "models/anthropic_provider.py"}
 GUARD = "models/guard.py"
@@ -53,9 +53,7 @@ def test_detector_finds_a_planted_direct_model_call() -> None:
 
 
 def test_every_model_call_goes_through_the_guard() -> None:
-    violations = [v for name, tree in sources().items()
-                  for v in model_calls_outside_the_guard(name, tree)]
-    assert violations == []
+    assert found_by(model_calls_outside_the_guard) == []
 
 
 def guard_calls_without_a_purpose(name: str, tree: ast.Module) -> list[str]:
@@ -83,9 +81,7 @@ def test_detector_finds_a_guard_call_without_a_purpose() -> None:
 
 
 def test_every_guarded_call_names_its_purpose() -> None:
-    violations = [v for name, tree in sources().items()
-                  for v in guard_calls_without_a_purpose(name, tree)]
-    assert violations == []
+    assert found_by(guard_calls_without_a_purpose) == []
 
 
 def test_the_guard_records_every_stream_it_opens() -> None:
@@ -140,6 +136,4 @@ def test_detector_finds_a_promise_written_without_sync() -> None:
 
 
 def test_every_promise_is_synced_before_it_is_relied_on() -> None:
-    violations = [v for name, tree in sources().items()
-                  for v in promises_written_without_sync(name, tree)]
-    assert violations == []
+    assert found_by(promises_written_without_sync) == []

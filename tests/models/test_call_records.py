@@ -28,7 +28,7 @@ from hearth.privacy.scope import as_work_of
 from hearth.store.db import Database
 from hearth.store.schema import model_calls
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.support.dashboard import dashboard
+from tests.support.dashboard import api_turn, dashboard
 from tests.support.models import priced_config
 from tests.support.store import migrated
 
@@ -50,14 +50,6 @@ def _chat(client: TestClient, **body: Any) -> str:
     made = client.post("/api/sessions", json=body)
     assert made.status_code == 201, made.text
     return str(made.json()["key"])
-
-
-def _turn(client: TestClient, key: str, words: str) -> dict[str, Any]:
-    run = client.post(f"/api/sessions/{key}/messages", json={"text": words})
-    assert run.status_code == 202, run.text
-    ended: dict[str, Any] = client.get(f"/api/runs/{run.json()['run_id']}/wait",
-                                       params={"timeout": 20}).json()
-    return ended
 
 
 CHORES = ("title", "learning", "compaction", "summary")  # run after a turn, on their own
@@ -83,7 +75,7 @@ def test_a_turn_writes_one_row_per_model_call(
     model_server.push(Reply(tool_calls=[Call("list_dir", {"path": "."})], usage=(100, 20)),
                       Reply(text="Here is what I found.", usage=(300, 40)))
     key = _chat(client)
-    assert _turn(client, key, f"list it, {SECRET}")["status"] == "complete"
+    assert api_turn(client, key, f"list it, {SECRET}")["status"] == "complete"
     rows = _rows(_db(client), 2)
     assert [(r["purpose"], r["outcome"], r["model_id"], r["provider"]) for r in rows] == [
         ("turn", "ok", "priced", "openai")] * 2
@@ -99,7 +91,7 @@ def test_deleting_a_chat_keeps_its_calls_figures_but_not_its_name(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="Noted.", usage=(10, 2)))
     key = _chat(client, name="my-secret-project")
-    assert _turn(client, key, "hello")["status"] == "complete"
+    assert api_turn(client, key, "hello")["status"] == "complete"
     assert [r["session_key"] for r in _rows(_db(client), 1)] == [key]
     assert client.delete(f"/api/sessions/{key}").status_code == 200
     rows = _rows(_db(client))
@@ -110,7 +102,7 @@ def test_deleting_a_chat_keeps_its_calls_figures_but_not_its_name(
 def test_a_failed_call_is_recorded_failed(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(*[Reply(status=500) for _ in range(3)])
-    ended = _turn(client, _chat(client), "hello")
+    ended = api_turn(client, _chat(client), "hello")
     assert ended["status"] == "error"
     rows = _rows(_db(client), 1)
     assert rows and {r["outcome"] for r in rows} == {"failed"}
@@ -121,7 +113,7 @@ def test_a_failed_call_is_recorded_failed(
 def test_a_stream_cut_mid_answer_is_recorded_cut_off(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="one two three four five six", chunks=6, cut_after=3))
-    _turn(client, _chat(client), "hello")
+    api_turn(client, _chat(client), "hello")
     rows = _rows(_db(client), 1)
     assert [r["outcome"] for r in rows][:1] == ["cut_off"]
     assert rows[0]["tokens_in"] == 0 and rows[0]["cost_usd"] == 0.0
@@ -132,7 +124,7 @@ def test_an_incognito_chats_call_keeps_no_chat_and_no_text(
     for mode in ("incognito", "temporary"):
         model_server.push(Reply(text=f"the zebra answer {mode}", usage=(11, 3)))
         key = _chat(client, memory_mode=mode)
-        assert _turn(client, key, SECRET)["status"] == "complete"
+        assert api_turn(client, key, SECRET)["status"] == "complete"
     rows = _rows(_db(client), 2)
     assert [r["session_key"] for r in rows] == [None, None]
     assert "zebra" not in repr(rows) and "passphrase" not in repr(rows)
@@ -143,7 +135,7 @@ def test_an_unpriced_models_call_has_no_cost_and_reads_unpriced(
     model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
     config = priced_config(model_server, background=["plain"])
     with dashboard(tmp_path / "home", config, csrf=True) as client:
-        assert _turn(client, _chat(client, model="plain"), "hi")["status"] == "complete"
+        assert api_turn(client, _chat(client, model="plain"), "hi")["status"] == "complete"
         [row] = _rows(_db(client), 1)
         assert row["model_id"] == "plain" and row["cost_usd"] is None
         page = client.get("/usage").text  # its chores' calls on the unpriced model too
@@ -170,7 +162,7 @@ def test_a_learning_chores_call_is_recorded_as_learning(
         model_server.push_chore(Reply(text='{"items": []}', usage=(60, 5)), model="m-plain")
     with dashboard(tmp_path / "home", config, csrf=True) as client:
         key = _chat(client)
-        assert _turn(client, key, "I like tea")["status"] == "complete"
+        assert api_turn(client, key, "I like tea")["status"] == "complete"
         deadline = time.monotonic() + 10
         rows = _rows(_db(client), chores=True)
         while not any(r["purpose"] == "learning" for r in rows):
@@ -191,9 +183,9 @@ def test_usage_api_and_page_add_up_the_rows(
     model_server.push(Reply(text="first", usage=(1000, 500)), Reply(status=500),
                       Reply(text="third", usage=(200, 100)), model="m-priced")
     key = _chat(client)
-    _turn(client, key, "one")
-    _turn(client, key, "two")
-    _turn(client, key, "three")
+    api_turn(client, key, "one")
+    api_turn(client, key, "two")
+    api_turn(client, key, "three")
     turns = _rows(_db(client), 3)
     rows = _rows(_db(client), 6, chores=True)  # and the chores': a title, learning twice
     assert len(rows) == 6, rows

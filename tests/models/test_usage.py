@@ -25,7 +25,7 @@ from hearth.store.model_calls import CallRow, insert_call
 from hearth.store.schema import model_calls
 from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.support.dashboard import INLINE_SCRIPT, dashboard, main_of
+from tests.support.dashboard import INLINE_SCRIPT, api_turn, dashboard, main_of
 from tests.support.models import priced_config
 from tests.support.store import migrated
 
@@ -43,14 +43,6 @@ def client(tmp_path: Path, model_server: ScriptedModelServer) -> Iterator[TestCl
 
 def _db(client: TestClient) -> Database:
     return client.app.state.engine.db  # type: ignore[attr-defined]
-
-
-def _turn(client: TestClient, key: str, words: str) -> dict[str, Any]:
-    run = client.post(f"/api/sessions/{key}/messages", json={"text": words})
-    assert run.status_code == 202, run.text
-    ended: dict[str, Any] = client.get(f"/api/runs/{run.json()['run_id']}/wait",
-                                       params={"timeout": 20}).json()
-    return ended
 
 
 def _chat(client: TestClient, **body: Any) -> str:
@@ -86,8 +78,8 @@ def test_a_priced_models_turns_add_up_in_the_store_and_on_the_page(
     model_server.push(Reply(text="first answer", usage=(1000, 500)),
                       Reply(text="second answer", usage=(200, 100)))
     key = _chat(client)
-    assert _turn(client, key, "one")["status"] == "complete"
-    assert _turn(client, key, "two")["status"] == "complete"
+    assert api_turn(client, key, "one")["status"] == "complete"
+    assert api_turn(client, key, "two")["status"] == "complete"
     with _db(client).read() as conn:
         [total] = usage_store.by_model(conn, usage_store.day_of(now()))
     assert (total.key, total.calls, total.tokens_in, total.tokens_out) == ("priced", 2, 1200, 600)
@@ -103,7 +95,7 @@ def test_a_model_without_prices_shows_unpriced_never_free(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
     key = _chat(client, model="plain")
-    assert _turn(client, key, "hello")["status"] == "complete"
+    assert api_turn(client, key, "hello")["status"] == "complete"
     [row] = _rows(client)
     assert row["model_id"] == "plain" and row["cost_usd"] is None
     assert (row["calls"], row["tokens_in"], row["tokens_out"]) == (1, 40, 7)
@@ -115,7 +107,7 @@ def test_a_model_without_prices_shows_unpriced_never_free(
 def test_two_models_on_two_days_both_appear_and_older_days_do_not(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="today", usage=(300, 30)))
-    assert _turn(client, _chat(client), "hi")["status"] == "complete"
+    assert api_turn(client, _chat(client), "hi")["status"] == "complete"
     yesterday = now() - DAY
     with _db(client).write() as conn:
         _call(conn, "plain", 50, 5, None, yesterday)
@@ -147,7 +139,7 @@ def test_an_incognito_or_temporary_turn_is_counted_with_no_chat_or_text(
     for mode in ("incognito", "temporary"):
         model_server.push(Reply(text=f"secret reply {mode}", usage=(11, 3)))
         key = _chat(client, memory_mode=mode)
-        assert _turn(client, key, f"my secret {mode} passphrase")["status"] == "complete"
+        assert api_turn(client, key, f"my secret {mode} passphrase")["status"] == "complete"
         row = _rows(client)[-1]
         values = " ".join(str(v) for v in row.values())
         assert key not in values and "secret" not in values and "passphrase" not in values
@@ -156,13 +148,13 @@ def test_an_incognito_or_temporary_turn_is_counted_with_no_chat_or_text(
     assert [(r["calls"], r["tokens_in"], r["tokens_out"]) for r in rows] == [(1, 11, 3)] * 2
 
 
-def test_a_failed_usage_write_never_ends_the_turn(
+def test_a_failed_usage_write_never_ends_theapi_turn(
         client: TestClient, model_server: ScriptedModelServer,
         caplog: pytest.LogCaptureFixture) -> None:
     with _db(client).write() as conn:
         conn.execute(text("DROP TABLE model_calls"))
     model_server.push(Reply(text="still answered", usage=(5, 5)))
-    ended = _turn(client, _chat(client), "the private words")
+    ended = api_turn(client, _chat(client), "the private words")
     assert ended["status"] == "complete"
     deadline = time.monotonic() + 5
     while not [r for r in caplog.records if r.name == "hearth.models.calls"]:
@@ -178,7 +170,7 @@ def test_the_chart_is_inline_svg_with_a_name_and_no_inline_style(
     empty = main_of(client.get("/usage").text)
     assert "No model calls in the last 30 days" in empty and "<svg" not in empty
     model_server.push(Reply(text="x", usage=(100, 50)))
-    assert _turn(client, _chat(client), "hi")["status"] == "complete"
+    assert api_turn(client, _chat(client), "hi")["status"] == "complete"
     whole = client.get("/usage", params={"days": 7}).text
     page = main_of(whole)
     svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.support.census import sources
+from tests.support.census import found_by
 
 AUTHENTICATE = {"web/http/auth.py", "engine/intake/channel_inbound.py", "privacy/principal.py"}
 PRINCIPAL_MODULE = "hearth.privacy.principal"
@@ -83,11 +83,8 @@ def test_detector_finds_a_reader_that_decides_who_from_the_chat() -> None:
 
 
 def test_only_the_authenticating_places_name_the_owner() -> None:
-    violations = [v for name, tree in sources().items() for v in owner_decided(name, tree)]
-    assert violations == []
+    assert found_by(owner_decided) == []
 
 
 def test_the_readers_of_who_acts_read_the_principal() -> None:
-    violations = [v for name, tree in sources().items()
-                  for v in who_read_elsewhere(name, tree)]
-    assert violations == []
+    assert found_by(who_read_elsewhere) == []

@@ -16,7 +16,7 @@ from hearth.privacy.scope import ScopeCarryingExecutor, as_work_of, install_defa
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import make_config, make_engine, run, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.support.census import sources
+from tests.support.census import found_by
 
 ALLOWED_POOL_HOME = "threads.py"
 
@@ -87,10 +87,7 @@ def test_census_detector_finds_a_planted_plain_pool() -> None:
 
 
 def test_census_no_plain_pool_anywhere_in_the_gateway() -> None:
-    violations = []
-    for name, tree in sources().items():
-        violations += plain_pools(name, tree)
-    assert violations == []
+    assert found_by(plain_pools) == []
 
 
 class ScopeProbe:

@@ -1,7 +1,8 @@
 """The dashboard as the tests drive it. In process: `dashboard`, the gateway's app on a home
 under Starlette's TestClient, and signing that client in as a browser would (`sign_in`: the
 cookie and the CSRF token the page would carry; `bearer`, the API's header). Over real HTTP:
-`Page`, a signed-in browser's view of a running gateway. And `main_of`, a page's own part."""
+`Page`, a signed-in browser's view of a running gateway. And `main_of`, a page's own part;
+`api_turn`, one message sent over the in-process API and its run waited for."""
 
 from __future__ import annotations
 
@@ -45,6 +46,16 @@ def token_of(client: TestClient) -> str:
 def bearer(client: TestClient) -> dict[str, str]:
     """The API's auth header for the in-process gateway's token."""
     return {"Authorization": f"Bearer {token_of(client)}"}
+
+
+def api_turn(client: TestClient, key: str, words: str) -> dict[str, Any]:
+    """`words` sent to chat `key` over the API (the client's own headers); the run's view once
+    it has ended (or after 20 s)."""
+    sent = client.post(f"/api/sessions/{key}/messages", json={"text": words})
+    assert sent.status_code == 202, sent.text
+    ended: dict[str, Any] = client.get(f"/api/runs/{sent.json()['run_id']}/wait",
+                                       params={"timeout": 20}).json()
+    return ended
 
 
 def main_of(page: str) -> str:

@@ -1,6 +1,8 @@
 """Tools in tests: `run` (one call of a tool, run to its end) and `refusal` (the sentence a tool
-refuses a call with); and a tool a test hands the engine, `Hook`, which runs a Python callable
-when the model calls it (takes the model server down, say), with the effect it declares."""
+refuses a call with); `SECRET`, what the `outside` fixture's file (tests/tools/conftest.py)
+holds, in a folder beside the workspace no tool may read or change; and a tool a test hands
+the engine, `Hook`, which runs a Python callable when the model calls it (takes the model
+server down, say), with the effect it declares."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import Any
 import pytest
 
 from hearth.tools.base import Effect, Placed, Tool, ToolContext, ToolOutcome, ToolRefused
+
+SECRET = "the secret outside TODO\n"  # TODO: what a grep would find there
 
 
 def run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:

@@ -25,6 +25,7 @@ from hearth.tools.mcp_client import McpServers
 from hearth.tools.web import WebFetch
 from hearth.tools.web_text import html_to_text
 from tests.gateway import free_port
+from tests.support.polling import loop_lags
 from tests.support.web_site import Site, context, fetch
 
 T = TypeVar("T")
@@ -139,24 +140,15 @@ def test_html_that_the_parser_chokes_on_is_left_out_off_the_loop(tmp_path: Path,
     time, and what cannot be parsed is left out with a note."""
     site.routes["/choke"] = (200, {"Content-Type": "text/html"},
                              b"<title>T</title><p>kept</p>" + b"<!" * 1_000_000)
-    lags: list[float] = []
 
-    async def both() -> ToolOutcome:
-        async def tick() -> None:
-            while True:
-                due = time.monotonic() + 0.02
-                await asyncio.sleep(0.02)
-                lags.append(time.monotonic() - due)
-
-        ticker = asyncio.create_task(tick())
-        try:
-            return await WebFetch().run({"url": site.url("/choke")},
-                                        context(tmp_path, max_bytes=3 * MB, timeout=30))
-        finally:
-            ticker.cancel()
+    async def both() -> tuple[ToolOutcome, list[float]]:
+        async with loop_lags() as lags:
+            outcome = await WebFetch().run({"url": site.url("/choke")},
+                                           context(tmp_path, max_bytes=3 * MB, timeout=30))
+        return outcome, lags
 
     began = time.monotonic()
-    outcome = asyncio.run(both())
+    outcome, lags = asyncio.run(both())
     assert time.monotonic() - began < 10
     assert outcome.output.startswith("T\n\nkept")
     assert outcome.output.endswith("[the rest of the page was left out: it is not well-formed "

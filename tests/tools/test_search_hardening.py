@@ -23,6 +23,7 @@ from hearth.tools.search import Glob, Grep, SearchLimits
 from hearth.tools.search_match import SLICE_BYTES
 from tests.engine_harness import events, make_config, make_engine, new_chat, run
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.support.polling import loop_lags
 from tests.support.tools import refusal, run as call
 
 CATASTROPHIC = r"(a+)+$"
@@ -90,18 +91,9 @@ def test_the_event_loop_keeps_answering_while_a_turn_greps(
     async def body() -> tuple[float, dict[str, Any], list[Any]]:
         await engine.start()
         key = new_chat(engine)
-        lags: list[float] = []
-
-        async def tick() -> None:
-            while True:
-                due = time.monotonic() + 0.02
-                await asyncio.sleep(0.02)
-                lags.append(time.monotonic() - due)
-
-        ticker = asyncio.create_task(tick())
-        admitted = await engine.send(key, "find it", principal=OWNER)
-        await engine.bus.wait_run(admitted.run_id, 60)
-        ticker.cancel()
+        async with loop_lags() as lags:
+            admitted = await engine.send(key, "find it", principal=OWNER)
+            await engine.bus.wait_run(admitted.run_id, 60)
         view = await queries.run_status(engine.db, admitted.run_id)
         rows = events(engine, key)
         await engine.close()

@@ -13,18 +13,7 @@ import pytest
 from hearth.tools.base import Tool, ToolContext, ToolRefused, check_arguments
 from hearth.tools.files import ListDir, ReadFile, WriteFile
 from hearth.tools.shell import Shell
-from tests.support.tools import refusal, run
-
-SECRET = "the secret outside\n"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A folder next to the workspace holding a file no tool may read or change."""
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "secret.txt").write_text(SECRET)
-    return folder
+from tests.support.tools import SECRET, refusal, run
 
 
 def snapshot(folder: Path) -> dict[str, bytes | None]:

@@ -14,18 +14,7 @@ import pytest
 from hearth.tools.base import ToolContext, ToolOutcome
 from hearth.tools.edit import EditFile
 from hearth.tools.search import MAX_GLOB_RESULTS, MAX_GREP_MATCHES, Glob, Grep
-from tests.support.tools import refusal, run
-
-SECRET = "the secret outside TODO\n"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A folder next to the workspace holding a file no tool may read or change."""
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "secret.txt").write_text(SECRET)
-    return folder
+from tests.support.tools import SECRET, refusal, run
 
 
 def edit(ctx: ToolContext, path: str, old: str, new: str, **more: Any) -> ToolOutcome:
