@@ -6,7 +6,6 @@ desktop and a 390 px phone, light and dark, into test-artifacts/."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -16,37 +15,9 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
+from tests.support.browser import Shot, shots  # noqa: E402
 
-Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
-
-
-def _theme(page: Page, gateway: Gateway, theme: str) -> None:
-    page.context.add_cookies([{"name": "hearth_theme", "value": theme, "url": gateway.url}])
-
-
-def _fits_a_phone(page: Page, what: str) -> None:
-    width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE["width"], f"{what} is {width} px wide on a 390 px phone"
-
-
-def _shots(page: Page, gateway: Gateway, shot: Shot, path: str, name: str,
-           selector: str | None = None) -> None:
-    for theme in ("light", "dark"):
-        _theme(page, gateway, theme)
-        for size, suffix in ((DESKTOP, ""), (PHONE, "-phone")):
-            page.set_viewport_size(size)
-            page.goto(f"{gateway.url}{path}")  # a new document: the theme is read
-            if size is PHONE:
-                _fits_a_phone(page, path)
-            if selector is None:
-                shot(page, f"{name}{suffix}-{theme}")
-            else:
-                page.locator(selector).screenshot(path=str(shot(page, f"{name}{suffix}-{theme}")))
-    _theme(page, gateway, "light")
-    page.set_viewport_size(DESKTOP)
 
 
 def test_settings_list_apps_and_revoke_refuses_the_token_at_once(
@@ -75,7 +46,7 @@ def test_settings_list_apps_and_revoke_refuses_the_token_at_once(
     expect(notes.locator(".app-active")).to_have_text("active")
     unused = page.locator('#apps .app-row[data-app="home-assistant-integration"]')
     expect(unused).to_contain_text("never")  # its token was never used
-    _shots(page, gateway, shot, "/settings#apps", "apps-settings", "#apps")
+    shots(page, gateway, shot, "/settings#apps", "apps-settings", element="#apps")
 
     page.goto(f"{gateway.url}/settings#apps")
     notes.get_by_role("button", name="Revoke notes-bot").click()
@@ -100,10 +71,10 @@ def test_a_chat_an_app_started_says_so(
     expect(page.locator(f'.sidebar a[href="/chats/{key}"] .app-badge')).to_have_text(
         "notes-bot")
     expect(page.locator(f'.sidebar a[href="/chats/{mine}"] .app-badge')).to_have_count(0)
-    _shots(page, gateway, shot, f"/chats/{key}", "apps-chat-started-by")
+    shots(page, gateway, shot, f"/chats/{key}", "apps-chat-started-by")
     page.goto(f"{gateway.url}/chats")
     expect(page.locator(".chat-row .app-badge")).to_have_text(["Started by notes-bot"])
-    _shots(page, gateway, shot, "/chats", "apps-chat-list")
+    shots(page, gateway, shot, "/chats", "apps-chat-list")
 
 
 def test_an_apps_call_says_who_asked_and_offers_no_always(
@@ -126,11 +97,11 @@ def test_an_apps_call_says_who_asked_and_offers_no_always(
     card = page.locator("form.approval")
     expect(card.locator(".asked-by")).to_have_text("asked by app notes-bot", timeout=15000)
     expect(card.locator('button[value="allow_always"]')).to_have_count(0)
-    _shots(page, gateway, shot, f"/chats/{key}", "apps-approval-asked-by", "form.approval")
+    shots(page, gateway, shot, f"/chats/{key}", "apps-approval-asked-by", element="form.approval")
     page.goto(f"{gateway.url}/approvals")
     expect(page.locator(".ask-card .asked-by")).to_have_text("asked by app notes-bot")
     expect(page.locator(".ask-card")).to_contain_text("serves only your own work")
-    _shots(page, gateway, shot, "/approvals", "apps-approvals-page-asked-by")
+    shots(page, gateway, shot, "/approvals", "apps-approvals-page-asked-by")
     page.goto(f"{gateway.url}/chats/{key}")
     page.locator('form.approval button[value="deny"]').click()
     assert api.wait(run)["status"] == "complete"

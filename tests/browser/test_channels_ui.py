@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -21,19 +20,24 @@ from playwright.sync_api import Locator, Page, expect  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
+from tests.support.browser import (  # noqa: E402
+    PHONE,
+    Shot,
+    no_sideways_scroll,
+    set_theme,
+    shots,
+)
 from tests.support.fixtures import telegram_fixture  # noqa: E402, F401 - `telegram`
 from tests.support.telegram import (  # noqa: E402
     MOVED_AWAY,
     OWNER,
+    channel_in_state,
     chat_of_thread,
     running,
     telegram_config,
 )
 
-Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
 GROUP = -1001  # a Telegram group where the owner and a guest both talk to the bot
 QUIET = 0.6  # seconds to wait to see that nothing was sent
 
@@ -60,32 +64,6 @@ def _menu(page: Page) -> Locator:
         menu.locator("summary").click()
     return menu.locator(".menu-panel")
 
-
-def _theme(page: Page, gateway: Gateway, theme: str) -> None:
-    page.context.add_cookies([{"name": "hearth_theme", "value": theme, "url": gateway.url}])
-
-
-def _fits_a_phone(page: Page, what: str) -> None:
-    width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE["width"], f"{what} is {width} px wide on a 390 px phone"
-
-
-def _shots(page: Page, gateway: Gateway, shot: Shot, path: str, name: str,
-           then: Callable[[Page], None] | None = None) -> None:
-    """`name`-light, -dark, -phone-light and -phone-dark of `path` (after `then`, e.g. the
-    menu opened); nothing scrolls sideways on the phone."""
-    for theme in ("light", "dark"):
-        _theme(page, gateway, theme)
-        for size, suffix in ((DESKTOP, ""), (PHONE, "-phone")):
-            page.set_viewport_size(size)
-            page.goto(f"{gateway.url}{path}")
-            if then is not None:
-                then(page)
-            if size is PHONE:
-                _fits_a_phone(page, path)
-            shot(page, f"{name}{suffix}-{theme}")
-    _theme(page, gateway, "light")
-    page.set_viewport_size(DESKTOP)
 
 
 def test_continue_on_telegram_shows_the_badge_and_answer_here_only_takes_it_away(
@@ -185,8 +163,8 @@ def test_channel_messages_say_who_sent_them_live_and_the_badge_where_it_answers(
     assert console_errors == []
 
     path = f"/chats/{key}"
-    _shots(page, channel_gateway, shot, path, "channels-chat")
-    _shots(page, channel_gateway, shot, path, "channels-chat-menu",
+    shots(page, channel_gateway, shot, path, "channels-chat")
+    shots(page, channel_gateway, shot, path, "channels-chat-menu",
            then=lambda opened: expect(_menu(opened).get_by_role(
                "button", name="Answer here only")).to_be_visible())
     page.set_viewport_size(PHONE)
@@ -206,15 +184,8 @@ def test_settings_show_each_channels_state(
     expect(row.locator(".channel-name")).to_have_text("Telegram")
     expect(row.locator(".channel-state")).to_have_text("running")
     expect(row.locator(".channel-sentence")).to_have_text("Connected as @hearth_bot.")
-    section = page.locator("#channels")
-    for theme in ("light", "dark"):
-        _theme(page, channel_gateway, theme)
-        for size, suffix in ((DESKTOP, ""), (PHONE, "-phone")):
-            page.set_viewport_size(size)
-            page.goto(f"{channel_gateway.url}/settings")  # a new document: the theme is read
-            if size is PHONE:
-                _fits_a_phone(page, "/settings")
-            section.screenshot(path=str(shot(page, f"channels-settings{suffix}-{theme}")))
+    shots(page, channel_gateway, shot, "/settings#channels", "channels-settings",
+          element="#channels")
 
 
 def test_settings_say_how_to_add_a_channel(
@@ -223,7 +194,7 @@ def test_settings_say_how_to_add_a_channel(
     page.goto(f"{gateway.url}/settings#channels")
     expect(page.locator("#no-channels")).to_contain_text("[channels.telegram]")
     page.set_viewport_size(PHONE)
-    _fits_a_phone(page, "/settings")
+    no_sideways_scroll(page)
     page.locator("#channels").screenshot(
         path=str(shot(page, "channels-settings-none-phone")))
     key = gateway.client().new_chat()
@@ -238,19 +209,15 @@ def test_settings_show_a_channels_error_in_its_sentence(
     telegram.fail("getMe", 401, times=1000)  # the token is refused, every time it is tried
     gateway = gateway_factory(telegram_config(telegram, poll_seconds=1))
     api = gateway.client()
-    deadline = time.monotonic() + 10
-    while (health := api.http.get("/healthz").json()["channels"]["telegram"])["state"] != \
-            "error":
-        assert time.monotonic() < deadline, health
-        time.sleep(0.05)
+    health = channel_in_state(api, "error")
     page = signed_in(gateway)
-    _theme(page, gateway, "dark")
+    set_theme(page, gateway, "dark")
     page.set_viewport_size(PHONE)
     page.goto(f"{gateway.url}/settings")
     row = page.locator("#channels .channel-row")
     expect(row.locator(".channel-state")).to_have_text("error")
     said = health["sentence"].split(" (next try")[0]  # the pause grows while the page loads
     expect(row.locator(".channel-sentence")).to_contain_text(said)
-    _fits_a_phone(page, "/settings")
+    no_sideways_scroll(page)
     page.locator("#channels").screenshot(
         path=str(shot(page, "channels-settings-error-phone-dark")))

@@ -28,18 +28,27 @@ def no_sideways_scroll(page: Page) -> None:
     assert width <= PHONE["width"], f"{page.url} is {width} px wide at {PHONE['width']} px"
 
 
-def shots(page: Page, gateway: Gateway, shot: Shot, path: str, name: str) -> None:
+def shots(page: Page, gateway: Gateway, shot: Shot, path: str, name: str, *,
+          then: Callable[[Page], None] | None = None, element: str | None = None) -> None:
     """`name`-light, -dark, -phone-light and -phone-dark of `path`; none scrolls sideways
-    on the phone. (`path` has no #fragment: going to the same address with one would not
-    load the page again, so it would keep the theme and the size it had.)"""
+    on the phone. Each is a new load of the page, so it reads the theme and the size anew: a
+    #fragment of `path` is scrolled to after the load, not gone to (going to the same address
+    with one would not load the page again). `then` runs after each load (a menu opened,
+    say); `element`, a selector, saves that part of the page alone."""
+    address, _, fragment = path.partition("#")
     for theme in ("light", "dark"):
         set_theme(page, gateway, theme)
-        page.set_viewport_size(DESKTOP)
-        page.goto(f"{gateway.url}{path}")
-        shot(page, f"{name}-{theme}")
-        page.set_viewport_size(PHONE)
-        page.goto(f"{gateway.url}{path}")
-        no_sideways_scroll(page)
-        shot(page, f"{name}-phone-{theme}")
+        for size, suffix in ((DESKTOP, ""), (PHONE, "-phone")):
+            page.set_viewport_size(size)
+            page.goto(f"{gateway.url}{address}")
+            if fragment:
+                page.locator(f"#{fragment}").scroll_into_view_if_needed()
+            if then is not None:
+                then(page)
+            if size is PHONE:
+                no_sideways_scroll(page)
+            saved = shot(page, f"{name}{suffix}-{theme}")
+            if element is not None:
+                page.locator(element).screenshot(path=str(saved))
     set_theme(page, gateway, "light")
     page.set_viewport_size(DESKTOP)

@@ -46,6 +46,16 @@ def running(api: Api, name: str = "telegram", timeout: float = 10.0) -> dict[str
         time.sleep(0.05)
 
 
+def channel_in_state(api: Api, state: str, name: str = "telegram",
+                     timeout: float = 10.0) -> dict[str, Any]:
+    """Wait until /healthz says the channel is in `state`; its entry there."""
+    deadline = time.monotonic() + timeout
+    while (found := api.http.get("/healthz").json()["channels"][name])["state"] != state:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.05)
+    return dict(found)
+
+
 def chat_of_thread(api: Api, thread: str, timeout: float = 10.0) -> str:
     """The chat a channel's thread opened (found by its first message's source)."""
     deadline = time.monotonic() + timeout

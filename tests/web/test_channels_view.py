@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import re
-import time
 from collections.abc import Callable
 
 import pytest
@@ -18,7 +17,14 @@ from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Api, Gateway
 from tests.support.dashboard import Page, main_of
-from tests.support.telegram import MOVED_AWAY, OWNER, chat_of_thread, running, telegram_config
+from tests.support.telegram import (
+    MOVED_AWAY,
+    OWNER,
+    channel_in_state,
+    chat_of_thread,
+    running,
+    telegram_config,
+)
 
 
 def badge_of(page: str) -> str:
@@ -131,11 +137,7 @@ def test_settings_show_each_channels_state_and_sentence(
     telegram.fail("getMe", 401, times=1000)  # a refused token: the channel says so
     gateway = gateway_factory(telegram_config(telegram, poll_seconds=1))
     api = gateway.client()
-    deadline = time.monotonic() + 10
-    while (health := api.http.get("/healthz").json()["channels"]["telegram"])["state"] != \
-            "error":
-        assert time.monotonic() < deadline, health
-        time.sleep(0.05)
+    health = channel_in_state(api, "error")
     settings = main_of(Page(gateway).http.get("/settings").text)
     row = re.search(r'<li class="channel-row" data-channel="telegram" data-state="error">'
                     r"(.*?)</li>", settings, re.S)
