@@ -69,15 +69,25 @@ class Gateway:
         return self
 
     def wait_ready(self, timeout: float = 20.0) -> None:
+        """Until the gateway answers; fail at once if it ended first, saying how."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise AssertionError(f"gateway exited {self.proc.returncode}:\n{self.output()}")
-            if self.answers():
+            ended = self.ended()
+            if ended is not None:
+                raise AssertionError(f"{ended}:\n{self.output()}")
+            if self.ready():
                 return
-            time.sleep(0.05)
+            time.sleep(0.02)
         raise AssertionError(f"gateway did not become ready:\n{self.output()}")
+
+    def ended(self) -> str | None:
+        """How the gateway ended, if it has."""
+        assert self.proc is not None
+        code = self.proc.poll()
+        return None if code is None else f"gateway exited {code}"
+
+    def ready(self) -> bool:
+        return self.answers()
 
     def answers(self) -> bool:
         """Does `/healthz` answer 200 now?"""

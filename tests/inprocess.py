@@ -24,7 +24,6 @@ import logging
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -93,17 +92,15 @@ class InProcessGateway(Gateway):
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.thread is not None
-            if not self.thread.is_alive():
-                self._ended()
-                raise AssertionError(f"gateway ended: {self.failure!r}\n{self.output()}")
-            if self.server is not None and self.server.started and self.answers():
-                return
-            time.sleep(0.02)
-        raise AssertionError(f"gateway did not become ready:\n{self.output()}")
+    def ended(self) -> str | None:
+        assert self.thread is not None
+        if self.thread.is_alive():
+            return None
+        self._ended()
+        return f"gateway ended: {self.failure!r}"
+
+    def ready(self) -> bool:
+        return self.server is not None and self.server.started and self.answers()
 
     def output(self) -> str:
         if self._handler is not None:
