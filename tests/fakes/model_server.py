@@ -79,6 +79,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.loopback import Loopback
+
 __all__ = ["Call", "Recorded", "Reply", "ScriptedModelServer"]
 
 OPENAI_CHAT_PATH = "/v1/chat/completions"
@@ -282,7 +284,7 @@ class _HTTPServer(ThreadingHTTPServer):
     owner: ScriptedModelServer
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(Loopback):
     """A real HTTP fake of the OpenAI / Anthropic / Ollama APIs driven by scripted replies.
 
     See the module docstring for the protocol details.  ``port=0`` (the default) picks a free
@@ -291,15 +293,13 @@ class ScriptedModelServer:
     """
 
     def __init__(self, port: int = 0) -> None:
-        self._port = port
+        super().__init__(port)
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._shared: deque[Reply] = deque()
         self._per_model: dict[str, deque[Reply]] = {}
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self.requests: list[Recorded] = []  # the turns' requests (every one but a chore's)
         self.chore_requests: list[Recorded] = []
         self._every: list[Recorded] = []  # both, in arrival order
@@ -311,51 +311,17 @@ class ScriptedModelServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> ScriptedModelServer:
-        if self._httpd is not None:
-            return self
-        self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
-        httpd.owner = self
-        self._port = httpd.server_address[1]
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"ScriptedModelServer:{self._port}",
-            daemon=True,
-        )
-        self._thread.start()
+        if not self.running:
+            self._stopping.clear()
+            httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
+            httpd.owner = self
+            self._serve(httpd)
         return self
 
     def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
-            return
-        self._stopping.set()  # releases holds / delays / stalls of in-flight responses
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> ScriptedModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def running(self) -> bool:
-        return self._httpd is not None
-
-    @property
-    def port(self) -> int:
-        return self._port
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
+        if self.running:
+            self._stopping.set()  # releases holds / delays / stalls of in-flight responses
+            self._unserve()
 
     @property
     def openai_base_url(self) -> str:

@@ -184,6 +184,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from tests.fakes.loopback import Loopback
+
 __all__ = [
     "Action", "Call", "CallbackAnswer", "DEFAULT_TOKEN", "Edit", "FakeTelegram", "Hold", "Sent",
 ]
@@ -773,7 +775,7 @@ class _HTTPServer(ThreadingHTTPServer):
     owner: FakeTelegram
 
 
-class FakeTelegram:
+class FakeTelegram(Loopback):
     """A fake Bot API server: see the module docstring."""
 
     def __init__(self, token: str = DEFAULT_TOKEN, bot_username: str = "hearth_bot",
@@ -784,9 +786,7 @@ class FakeTelegram:
         self.bot_id = bot_id if bot_id is not None else int(token.split(":", 1)[0])
         self.first_name = first_name
         self.first_update_id = first_update_id
-        self._port = port
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__(port)
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._epoch = 0  # bumped by stop() and set_down(True): waiting requests are dropped
@@ -824,50 +824,22 @@ class FakeTelegram:
 
     def start(self) -> FakeTelegram:
         """Serve (again, on the same port after a stop; the state is kept)."""
-        if self._httpd is not None:
-            return self
-        httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
-        httpd.owner = self
-        self._port = httpd.server_address[1]
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"FakeTelegram:{self._port}", daemon=True)
-        self._thread.start()
+        if not self.running:
+            httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
+            httpd.owner = self
+            self._serve(httpd)
         return self
 
     def stop(self) -> None:
         """Close the port; requests in flight are dropped without an answer."""
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
+        if not self.running:
             return
         with self._cond:
             self._epoch += 1
             self._cond.notify_all()
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
+        self._unserve()
         with self._cond:
             self._cond.wait_for(lambda: self._active == 0, timeout=5)
-        self._httpd = self._thread = None
-
-    def __enter__(self) -> FakeTelegram:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def running(self) -> bool:
-        return self._httpd is not None
-
-    @property
-    def port(self) -> int:
-        return self._port
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
 
     @property
     def base_url(self) -> str:

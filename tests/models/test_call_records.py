@@ -28,7 +28,7 @@ from hearth.privacy.scope import as_work_of
 from hearth.store.db import Database
 from hearth.store.schema import model_calls
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
-from tests.support.dashboard import api_turn, dashboard
+from tests.support.dashboard import api_chat, api_turn, dashboard, store_of
 from tests.support.models import priced_config
 from tests.support.store import migrated
 
@@ -40,16 +40,6 @@ def client(home: Path, model_server: ScriptedModelServer) -> Iterator[TestClient
     """The dashboard with the priced and the plain model, signed in, sending the CSRF token."""
     with dashboard(home, priced_config(model_server), csrf=True) as test_client:
         yield test_client
-
-
-def _db(client: TestClient) -> Database:
-    return client.app.state.engine.db  # type: ignore[attr-defined]
-
-
-def _chat(client: TestClient, **body: Any) -> str:
-    made = client.post("/api/sessions", json=body)
-    assert made.status_code == 201, made.text
-    return str(made.json()["key"])
 
 
 CHORES = ("title", "learning", "compaction", "summary")  # run after a turn, on their own
@@ -74,9 +64,9 @@ def test_a_turn_writes_one_row_per_model_call(
         client: TestClient, model_server: ScriptedModelServer, tmp_path: Path) -> None:
     model_server.push(Reply(tool_calls=[Call("list_dir", {"path": "."})], usage=(100, 20)),
                       Reply(text="Here is what I found.", usage=(300, 40)))
-    key = _chat(client)
+    key = api_chat(client)
     assert api_turn(client, key, f"list it, {SECRET}")["status"] == "complete"
-    rows = _rows(_db(client), 2)
+    rows = _rows(store_of(client), 2)
     assert [(r["purpose"], r["outcome"], r["model_id"], r["provider"]) for r in rows] == [
         ("turn", "ok", "priced", "openai")] * 2
     assert [(r["tokens_in"], r["tokens_out"]) for r in rows] == [(100, 20), (300, 40)]
@@ -90,21 +80,21 @@ def test_a_turn_writes_one_row_per_model_call(
 def test_deleting_a_chat_keeps_its_calls_figures_but_not_its_name(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="Noted.", usage=(10, 2)))
-    key = _chat(client, name="my-secret-project")
+    key = api_chat(client, name="my-secret-project")
     assert api_turn(client, key, "hello")["status"] == "complete"
-    assert [r["session_key"] for r in _rows(_db(client), 1)] == [key]
+    assert [r["session_key"] for r in _rows(store_of(client), 1)] == [key]
     assert client.delete(f"/api/sessions/{key}").status_code == 200
-    rows = _rows(_db(client))
+    rows = _rows(store_of(client))
     assert [(r["session_key"], r["tokens_in"]) for r in rows] == [(None, 10)]
-    assert {r["session_key"] for r in _rows(_db(client), chores=True)} == {None}
+    assert {r["session_key"] for r in _rows(store_of(client), chores=True)} == {None}
 
 
 def test_a_failed_call_is_recorded_failed(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(*[Reply(status=500) for _ in range(3)])
-    ended = api_turn(client, _chat(client), "hello")
+    ended = api_turn(client, api_chat(client), "hello")
     assert ended["status"] == "error"
-    rows = _rows(_db(client), 1)
+    rows = _rows(store_of(client), 1)
     assert rows and {r["outcome"] for r in rows} == {"failed"}
     assert all(r["tokens_in"] == 0 and r["purpose"] == "turn" for r in rows)
     assert all(r["cost_usd"] == 0.0 for r in rows)  # priced, and nothing was used
@@ -113,8 +103,8 @@ def test_a_failed_call_is_recorded_failed(
 def test_a_stream_cut_mid_answer_is_recorded_cut_off(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="one two three four five six", chunks=6, cut_after=3))
-    api_turn(client, _chat(client), "hello")
-    rows = _rows(_db(client), 1)
+    api_turn(client, api_chat(client), "hello")
+    rows = _rows(store_of(client), 1)
     assert [r["outcome"] for r in rows][:1] == ["cut_off"]
     assert rows[0]["tokens_in"] == 0 and rows[0]["cost_usd"] == 0.0
 
@@ -123,9 +113,9 @@ def test_an_incognito_chats_call_keeps_no_chat_and_no_text(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     for mode in ("incognito", "temporary"):
         model_server.push(Reply(text=f"the zebra answer {mode}", usage=(11, 3)))
-        key = _chat(client, memory_mode=mode)
+        key = api_chat(client, memory_mode=mode)
         assert api_turn(client, key, SECRET)["status"] == "complete"
-    rows = _rows(_db(client), 2)
+    rows = _rows(store_of(client), 2)
     assert [r["session_key"] for r in rows] == [None, None]
     assert "zebra" not in repr(rows) and "passphrase" not in repr(rows)
 
@@ -135,8 +125,8 @@ def test_an_unpriced_models_call_has_no_cost_and_reads_unpriced(
     model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
     config = priced_config(model_server, background=["plain"])
     with dashboard(tmp_path / "home", config, csrf=True) as client:
-        assert api_turn(client, _chat(client, model="plain"), "hi")["status"] == "complete"
-        [row] = _rows(_db(client), 1)
+        assert api_turn(client, api_chat(client, model="plain"), "hi")["status"] == "complete"
+        [row] = _rows(store_of(client), 1)
         assert row["model_id"] == "plain" and row["cost_usd"] is None
         page = client.get("/usage").text  # its chores' calls on the unpriced model too
     purposes = page.split("<caption>By purpose</caption>", 1)[1].split("</table>", 1)[0]
@@ -149,7 +139,7 @@ def test_the_settings_test_is_recorded_as_a_probe(
     tested = client.post("/settings/models/priced/test",
                          data={"csrf": client.headers["X-CSRF-Token"]})
     assert tested.status_code == 200
-    [row] = _rows(_db(client), 1)
+    [row] = _rows(store_of(client), 1)
     assert (row["purpose"], row["outcome"], row["session_key"]) == ("probe", "ok", None)
     assert row["cost_usd"] == pytest.approx((5 * 2.0 + 1 * 10.0) / 1e6)
 
@@ -161,14 +151,14 @@ def test_a_learning_chores_call_is_recorded_as_learning(
     for _ in range(2):  # the learning chore's answer (and the title chore's, which runs too)
         model_server.push_chore(Reply(text='{"items": []}', usage=(60, 5)), model="m-plain")
     with dashboard(tmp_path / "home", config, csrf=True) as client:
-        key = _chat(client)
+        key = api_chat(client)
         assert api_turn(client, key, "I like tea")["status"] == "complete"
         deadline = time.monotonic() + 10
-        rows = _rows(_db(client), chores=True)
+        rows = _rows(store_of(client), chores=True)
         while not any(r["purpose"] == "learning" for r in rows):
             assert time.monotonic() < deadline, rows
             time.sleep(0.05)
-            rows = _rows(_db(client), chores=True)
+            rows = _rows(store_of(client), chores=True)
     by_purpose = {r["purpose"]: r for r in rows}
     assert {"turn", "learning"} <= set(by_purpose)
     assert by_purpose["turn"]["model_id"] == "priced"
@@ -182,12 +172,12 @@ def test_usage_api_and_page_add_up_the_rows(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="first", usage=(1000, 500)), Reply(status=500),
                       Reply(text="third", usage=(200, 100)), model="m-priced")
-    key = _chat(client)
+    key = api_chat(client)
     api_turn(client, key, "one")
     api_turn(client, key, "two")
     api_turn(client, key, "three")
-    turns = _rows(_db(client), 3)
-    rows = _rows(_db(client), 6, chores=True)  # and the chores': a title, learning twice
+    turns = _rows(store_of(client), 3)
+    rows = _rows(store_of(client), 6, chores=True)  # and the chores': a title, learning twice
     assert len(rows) == 6, rows
     body = client.get("/api/usage").json()
     want_cost = sum(r["cost_usd"] for r in rows)

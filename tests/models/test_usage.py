@@ -20,12 +20,19 @@ from sqlalchemy import select, text
 from hearth.config import Config
 from hearth.home import Home
 from hearth.store import usage as usage_store
-from hearth.store.db import Database, now
+from hearth.store.db import now
 from hearth.store.model_calls import CallRow, insert_call
 from hearth.store.schema import model_calls
 from hearth.web.app import create_app
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.support.dashboard import INLINE_SCRIPT, api_turn, dashboard, main_of
+from tests.support.dashboard import (
+    INLINE_SCRIPT,
+    api_chat,
+    api_turn,
+    dashboard,
+    main_of,
+    store_of,
+)
 from tests.support.models import priced_config
 from tests.support.store import migrated
 
@@ -41,18 +48,8 @@ def client(tmp_path: Path, model_server: ScriptedModelServer) -> Iterator[TestCl
         yield test_client
 
 
-def _db(client: TestClient) -> Database:
-    return client.app.state.engine.db  # type: ignore[attr-defined]
-
-
-def _chat(client: TestClient, **body: Any) -> str:
-    made = client.post("/api/sessions", json=body)
-    assert made.status_code == 201, made.text
-    return str(made.json()["key"])
-
-
 def _rows(client: TestClient) -> list[dict[str, Any]]:
-    with _db(client).read() as conn:
+    with store_of(client).read() as conn:
         return [dict(r._mapping) for r in conn.execute(select(model_calls))]
 
 
@@ -77,10 +74,10 @@ def test_a_priced_models_turns_add_up_in_the_store_and_on_the_page(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="first answer", usage=(1000, 500)),
                       Reply(text="second answer", usage=(200, 100)))
-    key = _chat(client)
+    key = api_chat(client)
     assert api_turn(client, key, "one")["status"] == "complete"
     assert api_turn(client, key, "two")["status"] == "complete"
-    with _db(client).read() as conn:
+    with store_of(client).read() as conn:
         [total] = usage_store.by_model(conn, usage_store.day_of(now()))
     assert (total.key, total.calls, total.tokens_in, total.tokens_out) == ("priced", 2, 1200, 600)
     assert total.cost_usd == pytest.approx((1200 * 2.0 + 600 * 10.0) / 1_000_000)
@@ -94,7 +91,7 @@ def test_a_priced_models_turns_add_up_in_the_store_and_on_the_page(
 def test_a_model_without_prices_shows_unpriced_never_free(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="plain answer", usage=(40, 7)), model="m-plain")
-    key = _chat(client, model="plain")
+    key = api_chat(client, model="plain")
     assert api_turn(client, key, "hello")["status"] == "complete"
     [row] = _rows(client)
     assert row["model_id"] == "plain" and row["cost_usd"] is None
@@ -107,9 +104,9 @@ def test_a_model_without_prices_shows_unpriced_never_free(
 def test_two_models_on_two_days_both_appear_and_older_days_do_not(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     model_server.push(Reply(text="today", usage=(300, 30)))
-    assert api_turn(client, _chat(client), "hi")["status"] == "complete"
+    assert api_turn(client, api_chat(client), "hi")["status"] == "complete"
     yesterday = now() - DAY
-    with _db(client).write() as conn:
+    with store_of(client).write() as conn:
         _call(conn, "plain", 50, 5, None, yesterday)
         _call(conn, "ancient", 9, 9, 18 / 1_000_000, now() - 40 * DAY)
     page = client.get("/usage").text
@@ -138,7 +135,7 @@ def test_an_incognito_or_temporary_turn_is_counted_with_no_chat_or_text(
         client: TestClient, model_server: ScriptedModelServer) -> None:
     for mode in ("incognito", "temporary"):
         model_server.push(Reply(text=f"secret reply {mode}", usage=(11, 3)))
-        key = _chat(client, memory_mode=mode)
+        key = api_chat(client, memory_mode=mode)
         assert api_turn(client, key, f"my secret {mode} passphrase")["status"] == "complete"
         row = _rows(client)[-1]
         values = " ".join(str(v) for v in row.values())
@@ -151,10 +148,10 @@ def test_an_incognito_or_temporary_turn_is_counted_with_no_chat_or_text(
 def test_a_failed_usage_write_never_ends_theapi_turn(
         client: TestClient, model_server: ScriptedModelServer,
         caplog: pytest.LogCaptureFixture) -> None:
-    with _db(client).write() as conn:
+    with store_of(client).write() as conn:
         conn.execute(text("DROP TABLE model_calls"))
     model_server.push(Reply(text="still answered", usage=(5, 5)))
-    ended = api_turn(client, _chat(client), "the private words")
+    ended = api_turn(client, api_chat(client), "the private words")
     assert ended["status"] == "complete"
     deadline = time.monotonic() + 5
     while not [r for r in caplog.records if r.name == "hearth.models.calls"]:
@@ -170,7 +167,7 @@ def test_the_chart_is_inline_svg_with_a_name_and_no_inline_style(
     empty = main_of(client.get("/usage").text)
     assert "No model calls in the last 30 days" in empty and "<svg" not in empty
     model_server.push(Reply(text="x", usage=(100, 50)))
-    assert api_turn(client, _chat(client), "hi")["status"] == "complete"
+    assert api_turn(client, api_chat(client), "hi")["status"] == "complete"
     whole = client.get("/usage", params={"days": 7}).text
     page = main_of(whole)
     svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]

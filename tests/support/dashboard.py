@@ -2,7 +2,8 @@
 under Starlette's TestClient, and signing that client in as a browser would (`sign_in`: the
 cookie and the CSRF token the page would carry; `bearer`, the API's header). Over real HTTP:
 `Page`, a signed-in browser's view of a running gateway. And `main_of`, a page's own part;
-`api_turn`, one message sent over the in-process API and its run waited for."""
+`api_chat` and `api_turn`, a chat made and one message sent over the in-process API (its
+run waited for), and `store_of`, the in-process gateway's database."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from fastapi.testclient import TestClient
 
 from hearth.config import Config
 from hearth.home import Home
+from hearth.store.db import Database
 from hearth.web.app import create_app
 from hearth.web.http import signin
 from tests.gateway import TOKEN, Gateway
@@ -46,6 +48,19 @@ def token_of(client: TestClient) -> str:
 def bearer(client: TestClient) -> dict[str, str]:
     """The API's auth header for the in-process gateway's token."""
     return {"Authorization": f"Bearer {token_of(client)}"}
+
+
+def store_of(client: TestClient) -> Database:
+    """The in-process gateway's database, for a test to read what it wrote."""
+    db: Database = client.app.state.engine.db  # type: ignore[attr-defined]
+    return db
+
+
+def api_chat(client: TestClient, **body: Any) -> str:
+    """A new chat made over the API with `body`; its key."""
+    made = client.post("/api/sessions", json=body)
+    assert made.status_code == 201, made.text
+    return str(made.json()["key"])
 
 
 def api_turn(client: TestClient, key: str, words: str) -> dict[str, Any]:
