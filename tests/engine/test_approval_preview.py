@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hearth.engine.reads.views import sendable
 from hearth.engine.turn.approval_preview import PREVIEW_CHARS, preview
+from hearth.engine.views import sendable
 
 
 def test_a_write_shows_path_and_content_whole_when_short() -> None:

@@ -79,7 +79,7 @@ def test_detector_finds_a_reader_that_decides_who_from_the_chat() -> None:
         "        return None\n"
     )
     assert len(who_read_elsewhere("engine/turn/gate.py", planted)) == 2
-    assert who_read_elsewhere("engine/reads/views.py", planted) == []  # shows it, decides nothing
+    assert who_read_elsewhere("engine/views.py", planted) == []  # shows it, decides nothing
 
 
 def test_only_the_authenticating_places_name_the_owner() -> None:

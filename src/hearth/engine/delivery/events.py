@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hearth.engine.reads.views import message_view
+from hearth.engine.views import message_view
 from hearth.store.transcript import EventRow
 
 Frame = dict[str, Any]

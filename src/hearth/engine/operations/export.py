@@ -16,7 +16,8 @@ from typing import Any
 
 from hearth.engine.intake.mentions import sent_markdown
 from hearth.engine.operations import jsonl
-from hearth.engine.reads.views import (
+from hearth.engine.turn.gate import target_of
+from hearth.engine.views import (
     UNREADABLE,
     as_object,
     event_text,
@@ -27,7 +28,6 @@ from hearth.engine.reads.views import (
     sendable_text,
     session_view,
 )
-from hearth.engine.turn.gate import target_of
 from hearth.errors import Refusal
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.reach import why

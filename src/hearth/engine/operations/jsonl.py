@@ -24,7 +24,7 @@ Times are ISO 8601 in UTC (null for a stored time that cannot be read: an import
 line). Nothing of what the gateway holds secret is written: every string but the words of the
 owner's and the assistant's messages (tool calls and their output, notices, summaries, every
 `meta`, a run's sentence) passes `masking.mask`; what the owner and the model wrote is theirs
-and is written as it is (as `engine.reads.views.sendable` makes it sendable).
+and is written as it is (as `engine.views.sendable` makes it sendable).
 
 An event's `meta` holds only the keys of `META_KEYS`, the closed list an import takes
 (`engine.operations.importing`): what shows how a message came and how a turn went. What only
@@ -43,7 +43,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth import __version__
-from hearth.engine.reads.views import iso, sendable
+from hearth.engine.views import iso, sendable
 from hearth.masking import mask, mask_value
 from hearth.privacy.modes import mode_of, restricted
 from hearth.store import deliveries, interchange, steers, transcript

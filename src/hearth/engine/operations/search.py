@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.reads.views import iso, sendable_text
+from hearth.engine.views import iso, sendable_text
 from hearth.errors import Refusal
 from hearth.store import search as index, sessions as session_store, transcript
 from hearth.store.db import Database

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.reads.views import as_object, event_text, iso, sendable
+from hearth.engine.views import as_object, event_text, iso, sendable
 from hearth.sessions import chats
 from hearth.store import approvals, branches
 from hearth.store.approvals import ApprovalRow

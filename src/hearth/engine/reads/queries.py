@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Frame, done_frame, message_frame
-from hearth.engine.reads.views import run_view
+from hearth.engine.views import run_view
 from hearth.store import ledger, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow

@@ -16,7 +16,7 @@ import difflib
 import reprlib
 from typing import Any
 
-from hearth.engine.reads.views import sendable_text
+from hearth.engine.views import sendable_text
 
 PREVIEW_CHARS = 4000  # of a content, a diff, a command or a summary of arguments
 DIFF_INPUT_CHARS = PREVIEW_CHARS  # of each side diffed: bounded, as difflib runs on the loop

@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Bus
-from hearth.engine.reads.views import sendable
 from hearth.engine.turn.approval_preview import preview
+from hearth.engine.views import sendable
 from hearth.errors import Refusal
 from hearth.privacy import principal as principals, reach
 from hearth.privacy.modes import mode_of

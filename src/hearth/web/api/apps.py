@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from hearth.engine.access import apps
 from hearth.engine.access.apps import App
-from hearth.engine.reads.views import iso
+from hearth.engine.views import iso
 from hearth.web.http.deps import EngineDep
 
 router = APIRouter()

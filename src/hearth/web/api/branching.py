@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hearth.engine.intake.admission import Admitted
 from hearth.engine.operations import session_map as maps
 from hearth.engine.operations.branching import Moved
-from hearth.engine.reads.views import session_view
+from hearth.engine.views import session_view
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import PrincipalDep
 

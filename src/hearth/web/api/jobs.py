@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hearth.engine.background import jobs, schedules
 from hearth.engine.background.jobs import MAX_MINUTES, MAX_PROMPT, JobRow, describe
-from hearth.engine.reads.views import iso
 from hearth.engine.runtime import Engine
+from hearth.engine.views import iso
 from hearth.web.http import quotas
 from hearth.web.http.deps import EngineDep, SessionHeader
 from hearth.web.http.permissions import AppName, PrincipalDep

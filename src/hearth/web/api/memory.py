@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.engine.operations.memory_edit import revise_memory
 from hearth.engine.reads.rows import MemoryItem, SessionRow
-from hearth.engine.reads.views import iso
 from hearth.engine.runtime import Engine
+from hearth.engine.views import iso
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.privacy.scope import as_work_of

@@ -15,9 +15,9 @@ from hearth.engine.access import apps
 from hearth.engine.background import helper_agents
 from hearth.engine.delivery import outbox
 from hearth.engine.operations.export import export_chat
-from hearth.engine.reads.views import message_view, session_view
 from hearth.engine.runtime import Engine
 from hearth.engine.turn import compact_now
+from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.http.deps import EngineDep

@@ -2,7 +2,7 @@
 chosen, Fork from here) as page routes over the engine's doors, each message's place for the
 page to draw them (`placed`), and the session map's rail (`map_ticks`).
 
-A message is addressed by its visible index (`visible_index` of `engine.reads.views.message_view`),
+A message is addressed by its visible index (`visible_index` of `engine.views.message_view`),
 the coordinate the doors speak. Every route is a form post carrying the page's CSRF token: a
 page's script (`X-Requested-With: fetch`) gets JSON, a plain form post goes back to the chat
 (303), or for a fork to the new chat. A refusal is answered as the rest of the dashboard's are
@@ -20,8 +20,8 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from hearth.engine.operations import session_map
 from hearth.engine.operations.branching import Moved
-from hearth.engine.reads.views import message_view
 from hearth.engine.runtime import Engine
+from hearth.engine.views import message_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.http.auth import require_token

@@ -14,9 +14,9 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response, Streamin
 
 from hearth.engine.background import helper_agents
 from hearth.engine.reads import activity
-from hearth.engine.reads.views import message_view
 from hearth.engine.runtime import Engine
 from hearth.engine.turn import compact_now
+from hearth.engine.views import message_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.api.events import MAX_SEQ, sse, stream_response

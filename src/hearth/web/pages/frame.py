@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from hearth.engine.reads import sidebar
 from hearth.engine.reads.sidebar import Sidebar, SidebarChat
-from hearth.engine.reads.views import moment
+from hearth.engine.views import moment
 from hearth.errors import Refusal
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep

@@ -29,7 +29,7 @@ def card_id(run_id: str | None, call_id: str | None) -> str:
 
 
 def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
-    """One event (as `engine.reads.views.message_view` shows it) as the page draws it."""
+    """One event (as `engine.views.message_view` shows it) as the page draws it."""
     content, meta = message.get("content") or {}, message.get("meta") or {}
     item: Item = {"kind": message["kind"], "seq": message["index"], "run_id": message["run_id"],
                   "text": message["text"], "at": _local(message.get("created_at")),

@@ -12,7 +12,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader
 
-from hearth.engine.reads.views import UNREADABLE, moment
+from hearth.engine.views import UNREADABLE, moment
 from hearth.sessions import naming
 from hearth.web.http import signin
 from hearth.web.pages import markdown
@@ -49,7 +49,7 @@ templates.globals["shown_name"] = shown_name
 
 def utc(stamp: object, shape: str = "%Y-%m-%d %H:%M") -> str:
     """A UNIX time as a UTC date and time (`shape` "iso" for a `<time datetime>`); "unreadable"
-    for a stored time that is none (`engine.reads.views.moment`)."""
+    for a stored time that is none (`engine.views.moment`)."""
     found = moment(stamp)
     if found is None:
         return UNREADABLE
