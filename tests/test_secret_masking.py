@@ -264,9 +264,9 @@ def test_a_model_added_in_settings_has_its_key_masked_at_once() -> None:
     registry told nobody; only the Test's own masker knew the one model it tested."""
     at_start, env_key, added = ("first-" + secrets.token_hex(12), "env-" + secrets.token_hex(12),
                                 "added-" + secrets.token_hex(12))
-    registry = ModelRegistry(
-        [ModelConfig(id="a", api_key=at_start, model="m"),
-         ModelConfig(id="b", api_key_env="SOME_KEY", model="m")], [], {"SOME_KEY": env_key})
+    registry = ModelRegistry(Config(models=[
+        ModelConfig(id="a", api_key=at_start, model="m"),
+        ModelConfig(id="b", api_key_env="SOME_KEY", model="m")]), {"SOME_KEY": env_key})
     assert added in mask(added)
     with_c = Config.model_validate({"models": [
         {"id": "a", "api_key": at_start, "model": "m"},

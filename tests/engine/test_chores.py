@@ -25,6 +25,7 @@ from hearth.config import Config
 from hearth.engine.background import idle_summaries
 from hearth.engine.background.chores import Pace
 from hearth.engine.runtime import Engine
+from hearth.engine.snapshot import Snapshot
 from hearth.models.registry import ModelRegistry
 from hearth.sessions import chats
 from hearth.store import owed_chores as owed_store, sessions as session_store, summaries
@@ -62,7 +63,7 @@ def _engine(tmp: Path, server: ScriptedModelServer, pace: Pace = FAST,
             config: Config | None = None) -> Engine:
     config = config or _config(server.openai_base_url)
     engine = make_engine(tmp, config, tools=[])
-    engine.deps = replace(engine.deps, models=ModelRegistry.from_config(config, environ={}))
+    engine.deps = replace(engine.deps, snapshot=Snapshot.first(config, environ={}))
     engine.chores.pace = pace
     return engine
 
@@ -319,7 +320,7 @@ def test_owed_chores_wait_for_the_breaker_and_go_when_it_lets_a_call_through(
             key = await _new_chat(engine)
             await _first_exchange(engine, server, key)
             await engine.chores.settled()
-            opened = engine.deps.models.breakers.state("bg1").since  # wall-clock
+            opened = engine.snapshot.models.breakers.state("bg1").since  # wall-clock
             owed = await _owed(engine, key)
             assert sorted(r.kind for r in owed) == ["learning", "title"]
             assert all(r.attempts == 0 for r in owed)  # no model could be asked: uncounted
@@ -335,7 +336,7 @@ def test_owed_chores_wait_for_the_breaker_and_go_when_it_lets_a_call_through(
             await _until(lambda: _title(engine, key))
             assert time.time() - opened >= pause  # not before the breaker's pause
             await _until(lambda: _none_owed(engine, key))
-            assert engine.deps.models.breakers.state("bg1").state == "closed"
+            assert engine.snapshot.models.breakers.state("bg1").state == "closed"
         finally:
             await engine.close()
 
@@ -461,7 +462,7 @@ def test_chores_build_their_models_off_the_event_loop(
 
     async def body() -> None:
         engine = _engine(tmp_path, server)
-        engine.deps = replace(engine.deps, models=registry)
+        engine.deps = replace(engine.deps, snapshot=Snapshot(config, registry))
         await engine.start()
         try:
             key = await _new_chat(engine)

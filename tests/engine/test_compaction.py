@@ -20,7 +20,7 @@ import pytest
 
 from hearth.config import Config
 from hearth.engine.runtime import Engine
-from hearth.models.registry import ModelRegistry
+from hearth.engine.snapshot import Snapshot
 from hearth.store import summaries
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import blocking, events, make_engine, new_chat, run, turn
@@ -87,7 +87,7 @@ def turn_requests(server: ScriptedModelServer) -> list[Recorded]:
 def engine_on(tmp_path: Path, config: Config, tools: list[Any] | None = None) -> Engine:
     """An engine whose registry has the snapshot's chains (the background one included)."""
     engine = make_engine(tmp_path, config, tools)
-    engine.deps = replace(engine.deps, models=ModelRegistry.from_config(config, {}))
+    engine.deps = replace(engine.deps, snapshot=Snapshot.first(config, {}))
     return engine
 
 

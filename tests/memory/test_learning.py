@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from hearth.config import Config
 from hearth.memory.learning import Learned, learn_after_turn
 from hearth.memory.service import Memory
 from hearth.models import guard
@@ -194,8 +195,8 @@ def test_no_background_chain_means_learning_on_the_chat_chain(model_server: Scri
     background = registry.for_background()
     assert background is not None and background is registry.for_chat()
     assert registry.chain("background") == registry.chat_chain == ["fake"]
-    assert ModelRegistry(config.models, config.chains.chat).background_chain == ["fake"]
-    assert ModelRegistry([], []).for_background() is None  # no model at all: none
+    assert ModelRegistry(config).background_chain == ["fake"]
+    assert ModelRegistry(Config()).for_background() is None  # no model at all: none
 
 
 class SeenCalls:

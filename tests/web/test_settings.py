@@ -47,7 +47,7 @@ def _add(client: TestClient, csrf: str, **fields: str) -> Any:
 
 
 def _models(client: TestClient) -> Any:
-    return client.app.state.engine.deps.models  # type: ignore[attr-defined]
+    return client.app.state.engine.snapshot.models  # type: ignore[attr-defined]
 
 
 def _chat(client: TestClient, csrf: str, text: str) -> tuple[dict[str, Any], str]:

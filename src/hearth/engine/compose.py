@@ -13,13 +13,13 @@ from hearth import masking, settings
 from hearth.config import Config
 from hearth.engine.background.job_tool import job_tools
 from hearth.engine.runtime import Engine
+from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agents
 from hearth.home import Home
 from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools
 from hearth.models import guard, setup
 from hearth.models.calls import CallRecorder
-from hearth.models.registry import ModelRegistry
 from hearth.store.db import Database
 from hearth.tools.base import Tool
 from hearth.tools.registry import ToolRegistry, builtin_tools
@@ -59,12 +59,12 @@ def build_engine(home: Home, config: Config) -> Engine:
     db.writer.on_death = _end_gateway
     for problem in setup.problems(config):
         log.warning("%s", problem)
-    models = ModelRegistry.from_config(config)
-    if not models.ids():
+    snapshot = Snapshot.first(config)
+    if not snapshot.models.ids():
         log.warning("no model is set up; every turn will end saying how to add one")
     memory = Memory(db, home.memory_dir)
     tools = ToolRegistry(standard_tools(db, memory))
-    engine = Engine(db=db, config=config, models=models, tools=tools, memory=memory,
+    engine = Engine(db=db, snapshot=snapshot, tools=tools, memory=memory,
                     workspace=home.workspace, hidden_from_tools=(home.root,),
                     chats_dir=home.sessions_dir, base_config=base,
                     agents_dir=home.agents_dir)
@@ -88,8 +88,7 @@ def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = 
     workspace.mkdir(exist_ok=True)
     memory = Memory(db, workspace / "memory")
     registry = ToolRegistry(standard_tools(db, memory) if tools is None else tools)
-    return recording(Engine(db=db, config=config,
-                            models=ModelRegistry.from_config(config),
+    return recording(Engine(db=db, snapshot=Snapshot.first(config),
                             tools=registry, workspace=workspace, memory=memory))
 
 
@@ -97,5 +96,6 @@ def recording(engine: Engine) -> Engine:
     """Have every model call recorded in `engine`'s store, priced by the model entries of
     the settings snapshot its next turn runs from (the one engine of a process: the last one
     composed is the one recorded to)."""
-    guard.install(CallRecorder(engine.db, lambda model_id: engine.deps.models.config_of(model_id)))
+    guard.install(CallRecorder(engine.db,
+                               lambda model_id: engine.snapshot.models.config_of(model_id)))
     return engine

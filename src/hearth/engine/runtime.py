@@ -18,24 +18,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hearth.config import Config
+from hearth.engine.access.desk import Access
 from hearth.engine.background import helper_agents, idle_summaries
 from hearth.engine.background.chores import Chores
+from hearth.engine.background.job_desk import Jobs
 from hearth.engine.background.scheduler import Scheduler
 from hearth.engine.delivery.events import Bus
-from hearth.engine.intake import admission, first_message, mentions, steering
+from hearth.engine.intake import admission, first_message, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.operations import branching, deletion
+from hearth.engine.operations.chat_desk import Chats
 from hearth.engine.operations.deletion import DeleteReport
-from hearth.engine.turn import endings, invoke, recovery
+from hearth.engine.operations.owner_files import OwnerFiles
+from hearth.engine.reads.facade import Reads
+from hearth.engine.snapshot import Snapshot
+from hearth.engine.turn import endings, invoke, recovery, steering
 from hearth.engine.turn.approvals import ApprovalDesk
 from hearth.engine.turn.runner import TurnDeps, run_turn
 from hearth.engine.turn.supervise import ActiveTurns
+from hearth.memory.desk import MemoryDesk
 from hearth.memory.service import Memory
-from hearth.models.registry import ModelRegistry
 from hearth.privacy.principal import Principal
 from hearth.privacy.scope import install_default_executor
 from hearth.privacy.stores import protect
-from hearth.sessions.chats import DEFAULT_AGENT, Choices
+from hearth.sessions.chats import Choices
 from hearth.sessions.lanes import Lanes
 from hearth.settings import Settings, overlay
 from hearth.store import runs as run_store, sessions as session_store
@@ -55,8 +61,7 @@ class Engine:
         self,
         *,
         db: Database,
-        config: Config,
-        models: ModelRegistry,
+        snapshot: Snapshot,
         tools: ToolRegistry,
         workspace: Path,
         hidden_from_tools: tuple[Path, ...] = (),
@@ -67,9 +72,9 @@ class Engine:
     ) -> None:
         protect(db)  # the memory tables refuse changes from work that keeps nothing
         self.db = db
-        self.base_config = base_config or config  # config.toml's, before the dashboard's
+        config = snapshot.config
+        self.base_config = base_config or config  # config.toml's, the one input of `adopt`
         self.memory = memory or Memory(db, workspace / "memory")
-        self.config = config
         self.chats_dir = chats_dir or workspace.parent / "sessions"  # each chat's own folder
         self.prompts_dir = mentions.folder_of(self.chats_dir.parent)  # saved prompts (@name)
         self.deleting: set[str] = set()  # chats being deleted take no new message
@@ -82,7 +87,7 @@ class Engine:
         self.placement = placement(config.tools.sandbox, config.tools.network,
                                    config.tools.elevated,
                                    tuple(str(p) for p in hidden_from_tools))
-        self.deps = TurnDeps(db=db, bus=self.bus, config=config, models=models, tools=tools,
+        self.deps = TurnDeps(db=db, bus=self.bus, snapshot=snapshot, tools=tools,
                              default_workspace=workspace, active=self.active, desk=self.desk,
                              placement=self.placement, prepare_tools=self._list_mcp_tools,
                              memory=self.memory, after_turn=self.chores.after_turn,
@@ -98,22 +103,38 @@ class Engine:
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
         tools.add(helper_agents.SpawnHelpers(self))
+        # the facade the surfaces reach the engine by: each holds the store itself, every
+        # method awaited, so no surface touches the store handle
+        self.reads = Reads(db)
+        self.chats = Chats(db, lambda: self.deps, self.placement.hidden)
+        self.jobs = Jobs(db)
+        self.access = Access(db)
+        self.memory_desk = MemoryDesk(self.memory)
+        self.files = OwnerFiles(self.deps.agents_folder, self.prompts_dir)
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The settings snapshot the next turn runs from: the config and the models, together
+        (the one place they are read; a running turn holds its own in its deps)."""
+        return self.deps.snapshot
+
+    @property
+    def config(self) -> Config:
+        """The config the next turn runs from (the snapshot's)."""
+        return self.deps.snapshot.config
 
     def adopt(self, kept: Settings) -> list[str]:
         """Make the dashboard's kept settings the snapshot the next turn runs from: laid over
-        config.toml's, swapped in whole with the model registry read from it. A turn already
-        running keeps the snapshot and the registry it started with (its deps); nothing is
-        changed in place. The sentences say what was left out."""
-        snapshot, notes = overlay(self.base_config, kept)
-        self.config = snapshot
-        self.deps = replace(self.deps, config=snapshot, models=self.deps.models.adopt(snapshot))
+        config.toml's (`base_config`), the config and the model registry read from it swapped
+        in whole. A turn already running keeps the snapshot it started with (its deps);
+        nothing is changed in place. The sentences say what was left out."""
+        config, notes = overlay(self.base_config, kept)
+        self.deps = replace(self.deps, snapshot=self.deps.snapshot.adopt(config))
         return notes
 
     def choices(self) -> Choices:
-        """The models and agents a chat may be set to run on now: those of the snapshot the
-        next turn runs from (the default agent always among them)."""
-        agents = sorted({DEFAULT_AGENT, *self.config.agents})
-        return Choices(models=tuple(self.deps.models.ids()), agents=tuple(agents))
+        """The models and agents a chat may be set to run on now: the snapshot's."""
+        return self.deps.snapshot.choices()
 
     async def start(self) -> None:
         """Recover, then re-queue every chat's waiting runs in order (their turns run later)."""
@@ -291,6 +312,11 @@ class Engine:
     def stop_admitting(self) -> None:
         self.accepting = False
         self.bus.close()
+
+    async def close_store(self) -> None:
+        """Close the store once everything else has stopped: the writer finishes what is
+        queued (a thread: it waits for the writer)."""
+        await asyncio.to_thread(self.db.close)
 
     async def close(self) -> None:
         """Stop admitting; give running turns the grace period, then leave them to resume."""

@@ -1,7 +1,8 @@
 """Which models exist: the settings snapshot's, else the fall-backs found at start.
 
-A registry is read from one settings snapshot and never changed: its models and chains are
-the snapshot's (`config.models`, `config.chains`), so they have one owner. With no model in
+A registry is read from one settings snapshot's config and never changed: its models and
+chains are that config's (`config.models`, `config.chains`), and it takes nothing else of them,
+so the two cannot disagree (the engine holds both together: `engine.snapshot`). With no model in
 the snapshot, an `OPENAI_API_KEY`, an `ANTHROPIC_API_KEY`, or an Ollama server answering on
 127.0.0.1:11434 (in that order), found once at start, become the chat chain; they live here
 alone, never in the settings. With none, `for_chat` answers None and the turn ends saying how
@@ -15,7 +16,8 @@ known, so no sentence ever shows it.
 the chat, then its agent's pin, then the chain of the chat's use case (`AXES`; an empty chain is
 the chat chain). A pick or pin that cannot run is left out of the order and said
 (`Resolution.unavailable`), never rewritten. The registry hands its `Breakers` on to the next
-snapshot's registry, so a model's breaker outlives a settings change.
+snapshot's registry, so a model's breaker outlives a settings change; each registry configures
+them with its snapshot's limits as it is made, once (never per turn).
 """
 
 from __future__ import annotations
@@ -152,35 +154,38 @@ def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
 
 
 class ModelRegistry:
-    """The models one settings snapshot names (or the fall-backs), and their providers."""
+    """The models one settings snapshot names (or the fall-backs), their chains and providers:
+    all read from that snapshot's config, so the registry cannot disagree with it."""
 
     def __init__(
         self,
-        models: list[ModelConfig],
-        chat_chain: list[str],
+        config: Config,
         environ: Mapping[str, str] | None = None,
         *,
-        background_chain: list[str] | None = None,
+        breakers: Breakers | None = None,
         fallbacks: list[ModelConfig] | None = None,
         providers: dict[str, Provider] | None = None,
-        chains: Mapping[str, list[str]] | None = None,
-        breakers: Breakers | None = None,
     ) -> None:
+        """The registry of `config`: its keys read from `environ`, `breakers` shared with the
+        registries before it (configured here, once, with the snapshot's limits; their state
+        kept), `fallbacks` found at start, `providers` kept from the registry before it."""
+        self.config = config
         self._environ = os.environ if environ is None else environ
         self._fallbacks = list(fallbacks or [])  # found at start; used while no model is set
-        chosen = models or self._fallbacks
+        chosen = config.models or self._fallbacks
         self._configs = {m.id: m for m in chosen}
         know(*(m.resolved_api_key(self._environ) for m in chosen))  # masked wherever shown
         self._lock = threading.Lock()  # providers are built in worker threads (SDK imports)
         self._providers = dict(providers or {})
-        known = [m for m in chat_chain if m in self._configs] if models else []
+        chains: dict[str, list[str]] = config.chains.model_dump()
+        known = [m for m in chains["chat"] if m in self._configs] if config.models else []
         self.chat_chain = known or list(self._configs)  # not picked: every model, in order
-        given = dict(chains or {})
-        given["background"] = list(given.get("background") or background_chain or [])
-        self._chains = {axis: [m for m in given.get(axis) or [] if m in self._configs]
+        self._chains = {axis: [m for m in chains.get(axis) or [] if m in self._configs]
                         for axis in AXES}
         self.background_chain = self.chain("background")  # chores run on it; else on chat's
         self.breakers = breakers or Breakers()
+        self.breakers.configure(config.limits.breaker_failures,
+                                config.limits.breaker_pause_seconds)
 
     @classmethod
     def from_config(
@@ -190,24 +195,17 @@ class ModelRegistry:
         once, here, when the snapshot names no model."""
         environ = os.environ if environ is None else environ
         fallbacks = [] if config.models else fallback_models(environ)
-        limits = config.limits
-        return cls(config.models, config.chains.chat, environ,
-                   background_chain=config.chains.background, fallbacks=fallbacks,
-                   chains=config.chains.model_dump(),
-                   breakers=Breakers(limits.breaker_failures, limits.breaker_pause_seconds))
+        return cls(config, environ, fallbacks=fallbacks)
 
     def adopt(self, config: Config) -> ModelRegistry:
         """The registry of a new snapshot: the fall-backs found at start stand while it names
-        no model, and the providers built for models that did not change are kept."""
+        no model, the providers built for models that did not change are kept, and so are the
+        breakers (their state; their limits become the new snapshot's)."""
         with self._lock:
             kept = {model_id: provider for model_id, provider in self._providers.items()
                     if _same(self._configs.get(model_id), config, self._fallbacks, model_id)}
-        self.breakers.configure(config.limits.breaker_failures,
-                                config.limits.breaker_pause_seconds)
-        return ModelRegistry(config.models, config.chains.chat, self._environ,
-                             background_chain=config.chains.background,
-                             fallbacks=self._fallbacks, providers=kept,
-                             chains=config.chains.model_dump(), breakers=self.breakers)
+        return ModelRegistry(config, self._environ, breakers=self.breakers,
+                             fallbacks=self._fallbacks, providers=kept)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
         return self._configs.get(model_id)
@@ -238,18 +236,12 @@ class ModelRegistry:
         return None
 
     def resolve(self, axis: str, picked: str | None = None, pinned: str | None = None,
-                agent: str | None = None,
-                chains: Mapping[str, list[str]] | None = None) -> Resolution:
+                agent: str | None = None) -> Resolution:
         """The order a turn on `axis` tries its models in: the chat's pick, the agent's pin,
-        then the axis's chain (`chains`' when given, a snapshot's, else this registry's), each
-        once; a pick or pin that cannot run is left out, and said."""
-        if chains is not None:
-            own = [m for m in chains.get(axis, []) if m in self._configs]
-            axis = axis if own else "chat"
-            chain = own or self.chat_chain
-        else:
-            chain = self.chain(axis)
-            axis = axis if self._chains.get(axis) else "chat"
+        then the axis's chain (the snapshot's; an empty one is the chat chain), each once; a
+        pick or pin that cannot run is left out, and said."""
+        chain = self.chain(axis)
+        axis = axis if self._chains.get(axis) else "chat"
         order: list[Candidate] = []
         unavailable: list[tuple[str, str, str]] = []
         agent_words = f"the {agent or 'default'} agent's"

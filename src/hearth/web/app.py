@@ -104,7 +104,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
         writer = engine.db.writer
         return {"ok": True, "version": __version__, "db": engine.db.dialect,
                 "store": {"transactions": writer.batches, "writes": writer.jobs},
-                "models": engine.deps.models.ids(),
+                "models": list(engine.choices().models),
                 "breakers": _breakers(engine),
                 "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,
                             "says": where.describe()},
@@ -124,7 +124,6 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
 def _breakers(engine: Engine) -> dict[str, dict[str, object]]:
     """Each model's breaker for /healthz: closed, open or half-open, since when (epoch
     seconds; None: never changed), and its failures in a row."""
-    models = engine.deps.models
     return {view.model_id: {"state": view.state, "since": view.since or None,
                             "failures": view.failures}
-            for view in models.breakers.views(models.ids())}
+            for view in engine.snapshot.breakers()}

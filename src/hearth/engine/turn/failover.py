@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hearth.config import Config
+from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn.endings import Ending
 from hearth.models.registry import Candidate, ModelRegistry, Resolution
 from hearth.models.types import (
@@ -73,11 +73,12 @@ class Plan:
     one_model: bool = False  # a restricted chat's turn: it never moves to another model
 
     @classmethod
-    def of(cls, models: ModelRegistry, config: Config, session: SessionRow) -> Plan:
-        agent = config.agents.get(session.agent) if session.agent else None
+    def of(cls, snapshot: Snapshot, session: SessionRow) -> Plan:
+        """The plan of a turn in `session`, from the snapshot the turn runs from (its agent's
+        pin and its chains, one config)."""
+        agent = snapshot.config.agents.get(session.agent) if session.agent else None
         pin = agent.model if agent is not None else None
-        return cls(models.resolve(axis_of(session), session.model, pin, session.agent,
-                                  chains=config.chains.model_dump()),
+        return cls(snapshot.models.resolve(axis_of(session), session.model, pin, session.agent),
                    one_model=restricted(mode_of(session.memory_mode)))
 
     def _left(self, models: ModelRegistry, needs_tools: bool) -> list[Candidate]:

@@ -22,6 +22,7 @@ from hearth.config import Config
 from hearth.engine.access import principals
 from hearth.engine.delivery.events import Bus
 from hearth.engine.intake import mentions
+from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agents, compact_turn, endings, failover, loop, record, recovery
 from hearth.engine.turn.approvals import ApprovalDesk
 from hearth.engine.turn.endings import Ending
@@ -50,10 +51,12 @@ MODEL_FAILURES = frozenset({"model_error", "cut_off", "connection_lost"})  # cou
 
 @dataclass(frozen=True)
 class TurnDeps:
+    """What a turn runs with; `snapshot` (the config and the models) is the one the turn
+    started from, kept to its end whatever the Settings page saves meanwhile."""
+
     db: Database
     bus: Bus
-    config: Config
-    models: ModelRegistry
+    snapshot: Snapshot
     tools: ToolRegistry
     default_workspace: Path
     active: ActiveTurns
@@ -64,6 +67,14 @@ class TurnDeps:
     after_turn: Callable[[RunRow, SessionRow], None]  # background chores (engine.chores)
     chats_dir: Path | None = None  # each chat's own folder (default: beside the workspace)
     agents_dir: Path | None = None  # the agents' workspace files (default: beside it too)
+
+    @property
+    def config(self) -> Config:
+        return self.snapshot.config
+
+    @property
+    def models(self) -> ModelRegistry:
+        return self.snapshot.models
 
     @property
     def agents_folder(self) -> Path:
@@ -103,9 +114,7 @@ def _claim(conn: Connection, run: RunRow) -> SessionRow | Ending:
 
 
 async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Ending:
-    limits = deps.config.limits  # the breakers follow the snapshot the turn runs from
-    deps.models.breakers.configure(limits.breaker_failures, limits.breaker_pause_seconds)
-    plan = failover.Plan.of(deps.models, deps.config, session)
+    plan = failover.Plan.of(deps.snapshot, session)
     first = plan.next(deps.models, needs_tools=False)
     if first is None:
         return endings.models_failed(plan.account()) if plan.tried else endings.no_model()

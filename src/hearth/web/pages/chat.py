@@ -24,7 +24,7 @@ from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import PrincipalDep
 from hearth.web.pages import branching as branching_page, channels_view
-from hearth.web.pages.frame import agent_names, page
+from hearth.web.pages.frame import page
 from hearth.web.pages.turn_view import chat_state, frame_html, page_items
 from hearth.web.pages.ui import csrf_of, form_of
 
@@ -59,6 +59,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
     opening = None
     if not window.session.title:  # an untitled chat is called by its first words
         opening = (await chats.openings(engine.db, [key])).get(key)
+    choices = engine.choices()  # the snapshot's models and agents, read once
     return await page(request, engine, "chat.html", current=key, chat=window.session,
                       mode_name=name, opening=opening, mode_line=line,
                       items=page_items(messages, state),
@@ -68,7 +69,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                       live_after=window.session.last_seq if before is not None else 0,
                       earlier=first if first is not None and first > 1 else None,
                       running=state.running if before is None else None,
-                      models=engine.deps.models.ids(), agents=agent_names(engine),
+                      models=list(choices.models), agents=list(choices.agents),
                       link=await channels_view.link_of(engine, key),  # where it answers
                       helpers=await helper_agents.helpers_of(engine, key),  # the work it handed on
                       channels=channels_view.rows(request),

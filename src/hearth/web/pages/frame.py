@@ -58,11 +58,6 @@ def _when(when: datetime | None, today: date) -> str:
     return day.strftime("%B %Y")
 
 
-def agent_names(engine: EngineDep) -> list[str]:
-    """The agents a chat can be given: the default and every agent made on Settings."""
-    return list(engine.choices().agents)
-
-
 def theme_of(request: Request) -> str:
     chosen = request.cookies.get(THEME_COOKIE, "system")
     return chosen if chosen in THEMES else "system"

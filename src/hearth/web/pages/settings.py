@@ -26,6 +26,7 @@ from hearth.config import ModelConfig
 from hearth.engine.access import apps
 from hearth.engine.reads import settings_log
 from hearth.engine.runtime import Engine
+from hearth.engine.snapshot import Snapshot
 from hearth.errors import Refusal
 from hearth.models.breakers import BreakerView
 from hearth.models.probe import probe
@@ -76,12 +77,14 @@ def key_line(model: ModelConfig, environ: Mapping[str, str]) -> str:
     return "no key"
 
 
-def _rows(engine: Engine, kept: Settings) -> list[ModelRow]:
+def _rows(snapshot: Snapshot, kept: Settings) -> list[ModelRow]:
+    """The models table: `snapshot.choices()`' models, in order, each with its breaker."""
     added = {m.id for m in kept.models}
-    from_file = {m.id for m in engine.config.models} - added
+    from_file = {m.id for m in snapshot.config.models} - added
     rows = []
-    for model_id in engine.deps.models.ids():
-        model = engine.deps.models.config_of(model_id)
+    for breaker in snapshot.breakers():
+        model_id = breaker.model_id
+        model = snapshot.models.config_of(model_id)
         if model is None:
             continue
         source = ("added here" if model_id in added else
@@ -90,7 +93,7 @@ def _rows(engine: Engine, kept: Settings) -> list[ModelRow]:
                 "Ollama" if model.base_url == forms.OLLAMA_BASE_URL else "OpenAI-compatible")
         rows.append(ModelRow(model_id, kind, model.model, _shown_url(model.base_url),
                              key_line(model, os.environ), source, model_id in added,
-                             _health(engine.deps.models.breakers.state(model_id))))
+                             _health(breaker)))
     return rows
 
 
@@ -120,18 +123,20 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
         kept, problem = await asyncio.to_thread(settings.load, _path(request)), None
     except SettingsError as error:
         kept, problem = Settings(), str(error)
-    choices = [m.id for m in engine.config.models]
-    chain = list(engine.deps.models.chat_chain)
+    snapshot = engine.snapshot  # one snapshot: the models, their chain and the agents shown
+    config = snapshot.config
+    choices = [m.id for m in config.models]  # a chain is of the models set up, not found
+    chain = list(snapshot.models.chat_chain)
     slots = max(1, min(len(choices), MAX_CHAIN_SLOTS))
     shown.setdefault("model_form", {})
     shown.setdefault("agent_form", {})
     return await page(
         request, engine, "settings.html", status=status, problem=problem,
-        models=_rows(engine, kept), kinds=forms.KINDS,
+        models=_rows(snapshot, kept), kinds=forms.KINDS,
         ollama_url=forms.OLLAMA_BASE_URL, chain=chain, chain_choices=choices,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
-        agents=sorted(engine.config.agents.items()), profiles=forms.PROFILES,
-        user_name=engine.config.agent.user_name or "", sandbox=engine.placement,
+        agents=sorted(config.agents.items()), profiles=forms.PROFILES,
+        user_name=config.agent.user_name or "", sandbox=engine.placement,
         channels=channels_view.rows(request), apps=await apps.listed(engine.db), **shown)
 
 
@@ -201,7 +206,7 @@ async def add_model(request: Request, engine: EngineDep) -> Response:
 @pages.post("/settings/models/{model_id}/test")
 async def test_model(request: Request, model_id: str, engine: EngineDep) -> Response:
     """One real, tiny call to the model; the page says what answered and how fast, or why not."""
-    model = engine.deps.models.config_of(model_id)
+    model = engine.snapshot.models.config_of(model_id)
     if model is None:
         return await _page(request, engine, status=404,
                            error=f"There is no model called {model_id}.")

@@ -16,7 +16,7 @@ from hearth.privacy.principal import Principal
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import principal_of
-from hearth.web.pages.frame import agent_names, page
+from hearth.web.pages.frame import page
 from hearth.web.pages.ui import form_of
 
 pages = APIRouter(dependencies=[Depends(require_token)])
@@ -29,9 +29,10 @@ async def start_page(request: Request, engine: EngineDep) -> Response:
 
 async def _start(request: Request, engine: EngineDep, form: dict[str, str],
                  error: str | None = None, status: int = 200) -> Response:
+    choices = engine.choices()  # the snapshot's models and agents, read once
     return await page(request, engine, "start.html", status=status, here="/",
-                      models=engine.deps.models.ids(), agents=agent_names(engine),
-                      has_model=bool(engine.deps.models.ids()), error=error,
+                      models=list(choices.models), agents=list(choices.agents),
+                      has_model=bool(choices.models), error=error,
                       owner=engine.config.agent.user_name,
                       text=form.get("text"), chosen_agent=form.get("agent"),
                       chosen_model=form.get("model"), chosen_mode=form.get("memory_mode"),
