@@ -229,7 +229,7 @@ class ChannelsConfig(_Section):
 
 class AppsConfig(_Section):
     """[apps]: what one app (a token made by `hearth apps add`) may hold or use at once; the
-    owner's requests never count against these (web.quotas, engine.app_quotas)."""
+    owner's requests never count against these (web.quotas, engine.background.app_quotas)."""
 
     jobs_per_app: int = Field(20, ge=1)  # jobs its chats made, paused ones included
     job_fires_per_hour: int = Field(60, ge=1)  # its jobs' fires in any hour, scheduled or run now

@@ -321,7 +321,7 @@ def test_an_apps_turn_window_slides_and_a_stream_is_released_once() -> None:
 
 def test_a_schedules_busiest_hour() -> None:
     """How many times a schedule may fire in an hour (before: nothing counted it)."""
-    from hearth.engine.access.app_quotas import peak_per_hour
+    from hearth.engine.background.app_quotas import peak_per_hour
 
     assert peak_per_hour(60, None) == 60 and peak_per_hour(420, None) == 9
     assert peak_per_hour(3600 * 24, None) == 1 and peak_per_hour(None, None) == 1

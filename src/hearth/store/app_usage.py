@@ -3,7 +3,7 @@ made on its behalf, `jobs.principal`, and those a chat it started made: `jobs.ma
 whose `sessions.created_by_app` is the app) and when they fired (the audit's `job.fired` rows,
 read by time through the audit's index; a fire of a due time admitted again is not counted
 twice, and the fires of a job the app deleted since still count). The rules over these counts
-are the engine's (`engine/access/app_quotas.py`)."""
+are the engine's (`engine/background/app_quotas.py`)."""
 
 from __future__ import annotations
 

@@ -1,2 +1,2 @@
-"""Who acts and what they may: apps and their quotas, principals, standing grants, sign-ins.
+"""Who acts and what they may: apps, principals, standing grants, sign-ins.
 """

@@ -29,8 +29,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine.access import app_quotas
-from hearth.engine.background import schedules
+from hearth.engine.background import app_quotas, schedules
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.errors import Refusal
 from hearth.privacy import principal as principals

@@ -4,7 +4,7 @@ The user's event (idempotency key = the client's message id) and the run row are
 ONE transaction before anything answers; a run id handed out is already durable. The same
 client message id again answers the same run, however many arrive at once. A message sent
 while the chat's turn runs is admitted as a steer when that turn takes messages (`steered`:
-its event marked for the turn, which reads it at its next step, `engine.intake.steering`).
+its event marked for the turn, which reads it at its next step, `engine.turn.steering`).
 
 Admission is where a run's principal is fixed (`privacy.principal`): the caller says on whose
 behalf the message is sent (it authenticated them, or derives it from the work it continues),
@@ -87,7 +87,7 @@ async def admit(
     """Persist the message and its run (a promise: on disk when this returns, committed with
     whatever else the writer took at the same moment); the caller dispatches the session's
     lane after. With `steer`, a message sent while the chat's turn runs is sent into it, to be
-    read at its next step (`engine.intake.steering`)."""
+    read at its next step (`engine.turn.steering`)."""
     validate(text, client_message_id)
     idem = idempotency_key or (f"client:{client_message_id}" if client_message_id else None)
     admitted, event = await db.writing(admit_in, session_key, text, idem, source_channel, kind,

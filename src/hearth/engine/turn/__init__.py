@@ -1,5 +1,5 @@
 """One turn, from its claim to its ending: the runner, the model/tool loop and its state, the
-writes (record), tool batches, the gate and the approvals, failover, endings, recovery, the
-model's context, the agent's instructions, compaction, supervision, and one tool call run for
-an agent CLI.
+writes (record), the messages it takes while it runs (steering), tool batches, the gate and
+the approvals, failover, endings, recovery, the model's context, the agent's instructions,
+compaction, supervision, and one tool call run for an agent CLI.
 """

@@ -141,7 +141,7 @@ def abandoned(attempts: int) -> Ending:
 
 
 def steered(into: str) -> Ending:
-    """A message sent into a running turn, which took it at its next step (engine.steering):
+    """A message sent into a running turn, which took it at its next step (engine.turn.steering):
     its own run ends here, and the turn it was sent into answers it."""
     return Ending("steered", "complete",
                   f"This message was sent into the turn running then ({into}), which read it "

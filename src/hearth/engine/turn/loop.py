@@ -11,7 +11,7 @@ times unless a step that may have changed something was finished. The final answ
 appended at most once (its idempotency key is the run's); one stopped at the model's output
 cap is kept, marked `capped`, and followed by a notice naming the cap and how to raise it.
 Before each model call after the first, the turn takes the messages sent into it meanwhile
-(`engine.intake.steering`).
+(`engine.turn.steering`).
 
 When the model fails before anything of the turn was shown, `_failed` raises
 `failover.ModelFailed` instead of ending the turn, so the turn can move to its next model
@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine.intake import steering
-from hearth.engine.turn import compact_turn, endings, failover, record
+from hearth.engine.turn import compact_turn, endings, failover, record, steering
 from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.state import Turn
 from hearth.engine.turn.toolbatch import run_batch

@@ -31,8 +31,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hearth.engine.access import app_quotas
 from hearth.engine.access.apps import App
+from hearth.engine.background import app_quotas
 from hearth.engine.runtime import Engine
 from hearth.errors import Limited
 from hearth.web.http import descriptors
