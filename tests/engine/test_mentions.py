@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hearth.engine import views
 from hearth.engine.intake import mentions
 from hearth.engine.intake.mentions import Mention, expand, parse
 from hearth.errors import Refusal
@@ -201,8 +202,8 @@ def _event(kind: str, text: str, meta: dict[str, object]) -> EventRow:
 def test_the_model_reads_what_was_sent_and_the_export_quotes_it() -> None:
     expanded = _event("user", "@p x", {"prompt": {"name": "p", "sent": "line 1\n\nline 3"}})
     plain = _event("user", "hello", {})
-    assert mentions.sent_text(expanded) == "line 1\n\nline 3"
-    assert mentions.sent_text(plain) == "hello"
+    assert views.sent_text(expanded) == "line 1\n\nline 3"
+    assert views.sent_text(plain) == "hello"
     assert mentions.sent_markdown(expanded) == [
         "*Sent as the saved prompt p:*", "", "> line 1", ">", "> line 3", ""]
     assert mentions.sent_markdown(plain) == []

@@ -120,6 +120,15 @@ def event_text(event: EventRow) -> str:
     return str(content.get("text", ""))
 
 
+def sent_text(event: EventRow) -> str:
+    """What the model reads of a user's event: the text its mention sent (`meta.prompt.sent`,
+    `engine.intake.mentions`), else the text as typed."""
+    prompt = event.meta.get("prompt") if isinstance(event.meta, dict) else None
+    if isinstance(prompt, dict) and isinstance(prompt.get("sent"), str):
+        return str(prompt["sent"])
+    return str(event.content.get("text", ""))
+
+
 def message_view(event: EventRow, *, visible_index: int | None = None,
                  variants: Variants | None = None) -> dict[str, Any]:
     """An event as the API serves it. `visible_index`: its place in the visible list (user and

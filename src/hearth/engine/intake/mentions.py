@@ -15,7 +15,8 @@ placeholder took follows the prompt after a blank line: the lines after the ment
 the prompt holds `{{arguments}}`, and the mention line's words when no placeholder took any.
 
 The user's event keeps what was typed (`content.text`); what was sent is its
-`meta.prompt = {"name", "sent"}`, and every reader of what the model reads takes `sent_text`.
+`meta.prompt = {"name", "sent"}`, and every reader of what the model reads takes
+`engine.views.sent_text`.
 A name with no saved prompt is sent as typed, and a notice says so.
 """
 
@@ -254,15 +255,6 @@ async def tell(db: Database, bus: Bus, admitted: Admitted, prepared: Prepared) -
     except (AlreadyAppended, SessionNotFound):
         return
     bus.publish(admitted.session_key, message_frame(event))
-
-
-def sent_text(event: EventRow) -> str:
-    """What the model reads of a user's event: the text its mention sent, else the text as
-    typed."""
-    prompt = event.meta.get("prompt") if isinstance(event.meta, dict) else None
-    if isinstance(prompt, dict) and isinstance(prompt.get("sent"), str):
-        return str(prompt["sent"])
-    return str(event.content.get("text", ""))
 
 
 def sent_markdown(event: EventRow) -> list[str]:

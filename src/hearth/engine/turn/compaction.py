@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hearth.config import ModelConfig
-from hearth.engine.intake.mentions import sent_text
+from hearth.engine.views import sent_text
 from hearth.models.chore_runner import BreakerGate, Done, Owed, WrongAnswer, run_chore
 from hearth.models.types import (
     Message,

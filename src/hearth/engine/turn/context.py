@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from hearth.engine.intake.mentions import sent_text
 from hearth.engine.turn.compaction import Compactor, Folded, sizes
+from hearth.engine.views import sent_text
 from hearth.models.types import Message, ToolCall
 from hearth.store import summaries
 from hearth.store.db import Database

@@ -21,7 +21,6 @@ from sqlalchemy import Connection
 from hearth.config import Config
 from hearth.engine.access import principals
 from hearth.engine.delivery.events import Bus
-from hearth.engine.intake import mentions
 from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agents, compact_turn, endings, failover, loop, record, recovery
 from hearth.engine.turn.approvals import ApprovalDesk
@@ -29,6 +28,7 @@ from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.state import Turn
 from hearth.engine.turn.supervise import ActiveTurns
 from hearth.engine.turn.toolbatch import run_batch
+from hearth.engine.views import sent_text
 from hearth.faults import crash_point
 from hearth.memory.service import Memory
 from hearth.models.registry import Candidate, ModelRegistry
@@ -295,4 +295,4 @@ async def _message_of(deps: TurnDeps, run: RunRow) -> str:
     if run.user_event_seq is None:
         return ""
     event = await deps.db.reading(transcript.at, run.session_key, run.user_event_seq)
-    return mentions.sent_text(event) if event is not None else ""
+    return sent_text(event) if event is not None else ""
