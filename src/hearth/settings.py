@@ -11,6 +11,7 @@ API keys given in the dashboard live only in this file, and are told to the mask
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -98,6 +99,16 @@ def update(path: Path, change: Callable[[Settings], Settings]) -> Settings:
             raise SettingsError(f"These settings cannot be kept: {describe(exc)}.") from exc
         save(path, changed)
         return changed
+
+
+async def loaded(path: Path) -> Settings:
+    """`load`, awaited: the file read off the event loop (for a page)."""
+    return await asyncio.to_thread(load, path)
+
+
+async def updated(path: Path, change: Callable[[Settings], Settings]) -> Settings:
+    """`update`, awaited: the file read, changed and written off the event loop."""
+    return await asyncio.to_thread(update, path, change)
 
 
 def overlay(config: Config, kept: Settings) -> tuple[Config, list[str]]:

@@ -1,4 +1,5 @@
-"""How persisted events and runs look to every surface (one shape for API, SSE and CLI).
+"""How persisted events, runs, chats and grants look to every surface (one shape for API,
+SSE and CLI).
 
 What a model wrote is shown as it is, except what JSON cannot carry as UTF-8: a lone surrogate
 (a model may send one as a JSON escape) becomes U+FFFD and a number that is not finite
@@ -19,6 +20,7 @@ import reprlib
 from datetime import UTC, datetime
 from typing import Any
 
+from hearth.store.approvals import GrantRow
 from hearth.store.branches import Variants
 from hearth.store.ledger import CallRow
 from hearth.store.runs import RunRow
@@ -215,3 +217,10 @@ def run_view(run: RunRow, calls: list[CallRow] | None = None) -> dict[str, Any]:
             if c.effect != "reads" and c.receipt and c.status in ("finished", "failed", "unknown")
         ]
     return view
+
+
+def grant_view(row: GrantRow) -> dict[str, Any]:
+    """A standing grant, with the chat whose approval left it (while that approval is kept)."""
+    return {"id": row.id, "tool": row.tool, "agent": row.agent, "prefix": row.prefix,
+            "created_at": iso(row.created_at), "approval_id": row.approval_id,
+            "session": row.session_key}

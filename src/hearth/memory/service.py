@@ -22,6 +22,7 @@ from hearth.store.memory import Hit, MemoryItem, Remembered
 log = logging.getLogger(__name__)
 
 RECALL_LIMIT = 5
+FORGOT_NOTHING = "nothing was removed from memory"
 STANDING_CHARS = 4000  # of each injected document
 
 
@@ -70,9 +71,7 @@ class Memory:
 
     def remember(self, *, kind: str, words: str, written_by: str,
                  filed_under: str | None) -> Remembered:
-        refusal = reach.write_refusal()
-        if refusal is not None:
-            raise reach.RestrictedSession(refusal)
+        refuse_write()
         with self.db.write() as conn:
             kept = store.remember(conn, kind=kind, words=words, written_by=written_by,
                                   filed_under=filed_under)
@@ -83,9 +82,7 @@ class Memory:
     def recall(self, words: str, limit: int = RECALL_LIMIT) -> list[Hit]:
         """The best matches for `words` (keyword, BM25). Marks them recalled only in work
         that may change memory."""
-        refusal = reach.read_refusal()
-        if refusal is not None:
-            raise reach.RestrictedSession(refusal)
+        refuse_read()
         with self.db.read() as conn:
             hits = recall_store.recall(conn, words, limit=limit)
         if hits and reach.restricted_mode() is None:
@@ -95,22 +92,23 @@ class Memory:
 
     def items(self, *, limit: int, before: int | None = None,
              kind: str | None = None) -> list[MemoryItem]:
-        refusal = reach.read_refusal()
-        if refusal is not None:
-            raise reach.RestrictedSession(refusal)
+        refuse_read()
         with self.db.read() as conn:
             return store.list_items(conn, limit=limit, before=before, kind=kind)
 
     def forget(self, item_id: int) -> MemoryItem | None:
-        refusal = reach.write_refusal("nothing was removed from memory")
-        if refusal is not None:
-            raise reach.RestrictedSession(refusal)
+        refuse_write(FORGOT_NOTHING)
         with self.db.write() as conn:
             gone = store.forget(conn, item_id)
         if gone is not None:
-            self.documents.cut_history([gone.id])
-            self.db.truncate_wal()  # no old frame of the log keeps its words
+            self.leave_no_trace(gone)
         return gone
+
+    def leave_no_trace(self, gone: MemoryItem) -> None:
+        """After an item is forgotten: out of the day's history, and no old frame of the log
+        keeps its words (blocking: files and a checkpoint)."""
+        self.documents.cut_history([gone.id])
+        self.db.truncate_wal()
 
     def forget_chat(self, session_key: str) -> list[MemoryItem]:
         """Remove what memory holds filed under this chat alone (the gateway's own work)."""
@@ -150,11 +148,24 @@ class Memory:
     def search(self, words: str, limit: int = RECALL_LIMIT) -> list[Hit]:
         """The best matches for `words` (keyword, BM25), for the owner looking through memory:
         unlike `recall`, it leaves no mark (no recall counts, no stamps)."""
-        refusal = reach.read_refusal()
-        if refusal is not None:
-            raise reach.RestrictedSession(refusal)
+        refuse_read()
         with self.db.read() as conn:
             return recall_store.recall(conn, words, limit=limit)
+
+
+def refuse_read() -> None:
+    """Refuse the work running now a read of memory its scope does not allow (403)."""
+    refusal = reach.read_refusal()
+    if refusal is not None:
+        raise reach.RestrictedSession(refusal)
+
+
+def refuse_write(outcome: str | None = None) -> None:
+    """Refuse the work running now a change to memory its scope does not allow (403);
+    `outcome` says what was not done."""
+    refusal = reach.write_refusal() if outcome is None else reach.write_refusal(outcome)
+    if refusal is not None:
+        raise reach.RestrictedSession(refusal)
 
 
 def _has_substance(body: str) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -74,7 +73,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
             await channels.stop_receiving()  # no new message; turns may still answer
             await engine.close()
             await channels.stop()  # what is still owed is sent at the next start
-            await asyncio.to_thread(engine.db.close)  # the writer finishes what is queued
+            await engine.close_store()  # the writer finishes what is queued
 
     app = FastAPI(title="Hearth", version=__version__, lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url=None)
@@ -101,9 +100,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         where = engine.placement
-        writer = engine.db.writer
-        return {"ok": True, "version": __version__, "db": engine.db.dialect,
-                "store": {"transactions": writer.batches, "writes": writer.jobs},
+        return {"ok": True, "version": __version__, **engine.reads.store_health(),
                 "models": list(engine.choices().models),
                 "breakers": _breakers(engine),
                 "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,

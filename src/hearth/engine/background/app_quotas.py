@@ -66,12 +66,11 @@ def _load(held: list[JobRow]) -> int:
                for job in held if job.enabled and not _done(job))
 
 
-def check_new_job(db: Database, quotas: AppsConfig, app: str,
-                  request: dict[str, object]) -> None:
+async def check_new_job(db: Database, quotas: AppsConfig, app: str,
+                        request: dict[str, object]) -> None:
     """Refuse the app a new job past its count or its fires per hour (a schedule that is not
     valid is left to `jobs.make` to refuse)."""
-    with db.read() as conn:
-        held = [job for job in app_usage.jobs_of(conn, app, _of(app)) if not _done(job)]
+    held = [job for job in await db.reading(app_usage.jobs_of, app, _of(app)) if not _done(job)]
     if len(held) >= quotas.jobs_per_app:
         raise Refusal("quota_exceeded", 429,
                       f"The app {app!r} has {len(held)} jobs, its quota (`jobs_per_app` = "
@@ -85,11 +84,10 @@ def check_new_job(db: Database, quotas: AppsConfig, app: str,
                 "No job was made.")
 
 
-def check_resume(db: Database, quotas: AppsConfig, app: str, job_id: int) -> None:
+async def check_resume(db: Database, quotas: AppsConfig, app: str, job_id: int) -> None:
     """Refuse resuming one of the app's jobs whose schedule would take its jobs past their
     fires per hour (a job not the app's, running or done is left as it is)."""
-    with db.read() as conn:
-        held = app_usage.jobs_of(conn, app, _of(app))
+    held = await db.reading(app_usage.jobs_of, app, _of(app))
     job = next((each for each in held if each.id == job_id), None)
     if job is None or job.enabled or _done(job):
         return

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from sqlalchemy import Connection
+
 from hearth.engine.background import schedules
 from hearth.engine.background.schedules import BadSchedule
 from hearth.errors import Refusal
@@ -101,20 +103,27 @@ def schedule(db: Database, *, prompt: object, request: dict[str, object], made_b
              actor: str, principal: Principal, run_id: str | None = None) -> JobRow:
     """Make the job (a promise: synced before it is reported) and audit it. `request` holds
     the schedule's fields (in_minutes, every_minutes, cron, at, timezone, missed). The job
-    fires for `principal` (its maker's, never re-decided), in a chat of that principal's."""
+    fires for `principal` (its maker's, never re-decided), in a chat of that principal's.
+    Blocking: the `schedule_job` tool calls it from a thread; the surfaces await `make`."""
     text = checked_prompt(prompt)
     planned = plan_of(request, now())
     with db.write() as conn:
-        job = job_store.add(conn, prompt=text, next_at=planned.next_at,
-                            every_seconds=planned.every_seconds, made_by=made_by,
-                            cron=planned.cron, timezone=planned.timezone,
-                            missed=planned.missed, principal=principal.encode(),
-                            chat_prefix=namespace(principal.app))
-        audit.write(conn, "job.created", actor=actor,
-                    session_key=None if made_by == "owner" else made_by, run_id=run_id,
-                    detail={"job": job.id, "every_seconds": planned.every_seconds,
-                            "cron": planned.cron, "timezone": planned.timezone,
-                            "next_at": planned.next_at})
+        return _add(conn, text, planned, made_by, actor, principal, run_id)
+
+
+def _add(conn: Connection, text: str, planned: Plan, made_by: str, actor: str,
+         principal: Principal, run_id: str | None) -> JobRow:
+    """Write the job and its audit row, in the caller's transaction."""
+    job = job_store.add(conn, prompt=text, next_at=planned.next_at,
+                        every_seconds=planned.every_seconds, made_by=made_by,
+                        cron=planned.cron, timezone=planned.timezone,
+                        missed=planned.missed, principal=principal.encode(),
+                        chat_prefix=namespace(principal.app))
+    audit.write(conn, "job.created", actor=actor,
+                session_key=None if made_by == "owner" else made_by, run_id=run_id,
+                detail={"job": job.id, "every_seconds": planned.every_seconds,
+                        "cron": planned.cron, "timezone": planned.timezone,
+                        "next_at": planned.next_at})
     return job
 
 
@@ -142,78 +151,87 @@ def _not_found(job_id: int) -> Refusal:
     return Refusal("job_not_found", 404, f"There is no job #{job_id}.")
 
 
-def may_change(db: Database, session: str | None, what: str, route: str) -> str:
+async def may_change(db: Database, session: str | None, what: str, route: str) -> str:
     """Who the change is made for ("owner" or the chat's key), refusing a chat whose mode
     keeps nothing (audited, the request's words left out)."""
     if session is None:
         return "owner"
-    with db.read() as conn:
-        chat = chats.chat_in(conn, session)
+    chat = await db.reading(chats.chat_in, session)
     mode = mode_of(chat.memory_mode)
     refused = reach.lasting_refusal(what, mode)
     if refused is None:
         return chat.key
-    with db.write(durable=False) as conn:
-        audit.write(conn, "job.refused", actor="privacy", session_key=chat.key,
-                    detail={"route": route, "mode": mode.value,
-                            "reason": "the chat keeps nothing"})
+    await db.writing(audit.write, "job.refused", actor="privacy", session_key=chat.key,
+                     detail={"route": route, "mode": mode.value,
+                             "reason": "the chat keeps nothing"}, durable=False)
     raise reach.RestrictedSession(refused)
 
 
-def listing(db: Database, session: str | None) -> list[JobRow]:
+async def listing(db: Database, session: str | None) -> list[JobRow]:
     """Every job (a chat that is not there is refused, not answered)."""
+    return await db.reading(_listing, session)
+
+
+def _listing(conn: Connection, session: str | None) -> list[JobRow]:
     if session is not None:
-        with db.read() as conn:
-            chats.chat_in(conn, session)  # 404 for a chat that is not there
-    with db.read() as conn:
-        return job_store.list_all(conn)
+        chats.chat_in(conn, session)  # 404 for a chat that is not there
+    return job_store.list_all(conn)
 
 
-def make(db: Database, *, prompt: str, request: dict[str, object], session: str | None,
-         route: str, principal: Principal) -> JobRow:
+async def make(db: Database, *, prompt: str, request: dict[str, object], session: str | None,
+               route: str, principal: Principal) -> JobRow:
     """A job `principal` (or a chat of theirs that keeps things) asks for, fired on its
     behalf (narrowed to the app in an app's chat); a bad schedule is refused (422 with its
     code: invalid_cron, invalid_timezone, invalid_at or invalid_request)."""
-    made_by = may_change(db, session, WHAT, route)
+    made_by = await may_change(db, session, WHAT, route)
     if made_by != "owner":
-        with db.read() as conn:
-            principal = principal.within(chats.chat_in(conn, made_by).created_by_app)
+        principal = principal.within((await db.reading(chats.chat_in, made_by)).created_by_app)
     try:
-        return schedule(db, prompt=prompt, request=request, made_by=made_by,
-                        actor=principal.encode(), principal=principal)
+        text, planned = checked_prompt(prompt), plan_of(request, now())
     except BadSchedule as bad:
         raise Refusal(bad.code, 422, bad.sentence) from bad
+    job: JobRow = await db.writing(_add, text, planned, made_by, principal.encode(),
+                                   principal, None)
+    return job
 
 
-def delete(db: Database, job_id: int, session: str | None, route: str) -> None:
-    by = may_change(db, session, f"the deletion of job #{job_id}", route)
-    with db.write() as conn:
-        if not job_store.delete(conn, job_id):
-            raise _not_found(job_id)
-        audit.write(conn, "job.deleted", actor="owner",
-                    session_key=None if by == "owner" else by, detail={"job": job_id})
+async def delete(db: Database, job_id: int, session: str | None, route: str) -> None:
+    by = await may_change(db, session, f"the deletion of job #{job_id}", route)
+    await db.writing(_delete, job_id, by)
 
 
-def change(db: Database, job_id: int, enabled: bool, session: str | None, route: str) -> JobRow:
+def _delete(conn: Connection, job_id: int, by: str) -> None:
+    if not job_store.delete(conn, job_id):
+        raise _not_found(job_id)
+    audit.write(conn, "job.deleted", actor="owner",
+                session_key=None if by == "owner" else by, detail={"job": job_id})
+
+
+async def change(db: Database, job_id: int, enabled: bool, session: str | None,
+                 route: str) -> JobRow:
     """Pause or resume a job; a run-once job that has run cannot be resumed."""
-    by = may_change(db, session, f"the change to job #{job_id}", route)
-    with db.write() as conn:
-        job = job_store.get(conn, job_id)
-        if job is None:
-            raise _not_found(job_id)
-        if enabled and job.once and job.last_fired_at is not None:
-            raise Refusal("job_finished", 409,
-                          f"Job #{job_id} ran once and is done; schedule a new one to run it "
-                          "again.")
-        changed = job_store.set_enabled(conn, job_id, enabled, now(), schedules.upcoming)
-        assert changed is not None
-        audit.write(conn, "job.changed", actor="owner",
-                    session_key=None if by == "owner" else by,
-                    detail={"job": job_id, "enabled": enabled})
+    by = await may_change(db, session, f"the change to job #{job_id}", route)
+    changed: JobRow = await db.writing(_change, job_id, enabled, by)
     return changed
 
 
-def app_scope(db: Database, session: str | None, job_id: int | None = None) -> None:
+def _change(conn: Connection, job_id: int, enabled: bool, by: str) -> JobRow:
+    job = job_store.get(conn, job_id)
+    if job is None:
+        raise _not_found(job_id)
+    if enabled and job.once and job.last_fired_at is not None:
+        raise Refusal("job_finished", 409,
+                      f"Job #{job_id} ran once and is done; schedule a new one to run it "
+                      "again.")
+    changed = job_store.set_enabled(conn, job_id, enabled, now(), schedules.upcoming)
+    assert changed is not None
+    audit.write(conn, "job.changed", actor="owner",
+                session_key=None if by == "owner" else by,
+                detail={"job": job_id, "enabled": enabled})
+    return changed
+
+
+async def app_scope(db: Database, session: str | None, job_id: int | None = None) -> None:
     """An app's jobs are those a chat of its own made: it names that chat (`session`), and a
     job it names must be one that chat made (else 404, as for a job that is not there).
     Which chats are the app's is checked before this (`web.http.permissions`)."""
@@ -222,8 +240,7 @@ def app_scope(db: Database, session: str | None, job_id: int | None = None) -> N
                       "own: name it with the X-Hearth-Session header.")
     if job_id is None:
         return
-    with db.read() as conn:
-        job = job_store.get(conn, job_id)
+    job = await db.reading(job_store.get, job_id)
     if job is None or job.made_by != session:
         raise _not_found(job_id)
 

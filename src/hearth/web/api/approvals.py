@@ -7,7 +7,6 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine.access import apps
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import AppName
 
@@ -26,7 +25,7 @@ async def list_approvals(engine: EngineDep, app: AppName) -> dict[str, Any]:
     """What waits on the owner (for an app: in the chats it started, which it cannot answer)."""
     waiting = await engine.desk.pending()
     if app is not None:
-        own = await apps.own_keys(engine.db, app, {item["session"] for item in waiting})
+        own = await engine.reads.own_keys(app, {item["session"] for item in waiting})
         waiting = [item for item in waiting if item["session"] in own]
     return {"approvals": waiting}
 

@@ -32,18 +32,18 @@ def app_view(app: App) -> dict[str, Any]:
 
 @router.get("/api/apps")
 async def list_apps(engine: EngineDep) -> dict[str, Any]:
-    return {"apps": [app_view(app) for app in await apps.listed(engine.db)],
+    return {"apps": [app_view(app) for app in await engine.reads.apps()],
             "permissions": list(apps.PERMISSIONS)}
 
 
 @router.post("/api/apps")
 async def add_app(body: NewApp, engine: EngineDep) -> JSONResponse:
     """A new app; `token` is shown in this answer only (the gateway keeps its hash)."""
-    made = await apps.make(engine.db, body.name, body.permissions)
+    made = await engine.access.make_app(body.name, body.permissions)
     return JSONResponse({"app": app_view(made.app), "token": made.token}, status_code=201,
                         headers={"Cache-Control": "no-store"})
 
 
 @router.delete("/api/apps/{name}")
 async def revoke_app(name: str, engine: EngineDep) -> dict[str, Any]:
-    return {"app": app_view(await apps.revoke(engine.db, name))}
+    return {"app": app_view(await engine.access.revoke_app(name))}

@@ -16,7 +16,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.engine.intake.admission import Admitted
-from hearth.engine.operations import session_map as maps
 from hearth.engine.operations.branching import Moved
 from hearth.engine.views import session_view
 from hearth.web.http.deps import EngineDep
@@ -97,7 +96,7 @@ async def fork(key: str, body: ForkBody, engine: EngineDep) -> JSONResponse:
 async def session_map(key: str, engine: EngineDep) -> dict[str, Any]:
     """The chat's marks, in order: each message of the owner's, each turn's answer (with its
     telemetry), each tool call, decided approval and error, with the `visibleIndex` to jump to."""
-    return {"marks": await maps.session_map(engine.db, key)}
+    return {"marks": await engine.reads.session_map(key)}
 
 
 def _started(admitted: Admitted) -> JSONResponse:

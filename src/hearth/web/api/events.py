@@ -16,9 +16,7 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
 from hearth.engine.delivery.events import Subscription
-from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
-from hearth.sessions import chats
 from hearth.web.http.deps import EngineDep
 
 router = APIRouter()
@@ -35,7 +33,7 @@ def sse(frame: dict[str, Any]) -> str:
 async def start_seq(engine: Engine, key: str, after: int | None,
                     last_event_id: str | None) -> int:
     """Where a stream starts: `after=`, else the browser's Last-Event-ID, else now."""
-    session = await chats.get_chat(engine.db, key)
+    session = await engine.reads.chat(key)
     if after is None and last_event_id is not None and last_event_id.isdigit():
         after = min(int(last_event_id), MAX_SEQ)
     return session.last_seq if after is None else after
@@ -84,14 +82,14 @@ async def frames(engine: Engine, key: str, last: int, sub: Subscription
     replayed: set[str] = set()
     try:
         while True:
-            page = await queries.replay_page(engine.db, key, last, REPLAY_PAGE)
+            page = await engine.reads.replay_page(key, last, REPLAY_PAGE)
             for frame in page.frames:
                 yield frame
             last = page.last
             replayed |= page.ended
             if not page.more:
                 break
-        status = await queries.current_run(engine.db, key)
+        status = await engine.reads.current_run(key)
         yield {"type": "status", "running": status is not None, "run_id": status,
                "boot": engine.boot}
         skip_below: dict[str, int] = {}

@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from hearth.engine.access import grants
 from hearth.web.http.deps import EngineDep
 
 router = APIRouter()
@@ -16,11 +15,11 @@ MAX_ID = 2**62  # ids are SQLite integers; larger is no grant
 @router.get("/api/grants")
 async def list_grants(engine: EngineDep) -> dict[str, Any]:
     """Every standing grant, newest first."""
-    return {"grants": await grants.list_grants(engine.db)}
+    return {"grants": await engine.reads.grants()}
 
 
 @router.delete("/api/grants/{grant_id}")
 async def revoke_grant(grant_id: Annotated[int, Path(ge=1, le=MAX_ID)],
                        engine: EngineDep) -> dict[str, Any]:
     """Revoke one: the next call it covered is asked about again."""
-    return {"revoked": await grants.revoke_grant(engine.db, grant_id)}
+    return {"revoked": await engine.access.revoke_grant(grant_id)}

@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from hearth.engine.operations import importing, jsonl
+from hearth.engine.operations import jsonl
 from hearth.errors import Refusal
 from hearth.web.http.deps import EngineDep
 
@@ -29,7 +29,7 @@ async def export_all(engine: EngineDep) -> StreamingResponse:
     """Every kept chat (archived ones too; never an Incognito or Temporary one), with each
     one's variant tree, as JSON Lines, written as it is read."""
     name = f"hearth-export-{datetime.now(UTC):%Y-%m-%d}.jsonl"
-    return StreamingResponse(jsonl.everything(engine.db), media_type=jsonl.MEDIA_TYPE,
+    return StreamingResponse(engine.chats.export_all(), media_type=jsonl.MEDIA_TYPE,
                              headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
@@ -49,6 +49,6 @@ async def import_chats(
         raise Refusal("unsupported_media_type", 415,
                       "Send the export's JSON Lines as the body, with Content-Type "
                       "application/x-ndjson (or text/plain).")
-    result = await importing.import_file(engine.db, engine.choices(), await request.body(),
-                                         line_offset=line_offset, dry_run=dry_run)
+    result = await engine.chats.import_file(engine.choices(), await request.body(),
+                                            line_offset=line_offset, dry_run=dry_run)
     return JSONResponse(result.view(), status_code=200 if dry_run else 201)

@@ -10,7 +10,6 @@ delete one: 403 `restricted_session` with the one sentence saying so, an audit r
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
@@ -84,7 +83,7 @@ def job_view(job: JobRow) -> dict[str, Any]:
 async def list_jobs(engine: EngineDep, app: AppName,
                     session: SessionHeader = None) -> dict[str, Any]:
     await _for_app(engine, app, session)
-    found = await asyncio.to_thread(jobs.listing, engine.db, session)
+    found = await engine.jobs.listing(session)
     return {"jobs": [job_view(job) for job in (jobs.made_in(found, session) if app else found)]}
 
 
@@ -92,7 +91,7 @@ async def _for_app(engine: Engine, app: str | None, session: str | None,
                    job_id: int | None = None) -> None:
     """An app reaches only the jobs a chat of its own made (`jobs.app_scope`)."""
     if app is not None:
-        await asyncio.to_thread(jobs.app_scope, engine.db, session, job_id)
+        await engine.jobs.app_scope(session, job_id)
 
 
 @router.post("/api/jobs")
@@ -100,9 +99,9 @@ async def make_job(body: NewJob, engine: EngineDep, app: AppName, principal: Pri
                    held: QuotasDep, session: SessionHeader = None) -> JSONResponse:
     await _for_app(engine, app, session)
     async with quotas.new_job(held, engine, app, body.request()):  # an app's: its quotas
-        job = await asyncio.to_thread(jobs.make, engine.db, prompt=body.prompt,
-                                      request=body.request(), session=session,
-                                      route="POST /api/jobs", principal=principal)
+        job = await engine.jobs.make(prompt=body.prompt, request=body.request(),
+                                     session=session, route="POST /api/jobs",
+                                     principal=principal)
     return JSONResponse(job_view(job), status_code=201)
 
 
@@ -111,8 +110,7 @@ async def run_job(job_id: JobId, engine: EngineDep, app: AppName,
                   session: SessionHeader = None) -> JSONResponse:
     """Fire the job now, as a run of its own chat; its schedule stays as it is."""
     await _for_app(engine, app, session, job_id)
-    await asyncio.to_thread(jobs.may_change, engine.db, session,
-                            f"a run of job #{job_id}", "POST /api/jobs/run")
+    await engine.jobs.may_change(session, f"a run of job #{job_id}", "POST /api/jobs/run")
     await quotas.run_now(engine, app)  # an app's: 429 past its fires per hour
     fired = await engine.scheduler.run_now(job_id)
     return JSONResponse({"job": job_id, "run_id": fired.run_id,
@@ -124,13 +122,13 @@ async def change_job(job_id: JobId, body: JobChange, engine: EngineDep, app: App
                      held: QuotasDep, session: SessionHeader = None) -> dict[str, Any]:
     await _for_app(engine, app, session, job_id)
     async with quotas.changed_job(held, engine, app, job_id, body.enabled):
-        return job_view(await asyncio.to_thread(jobs.change, engine.db, job_id, body.enabled,
-                                                session, "PATCH /api/jobs"))
+        return job_view(await engine.jobs.change(job_id, body.enabled, session,
+                                                 "PATCH /api/jobs"))
 
 
 @router.delete("/api/jobs/{job_id}")
 async def delete_job(job_id: JobId, engine: EngineDep, app: AppName,
                      session: SessionHeader = None) -> dict[str, Any]:
     await _for_app(engine, app, session, job_id)
-    await asyncio.to_thread(jobs.delete, engine.db, job_id, session, "DELETE /api/jobs")
+    await engine.jobs.delete(job_id, session, "DELETE /api/jobs")
     return {"deleted": job_id}

@@ -13,26 +13,22 @@ a persistent chat teaches is filed under it. The owner's search leaves no recall
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.engine.operations.memory_edit import revise_memory
-from hearth.engine.reads.rows import MemoryItem, SessionRow
+from hearth.engine.reads.facade import MemoryItem, SessionRow
 from hearth.engine.runtime import Engine
 from hearth.engine.views import iso
 from hearth.errors import Refusal
-from hearth.memory.service import Memory
+from hearth.memory.desk import MemoryDesk
 from hearth.privacy.scope import as_work_of
-from hearth.sessions import chats
 from hearth.web.http.deps import EngineDep, SessionHeader
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 router = APIRouter()
 Kind = Literal["fact", "preference", "lesson", "commitment"]  # store.memory.KINDS
@@ -72,21 +68,24 @@ async def _chat_of(engine: Engine, key: str | None) -> SessionRow | None:
     """The chat a request is made for (404 session_not_found), or None for the owner."""
     if key is None:
         return None
-    return await chats.get_chat(engine.db, key)
+    return await engine.reads.chat(key)
 
 
-async def _as(chat: SessionRow | None, work: Callable[P, T], *args: P.args,
-              **kwargs: P.kwargs) -> T:
-    """Run `work` off the event loop as `chat`'s work (in its recorded mode), or the owner's."""
+@contextmanager
+def _as(chat: SessionRow | None) -> Iterator[None]:
+    """The work awaited inside runs as `chat`'s work (in its recorded mode), or the owner's:
+    the store's threads run in a copy of the context, so they carry the scope."""
     if chat is None:
-        return await asyncio.to_thread(work, *args, **kwargs)
+        yield
+        return
     with as_work_of(chat.key, chat.memory_mode):
-        return await asyncio.to_thread(work, *args, **kwargs)  # the thread copies the scope
+        yield
 
 
-def _search(memory: Memory, words: str, limit: int, kind: str | None) -> list[MemoryItem]:
+async def _search(memory: MemoryDesk, words: str, limit: int,
+                  kind: str | None) -> list[MemoryItem]:
     pool = limit if kind is None else MAX_SEARCH_POOL
-    items = [hit.item for hit in memory.search(words, pool)]
+    items = [hit.item for hit in await memory.search(words, pool)]
     if kind is not None:
         items = [item for item in items if item.kind == kind]
     return items[:limit]
@@ -109,9 +108,11 @@ async def list_memory(
             raise Refusal("invalid_request", 422,
                           "before pages the newest-first list; a search (q) answers its best "
                           "matches in one page.")
-        found = await _as(chat, _search, engine.memory, words, limit, kind)
+        with _as(chat):
+            found = await _search(engine.memory_desk, words, limit, kind)
         return {"items": [item_view(i) for i in found], "next_before": None}
-    page = await _as(chat, engine.memory.items, limit=limit + 1, before=before, kind=kind)
+    with _as(chat):
+        page = await engine.memory_desk.items(limit=limit + 1, before=before, kind=kind)
     more = len(page) > limit
     page = page[:limit]
     return {"items": [item_view(i) for i in page],
@@ -123,9 +124,11 @@ async def teach_memory(body: Teach, engine: EngineDep,
                        session: SessionHeader = None) -> JSONResponse:
     """Keep an item (201); the same words again answer the item already kept (200)."""
     chat = await _chat_of(engine, session)
-    kept = await _as(chat, engine.memory.remember, kind=body.kind, words=body.text.strip(),
-                     written_by="owner" if chat is None else f"api:{chat.key}",
-                     filed_under=None if chat is None else chat.key)
+    with _as(chat):
+        kept = await engine.memory_desk.remember(
+            kind=body.kind, words=body.text.strip(),
+            written_by="owner" if chat is None else f"api:{chat.key}",
+            filed_under=None if chat is None else chat.key)
     return JSONResponse(item_view(kept.item), status_code=201 if kept.created else 200)
 
 
@@ -155,7 +158,8 @@ async def forget_memory(
     session: SessionHeader = None,
 ) -> dict[str, Any]:
     chat = await _chat_of(engine, session)
-    gone = await _as(chat, engine.memory.forget, item_id)
+    with _as(chat):
+        gone = await engine.memory_desk.forget(item_id)
     if gone is None:
         raise Refusal("memory_not_found", 404, f"There is no memory item {item_id}.")
     return {"forgotten": item_id}

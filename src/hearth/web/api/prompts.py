@@ -5,12 +5,10 @@ line) and the placeholders it uses. The files are read off the event loop (see
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import APIRouter
 
-from hearth.engine.intake import mentions
 from hearth.web.http.deps import EngineDep
 
 router = APIRouter()
@@ -18,7 +16,7 @@ router = APIRouter()
 
 @router.get("/api/prompts")
 async def list_prompts(engine: EngineDep) -> dict[str, Any]:
-    saved = await asyncio.to_thread(mentions.listing, engine.prompts_dir)
+    saved = await engine.files.saved_prompts()
     return {"prompts": [{"name": p.name, "description": p.description,
                          "placeholders": list(p.placeholders)} for p in saved],
             "folder": str(engine.prompts_dir)}

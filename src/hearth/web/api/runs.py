@@ -8,7 +8,6 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from hearth.engine.reads import queries
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.web.http.deps import EngineDep
@@ -17,7 +16,7 @@ router = APIRouter()
 
 
 async def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
-    view = await queries.run_status(engine.db, run_id)
+    view = await engine.reads.run_status(run_id)
     if view is None:
         raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
     return view

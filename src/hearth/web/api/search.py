@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from hearth.engine.access import apps
 from hearth.engine.operations import search as chat_search
 from hearth.engine.operations.search import Asked, SearchPage
 from hearth.errors import Refusal
@@ -39,9 +38,9 @@ async def search(engine: EngineDep, app: AppName,
                  ) -> dict[str, Any]:
     asked = asked_of(q, folder=folder, tag=tag, pinned=pinned, archived=archived,
                      since=since, until=until, limit=limit, cursor=cursor, off_path=off_path)
-    page = await chat_search.search(engine.db, asked)
+    page = await engine.reads.search(asked)
     if app is not None:  # an app finds only what was said in the chats it started
-        own = await apps.own_keys(engine.db, app, {hit.key for hit in page.hits}
+        own = await engine.reads.own_keys(app, {hit.key for hit in page.hits}
                                   | {chat.key for chat in page.titles})
         page = replace(page, hits=[hit for hit in page.hits if hit.key in own],
                        titles=[chat for chat in page.titles if chat.key in own])

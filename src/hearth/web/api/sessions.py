@@ -14,9 +14,7 @@ from starlette.background import BackgroundTask
 from hearth.engine.access import apps
 from hearth.engine.background import helper_agents
 from hearth.engine.delivery import outbox
-from hearth.engine.operations.export import export_chat
 from hearth.engine.runtime import Engine
-from hearth.engine.turn import compact_now
 from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
 from hearth.sessions import chats
@@ -77,10 +75,10 @@ async def create_session(request: Request, engine: EngineDep, app: AppName,
                          body: CreateSession | None = None) -> JSONResponse:
     body = body or CreateSession()
     apps.check_folder(app_of(request), body.workspace_dir)
-    opened = await chats.open_chat(
-        engine.db, name=body.name, memory_mode=body.memory_mode, agent=body.agent,
+    opened = await engine.chats.open(
+        name=body.name, memory_mode=body.memory_mode, agent=body.agent,
         model=body.model, workspace_dir=body.workspace_dir, trust=body.trust,
-        keep_out=engine.placement.hidden, choices=engine.choices(), created_by_app=app,
+        choices=engine.choices(), created_by_app=app,
     )
     return JSONResponse(session_view(opened.session), status_code=201 if opened.created else 200)
 
@@ -98,9 +96,9 @@ async def list_sessions(
 ) -> dict[str, Any]:
     """The listed chats; archived ones only with `archived=true` (then only they); an app's
     own alone for an app."""
-    rows, next_cursor = await chats.list_chats(engine.db, limit=limit, query=q,
-                                               cursor=cursor, folder=folder, tag=tag,
-                                               archived=archived, by_app=app)
+    rows, next_cursor = await engine.reads.chats(limit=limit, query=q, cursor=cursor,
+                                                 folder=folder, tag=tag, archived=archived,
+                                                 by_app=app)
     return {"sessions": [session_view(r) for r in rows], "next_cursor": next_cursor}
 
 
@@ -111,7 +109,7 @@ async def get_session(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
 ) -> dict[str, Any]:
-    window = await chats.read_chat(engine.db, key, limit=limit, before=before)
+    window = await engine.reads.window(key, limit=limit, before=before)
     current = window.current_run
     indexes = window.visible_indexes()
     return {
@@ -133,7 +131,7 @@ async def export_session(
     format: Annotated[Literal["json", "markdown", "jsonl"], Query()] = "json",  # noqa: A002
 ) -> Response:
     """The whole chat as a download (409 `export_refused` for a chat that keeps nothing)."""
-    export = await export_chat(engine.db, key, format)
+    export = await engine.chats.export(key, format)
     return Response(export.body, media_type=export.media_type, headers={
         "Content-Disposition": f'attachment; filename="{export.filename}"'})
 
@@ -148,20 +146,20 @@ async def patch_session(key: str, body: PatchSession, engine: EngineDep) -> dict
     if body.memory_mode is not None:
         await _same_mode(engine, key, body.memory_mode)
         if not changes:
-            return session_view(await chats.get_chat(engine.db, key))  # nothing to change
+            return session_view(await engine.reads.chat(key))  # nothing to change
     if not changes:
         raise Refusal("invalid_request", 422,
                       "Send a title, a trust setting, a model, an agent, a folder, tags, pinned "
                       "or archived to change.")
-    row = await chats.update(engine.db, key, title=body.title, trust=body.trust,
-                             filing=filing, runs_on=runs_on, choices=engine.choices(),
-                             archived=archived)
+    row = await engine.chats.update(key, title=body.title, trust=body.trust,
+                                    filing=filing, runs_on=runs_on, choices=engine.choices(),
+                                    archived=archived)
     return session_view(row)
 
 
 async def _same_mode(engine: Engine, key: str, memory_mode: str) -> None:
     """A chat's memory mode is fixed when it is made: asking for another is refused."""
-    kept = await chats.get_chat(engine.db, key)
+    kept = await engine.reads.chat(key)
     if memory_mode != kept.memory_mode:
         raise chats.ChatError(
             "memory_mode_fixed", 409,
@@ -198,7 +196,7 @@ async def _wake(engine: Engine, key: str) -> None:
 @router.post("/api/sessions/{key}/compact")
 async def compact_session(key: str, engine: EngineDep) -> dict[str, Any]:
     """Compact what the chat's model reads now (`engine.turn.compact_now`); the transcript stays."""
-    done = await compact_now.compact(engine.deps, key)
+    done = await engine.chats.compact(key)
     return done.as_dict()
 
 
@@ -210,7 +208,7 @@ class StopChat(BaseModel):
 @router.post("/api/sessions/{key}/stop")
 async def stop_session(key: str, engine: EngineDep,
                        body: StopChat | None = None) -> dict[str, Any]:
-    await chats.get_chat(engine.db, key)
+    await engine.reads.chat(key)
     stopped = await engine.stop(key)
     if body is None or not body.helpers:
         return {"stopped": stopped}

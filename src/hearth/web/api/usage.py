@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from hearth.engine.reads import usage as usage_totals
-from hearth.engine.reads.usage import Total
+from hearth.engine.reads.facade import Total, today
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages.usage import span_of
 
@@ -22,8 +21,8 @@ router = APIRouter()
 @router.get("/api/usage")
 async def usage(engine: EngineDep, days: Annotated[int, Query(ge=1, le=366)] = 30
                 ) -> dict[str, Any]:
-    span = span_of(days, date.fromisoformat(usage_totals.today()))
-    found = await usage_totals.totals(engine.db, span[0])
+    span = span_of(days, date.fromisoformat(today()))
+    found = await engine.reads.usage_totals(span[0])
     return {"since": span[0], "days": [_view(t, "day") for t in found.by_day],
             "models": [_view(t, "model_id") for t in found.by_model],
             "providers": [_view(t, "provider") for t in found.by_provider],

@@ -7,13 +7,11 @@ site's page; or an app's own token (`hearth apps add`), held to its permissions 
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
-from hearth.engine.access import apps, signins
 from hearth.errors import Refusal
 from hearth.privacy import principal as principals
 from hearth.web.http import permissions, signin
@@ -50,7 +48,7 @@ async def require_token(request: Request) -> None:
     if expected and hmac.compare_digest(given.encode(), expected.encode()):
         request.state.principal = principals.OWNER  # the gateway's own token
         return
-    app = await apps.identify(request.app.state.engine.db, given)
+    app = await request.app.state.engine.access.identify(given)
     if app is None:
         raise Refusal("unauthorized", 401,
                       "The token is not this gateway's token, nor a token of an app that is "
@@ -65,8 +63,7 @@ async def signed_in(request: Request, cookie: str | None) -> bool:
     expired)? The store is asked only about a cookie whose signature holds."""
     if cookie is None or not signin.valid(request.app.state.token, cookie):
         return False
-    db = request.app.state.engine.db
-    on: bool = await asyncio.to_thread(signins.is_on, db, signin.key_of(cookie))
+    on: bool = await request.app.state.engine.access.signed_in(signin.key_of(cookie))
     return on
 
 

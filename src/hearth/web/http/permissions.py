@@ -106,17 +106,17 @@ async def enforce(request: Request, app: App) -> None:
     route = request.scope.get("route")
     path = getattr(route, "path", request.url.path)
     needed = permission_of(request.method, path)
-    db = request.app.state.engine.db
+    access = request.app.state.engine.access
     if needed in (None, OWNER, PUBLIC) or not apps.allows(app, str(needed)):
         shown = needed if needed not in (None, PUBLIC) else OWNER
-        await apps.note_refused(db, app.name, f"{request.method} {path}", str(shown))
+        await access.note_refused(app.name, f"{request.method} {path}", str(shown))
         raise Refusal("app_scope", 403, _sentence(app.name, str(shown)))
     params = request.path_params
     key, run_id = params.get("key"), params.get("run_id")
     named = request.headers.get("x-hearth-session")
     named = key_for(named, app.name) if named is not None else None  # its own namespace
     if key is not None or run_id is not None or named is not None:
-        if not await apps.may_reach(db, app.name, key=key, run_id=run_id, named=named):
+        if not await access.may_reach(app.name, key=key, run_id=run_id, named=named):
             raise _not_found(key, run_id, named)
     quotas.hold(request, app, ("GET" if request.method == "HEAD" else request.method, path))
 

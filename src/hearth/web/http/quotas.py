@@ -9,8 +9,9 @@ the one object that holds their state (`AppQuotas`, on the app's state, in memor
 - event streams open per token (`streams_per_token`): one more is 429 `quota_exceeded`; the
   count goes down when the request ends, however it ends (`ReleaseAtEnd` runs what a request
   left to do at its end);
-- its jobs (`new_job`, `changed_job`, `run_now`, the rules in `engine.access.app_quotas`): one app's
-  job changes are made one at a time, so its count of jobs holds under a race.
+- its jobs (`new_job`, `changed_job`, `run_now`, the rules in
+  `engine.background.app_quotas`): one app's job changes are made one at a time, so its count
+  of jobs holds under a race.
 
 Each refusal is a `Limited` with `Retry-After` and a sentence naming the quota, its value and
 the key to raise. `keep_reserve` (first) and `hold` (last) are called by
@@ -32,7 +33,6 @@ from fastapi import Depends, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hearth.engine.access.apps import App
-from hearth.engine.background import app_quotas
 from hearth.engine.runtime import Engine
 from hearth.errors import Limited
 from hearth.web.http import descriptors
@@ -107,11 +107,10 @@ class AppQuotas:
 async def new_job(quotas: AppQuotas, engine: Engine, app: str | None,
                   request: dict[str, object]) -> AsyncIterator[None]:
     """While a job is made: an app's refused past `jobs_per_app` or `job_fires_per_hour`
-    (`engine.access.app_quotas`), its other job changes held off; nothing for the owner."""
+    (`engine.background.app_quotas`), its other job changes held off; nothing for the owner."""
     async with quotas.jobs_of(app):
         if app is not None:
-            await asyncio.to_thread(app_quotas.check_new_job, engine.db, engine.config.apps,
-                                    app, request)
+            await engine.jobs.check_new_job(engine.config.apps, app, request)
         yield
 
 
@@ -121,15 +120,14 @@ async def changed_job(quotas: AppQuotas, engine: Engine, app: str | None, job_id
     """While a job is paused or resumed: an app's resume refused past `job_fires_per_hour`."""
     async with quotas.jobs_of(app):
         if app is not None and enabled:
-            await asyncio.to_thread(app_quotas.check_resume, engine.db, engine.config.apps,
-                                    app, job_id)
+            await engine.jobs.check_resume(engine.config.apps, app, job_id)
         yield
 
 
 async def run_now(engine: Engine, app: str | None) -> None:
     """An app's job run now is refused (429) while its jobs' fires this hour are spent."""
     if app is not None:
-        await app_quotas.check_run_now(engine.db, engine.config.apps, app)
+        await engine.jobs.check_run_now(engine.config.apps, app)
 
 
 def quotas_of(request: Request) -> AppQuotas:

@@ -4,7 +4,6 @@ reads. A file that cannot be read says why and can be written over."""
 
 from __future__ import annotations
 
-import asyncio
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
@@ -23,7 +22,7 @@ pages = APIRouter(dependencies=[Depends(require_token)])
 async def agent_files(request: Request, name: str, engine: EngineDep,
                       saved: str | None = None) -> Response:
     agent = agents.known_agent(engine.config, name)
-    files = await asyncio.to_thread(agents.read_files, engine.deps.agents_folder, agent)
+    files = await engine.files.agent_files(agent)
     return await page(request, engine, "agent_files.html", agent=agent, files=files,
                       saved=saved if saved in agents.FILES else None,
                       limit=agents.FILE_MAX, order=" → ".join(agents.FILES))
@@ -34,6 +33,6 @@ async def save_agent_file(request: Request, name: str, file: str,
                           engine: EngineDep) -> Response:
     agent = agents.known_agent(engine.config, name)
     text = (await form_of(request)).get("text", "")
-    await asyncio.to_thread(agents.write_file, engine.deps.agents_folder, agent, file, text)
+    await engine.files.write_agent_file(agent, file, text)
     return RedirectResponse(f"/settings/agents/{quote(agent)}/files?saved={quote(file)}"
                             f"#file-{quote(file)}", status_code=303)

@@ -20,11 +20,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
 
-from hearth.engine.access import grants
-from hearth.engine.reads import activity
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
-from hearth.sessions import chats
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages.chat import DECISIONS, _prefix as always_scope
@@ -60,11 +57,11 @@ async def chat_names(engine: Engine, keys: set[str]) -> dict[str, str]:
     found = {}
     for key in sorted(keys):
         try:
-            found[key] = await chats.get_chat(engine.db, key)
+            found[key] = await engine.reads.chat(key)
         except Refusal:
             continue  # deleted, or a Temporary chat that ended
     untitled = [key for key, chat in found.items() if not chat.title]
-    openings = await chats.openings(engine.db, untitled) if untitled else {}
+    openings = await engine.reads.openings(untitled) if untitled else {}
     return {key: shown_name(chat.title, openings.get(key), key) for key, chat in found.items()}
 
 
@@ -83,7 +80,7 @@ async def _approvals_page(request: Request, engine: EngineDep, *, status: int = 
                           problem: str | None = None, done: str | None = None) -> Response:
     csrf = csrf_of(request)
     waiting = sorted(await engine.desk.pending(), key=lambda a: a["created_at"], reverse=True)
-    standing = await grants.list_grants(engine.db)
+    standing = await engine.reads.grants()
     names = await chat_names(engine, {g["session"] for g in standing if g["session"]})
     asks = [{**a, "chat": shown_name(a.get("title"), None, a["session"]),
              "card": _card(a, csrf)} for a in waiting]
@@ -111,7 +108,7 @@ async def answer(request: Request, engine: EngineDep, approval_id: str) -> Respo
             raise Refusal("invalid_decision", 422,
                           f"decision must be one of {', '.join(DECISIONS)}.")
         if len(approval_id) > MAX_APPROVAL_ID or \
-                await activity.approval_chat(engine.db, approval_id) is None:
+                await engine.reads.approval_chat(approval_id) is None:
             raise Refusal("approval_not_found", 404,
                           "There is no such approval: it may have been answered in its chat, "
                           "or its chat was deleted.")
@@ -128,7 +125,7 @@ async def revoke(request: Request, engine: EngineDep, grant_id: str) -> Response
     """Revoke a standing grant: the next call it covered is asked about again. An id that is
     no grant's (whatever it is) is this page saying so."""
     try:
-        await grants.revoke_grant(engine.db, _grant_id(grant_id))
+        await engine.access.revoke_grant(_grant_id(grant_id))
     except Refusal as refused:
         return await _approvals_page(request, engine, status=refused.status,
                                      problem=f"{refused.sentence} It may have been revoked "

@@ -18,12 +18,10 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from hearth.engine.operations import session_map
 from hearth.engine.operations.branching import Moved
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
-from hearth.sessions import chats
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import PrincipalDep
@@ -129,7 +127,7 @@ async def placed(engine: Engine, key: str, message: dict[str, Any]) -> dict[str,
     if message.get("kind") not in VISIBLE:
         return message
     try:
-        window = await chats.read_chat(engine.db, key, limit=1, before=int(message["index"]) + 1)
+        window = await engine.reads.window(key, limit=1, before=int(message["index"]) + 1)
     except Refusal:  # the chat was deleted meanwhile: nothing to act on
         return message
     found = window.events[0] if window.events else None
@@ -146,7 +144,7 @@ async def placed(engine: Engine, key: str, message: dict[str, Any]) -> dict[str,
 async def chat_map(engine: Engine, key: str, first_seq: int | None, before: int | None
                    ) -> list[dict[str, Any]]:
     """The rail's ticks for a page showing the events from seq `first_seq` (before `before`)."""
-    return map_ticks(await session_map.session_map(engine.db, key), key, first_seq, before)
+    return map_ticks(await engine.reads.session_map(key), key, first_seq, before)
 
 
 def map_ticks(marks: list[dict[str, Any]], key: str, first_seq: int | None,

@@ -13,12 +13,10 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
 from hearth.engine.background import helper_agents
-from hearth.engine.reads import activity
 from hearth.engine.runtime import Engine
 from hearth.engine.turn import compact_now
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
-from hearth.sessions import chats
 from hearth.web.api.events import MAX_SEQ, sse, stream_response
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
@@ -49,7 +47,7 @@ pages = APIRouter(dependencies=[Depends(require_token)])
 async def chat_page(request: Request, key: str, engine: EngineDep,
                     before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
                     note: Annotated[str | None, Query(max_length=40)] = None) -> Response:
-    window = await chats.read_chat(engine.db, key, limit=WINDOW, before=before)
+    window = await engine.reads.window(key, limit=WINDOW, before=before)
     indexes = window.visible_indexes()
     messages = [message_view(e, visible_index=indexes.get(e.event_id),
                              variants=window.variants.get(e.event_id)) for e in window.events]
@@ -58,7 +56,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
     first = window.events[0].seq if window.events else None
     opening = None
     if not window.session.title:  # an untitled chat is called by its first words
-        opening = (await chats.openings(engine.db, [key])).get(key)
+        opening = (await engine.reads.openings([key])).get(key)
     choices = engine.choices()  # the snapshot's models and agents, read once
     return await page(request, engine, "chat.html", current=key, chat=window.session,
                       mode_name=name, opening=opening, mode_line=line,
@@ -94,7 +92,7 @@ async def _drawn(engine: Engine, key: str, csrf: str,
     async for frame in source:
         queued = False
         if frame["type"] == "message" and frame["message"]["kind"] == "user":
-            queued = await activity.is_queued(engine.db, key, frame["run_id"])
+            queued = await engine.reads.is_queued(key, frame["run_id"])
         if frame["type"] == "message":  # its actions need its place, as a reload reads it
             frame = {**frame, "message": await branching_page.placed(engine, key,
                                                                      frame["message"])}
@@ -132,7 +130,7 @@ async def answer(request: Request, key: str, approval_id: str, engine: EngineDep
     if decision not in DECISIONS:
         raise Refusal("invalid_decision", 422,
                       f"decision must be one of {', '.join(DECISIONS)}.")
-    if await activity.approval_chat(engine.db, approval_id) != key:
+    if await engine.reads.approval_chat(approval_id) != key:
         raise Refusal("approval_not_found", 404, "This chat has no such approval.")
     prefix = _prefix(form) if decision == "allow_always" else None
     decided = await engine.desk.decide(approval_id, decision, prefix)
@@ -144,7 +142,7 @@ async def retry(request: Request, key: str, run_id: str, engine: EngineDep) -> R
     """Retry from an ending's notice row. When the attempt began a step that may have changed
     something, the answer is 409 with the steps and a confirm value (see engine.repeat_guard)."""
     confirm = (await form_of(request)).get("confirm") or None
-    if await activity.run_chat(engine.db, run_id) != key:
+    if await engine.reads.run_chat(run_id) != key:
         raise Refusal("run_not_found", 404, "This chat has no such turn.")
     admitted = await engine.retry(run_id, confirm)
     if not admitted.duplicate:

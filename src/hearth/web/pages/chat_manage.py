@@ -11,8 +11,6 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hearth.engine.turn import compact_now
-from hearth.sessions import chats
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages.frame import page
@@ -29,7 +27,7 @@ def _to_chat(key: str) -> RedirectResponse:
 @pages.post("/chats/{key}/rename")
 async def rename(request: Request, key: str, engine: EngineDep) -> Response:
     form = await form_of(request)
-    await chats.update(engine.db, key, title=form.get("title", ""))
+    await engine.chats.update(key, title=form.get("title", ""))
     return _to_chat(key)
 
 
@@ -39,8 +37,8 @@ async def setup(request: Request, key: str, engine: EngineDep) -> Response:
     form = await form_of(request)
     runs_on = {"model": form.get("model") or None, "agent": form.get("agent") or None}
     trust = TRUSTED.get(form.get("trusted", ""), "ask")
-    kept = await chats.get_chat(engine.db, key)
-    await chats.update(engine.db, key, runs_on=runs_on, choices=engine.choices(),
+    kept = await engine.reads.chat(key)
+    await engine.chats.update(key, runs_on=runs_on, choices=engine.choices(),
                        trust=trust if kept.memory_mode == "persistent" else None)
     return _to_chat(key)
 
@@ -49,7 +47,7 @@ async def setup(request: Request, key: str, engine: EngineDep) -> Response:
 async def archive(request: Request, key: str, engine: EngineDep) -> Response:
     """Archive (out of the sidebar and the list) or restore (`archived=0`)."""
     form = await form_of(request)
-    await chats.update(engine.db, key, archived=form.get("archived", "1") != "0")
+    await engine.chats.update(key, archived=form.get("archived", "1") != "0")
     if form.get("back") == "list":
         return RedirectResponse("/chats?archived=1", status_code=303)
     return _to_chat(key)
@@ -58,7 +56,7 @@ async def archive(request: Request, key: str, engine: EngineDep) -> Response:
 @pages.post("/chats/{key}/compact")
 async def compact(key: str, engine: EngineDep) -> Response:
     """Compact now (`engine.turn.compact_now`): the chat shows the notice; a refusal is its page."""
-    done = await compact_now.compact(engine.deps, key)
+    done = await engine.chats.compact(key)
     if not done.compacted:  # nothing folded: the page says so rather than nothing at all
         return RedirectResponse(f"/chats/{quote(key)}?note=nothing-to-compact", status_code=303)
     return _to_chat(key)
@@ -67,8 +65,8 @@ async def compact(key: str, engine: EngineDep) -> Response:
 @pages.get("/chats/{key}/delete")
 async def confirm_delete(request: Request, key: str, engine: EngineDep) -> Response:
     """The page that says what a delete takes away, with the button that does it."""
-    chat = await chats.get_chat(engine.db, key)
-    opening = None if chat.title else (await chats.openings(engine.db, [key])).get(key)
+    chat = await engine.reads.chat(key)
+    opening = None if chat.title else (await engine.reads.openings([key])).get(key)
     return await page(request, engine, "delete.html", current=key, chat=chat,
                       shown=shown_name(chat.title, opening, key))
 

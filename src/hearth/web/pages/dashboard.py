@@ -5,7 +5,6 @@ post carrying the page's CSRF token (see `web.http.auth`)."""
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 from collections.abc import Mapping
 from typing import Annotated
@@ -14,7 +13,6 @@ from urllib.parse import parse_qs, quote, urlencode
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hearth.engine.access import signins
 from hearth.errors import Refusal
 from hearth.sessions import chats
 from hearth.web.http import signin
@@ -46,7 +44,7 @@ async def login(request: Request, engine: EngineDep) -> Response:
         return render("login.html", status=401,
                       error="That is not this gateway's token. `hearth token` prints it.")
     cookie = signin.issue(expected)
-    await asyncio.to_thread(signins.begin, engine.db, signin.key_of(cookie), signin.MAX_AGE)
+    await engine.access.begin_signin(signin.key_of(cookie), signin.MAX_AGE)
     answer = RedirectResponse("/", status_code=303)
     answer.set_cookie(signin.COOKIE, cookie, max_age=signin.MAX_AGE,
                       httponly=True, samesite="strict", path="/")
@@ -59,7 +57,7 @@ async def logout(request: Request, engine: EngineDep) -> Response:
     refused from now on, and the browser is told to drop it."""
     cookie = request.cookies.get(signin.COOKIE)
     if cookie is not None and signin.valid(request.app.state.token, cookie):
-        await asyncio.to_thread(signins.end, engine.db, signin.key_of(cookie))
+        await engine.access.end_signin(signin.key_of(cookie))
     answer = RedirectResponse("/login", status_code=303)
     answer.delete_cookie(signin.COOKIE, path="/", httponly=True, samesite="strict")
     return answer
@@ -83,10 +81,10 @@ async def _list_page(request: Request, engine: EngineDep, view: Mapping[str, str
     q = (view.get("q") or "").strip() or None
     folder = (view.get("folder") or "").strip() or None
     tag = (view.get("tag") or "").strip().lower() or None
-    rows, _ = await chats.list_chats(engine.db, limit=100, query=q, cursor=None,
-                                     folder=folder, tag=tag, archived=archived)
-    index = await chats.filing_index(engine.db)
-    openings = await chats.openings(engine.db, [r.key for r in rows])
+    rows, _ = await engine.reads.chats(limit=100, query=q, cursor=None,
+                                       folder=folder, tag=tag, archived=archived)
+    index = await engine.reads.filing_index()
+    openings = await engine.reads.openings([r.key for r in rows])
     here = urlencode({k: v for k, v in (("q", q), ("folder", folder), ("tag", tag)) if v})
     return await page(request, engine, "chats.html", status=status, chats=rows, query=q,
                       folder=folder, tag=tag, filing=index, openings=openings, view=here,
@@ -100,12 +98,12 @@ async def organize(request: Request, key: str, engine: EngineDep) -> Response:
     A value that cannot be used shows the list again with the sentence saying why."""
     form = await _blank_keeping_form(request)
     if form.get("back") == "chat":  # from the chat's own menu: back to the chat
-        await chats.update(engine.db, key, filing=_filing_of(form))
+        await engine.chats.update(key, filing=_filing_of(form))
         return RedirectResponse(f"/chats/{quote(key)}", status_code=303)
     view = {name: values[0] for name, values in
             parse_qs(form.get("back", ""), keep_blank_values=True).items() if name in VIEW}
     try:
-        await chats.update(engine.db, key, filing=_filing_of(form))
+        await engine.chats.update(key, filing=_filing_of(form))
     except Refusal as refused:
         return await _list_page(request, engine, view, refused.sentence, refused.status)
     back = urlencode({name: value for name, value in view.items() if value})

@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from hearth.engine.reads import sidebar
 from hearth.engine.reads.sidebar import Sidebar, SidebarChat
 from hearth.engine.views import moment
 from hearth.errors import Refusal
@@ -67,7 +66,7 @@ async def page(request: Request, engine: EngineDep, template: str, *, status: in
                current: str | None = None, **values: Any) -> HTMLResponse:
     """A signed-in page: `template` drawn inside the sidebar and the owner's theme; `current`
     is the chat the page shows (marked in the sidebar)."""
-    side: Sidebar = await sidebar.sidebar(engine.db)
+    side: Sidebar = await engine.reads.sidebar()
     values.setdefault("here", request.url.path)
     return render(template, status=status, csrf=csrf_of(request), theme=theme_of(request),
                   groups=grouped(side.kept, date.today()), restricted=side.restricted,

@@ -10,7 +10,6 @@ one-shot that ran) comes back as this page with the sentence and the refusal's s
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -71,7 +70,7 @@ def line_of(job: JobRow, gateway_zone: str) -> JobLine:
 async def _jobs_page(request: Request, engine: EngineDep, *, status: int = 200,
                      problem: str | None = None, done: str | None = None,
                      adding: dict[str, str] | None = None) -> Response:
-    found = await asyncio.to_thread(jobs.listing, engine.db, None)
+    found = await engine.jobs.listing(None)
     zone = schedules.local_zone_name()
     return await page(request, engine, "jobs.html", status=status, problem=problem,
                       done=DONE.get(done or ""), jobs=[line_of(j, zone) for j in found],
@@ -105,9 +104,9 @@ def request_of(form: dict[str, str]) -> dict[str, object]:
 async def add_job(request: Request, engine: EngineDep) -> Response:
     form = await form_of(request)
     try:
-        await asyncio.to_thread(jobs.make, engine.db, prompt=form.get("prompt", ""),
-                                request=request_of(form), session=None, route="POST /jobs/add",
-                                principal=principal_of(request))
+        await engine.jobs.make(prompt=form.get("prompt", ""), request=request_of(form),
+                               session=None, route="POST /jobs/add",
+                               principal=principal_of(request))
     except Refusal as refused:
         return await _jobs_page(request, engine, status=refused.status,
                                 problem=refused.sentence, adding=form)
@@ -137,6 +136,6 @@ async def _do(engine: EngineDep, action: str, job_id: int) -> None:
     if action == "run":
         await engine.scheduler.run_now(job_id)
     elif action == "delete":
-        await asyncio.to_thread(jobs.delete, engine.db, job_id, None, route)
+        await engine.jobs.delete(job_id, None, route)
     else:
-        await asyncio.to_thread(jobs.change, engine.db, job_id, action == "resume", None, route)
+        await engine.jobs.change(job_id, action == "resume", None, route)

@@ -12,7 +12,6 @@ search in the API, leaves no recall marks."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Annotated, Any, get_args
 from urllib.parse import urlencode
@@ -21,9 +20,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from hearth.engine.operations.memory_edit import revise_memory
-from hearth.engine.reads.rows import DOCUMENT, MemoryItem
+from hearth.engine.reads.facade import DOCUMENT, MemoryItem
 from hearth.errors import Refusal
-from hearth.memory.service import Memory
+from hearth.memory.desk import MemoryDesk
 from hearth.web.api.memory import MAX_TEXT, Kind
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
@@ -47,8 +46,8 @@ DONE = {
 }
 
 
-def _search(memory: Memory, words: str) -> list[MemoryItem]:
-    return [hit.item for hit in memory.search(words, SEARCH_LIMIT)]
+async def _search(memory: MemoryDesk, words: str) -> list[MemoryItem]:
+    return [hit.item for hit in await memory.search(words, SEARCH_LIMIT)]
 
 
 def _back(words: str, done: str, item_id: int | None = None) -> RedirectResponse:
@@ -78,10 +77,10 @@ async def _memory_page(request: Request, engine: EngineDep, *, words: str = "",
                        before: int | None = None, status: int = 200,
                        **values: Any) -> Response:
     if words:
-        found = await asyncio.to_thread(_search, engine.memory, words)
+        found = await _search(engine.memory_desk, words)
         more = None
     else:
-        found = await asyncio.to_thread(engine.memory.items, limit=PAGE + 1, before=before)
+        found = await engine.memory_desk.items(limit=PAGE + 1, before=before)
         more = found[PAGE - 1].id if len(found) > PAGE else None
         found = found[:PAGE]
     chats = await chat_names(engine, {i.filed_under for i in found if i.filed_under})
@@ -119,8 +118,8 @@ async def add_item(request: Request, engine: EngineDep) -> Response:
     form = await form_of(request)
     try:
         kind, words = _checked(form)
-        kept = await asyncio.to_thread(engine.memory.remember, kind=kind, words=words,
-                                       written_by="owner", filed_under=None)
+        kept = await engine.memory_desk.remember(kind=kind, words=words, written_by="owner",
+                                                 filed_under=None)
     except Refusal as refused:
         return await _memory_page(request, engine, status=refused.status,
                                   problem=refused.sentence,
@@ -155,7 +154,7 @@ async def delete_item(request: Request, engine: EngineDep,
     """Forget the item (404 `memory_not_found` when there is none), then back to the list
     (or the search the button was pressed in)."""
     form = await form_of(request)
-    gone = await asyncio.to_thread(engine.memory.forget, item_id)
+    gone = await engine.memory_desk.forget(item_id)
     if gone is None:
         raise Refusal("memory_not_found", 404, f"There is no memory item {item_id}.")
     words = form.get("q", "").strip()[:500]

@@ -15,10 +15,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from hearth.engine.operations import search as chat_search
 from hearth.engine.operations.search import SearchHit, SearchPage
 from hearth.errors import Refusal
-from hearth.sessions import chats
 from hearth.web.api.search import asked_of
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages.chat import WINDOW
@@ -49,13 +47,13 @@ async def search_page(request: Request, engine: EngineDep, q: Text = None, folde
         try:
             asked = asked_of(q or "", folder=folder, tag=tag, pinned=pinned,
                              archived=archived, since=since, until=until, cursor=cursor)
-            found = await chat_search.search(engine.db, asked)
+            found = await engine.reads.search(asked)
         except Refusal as refused:
             error = refused.sentence
     return await page(request, engine, "search.html", status=422 if error else 200,
                       query=values["q"], values=values, error=error, found=found,
                       shown=_shown(found), more=_more(values, found),
-                      filing=await chats.filing_index(engine.db), here="/search")
+                      filing=await engine.reads.filing_index(), here="/search")
 
 
 def _shown(found: SearchPage | None) -> list[Shown]:

@@ -9,7 +9,6 @@ form answers this page with a sentence (422); an API key is never shown, logged 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -23,8 +22,6 @@ from fastapi.responses import RedirectResponse, Response
 
 from hearth import settings
 from hearth.config import ModelConfig
-from hearth.engine.access import apps
-from hearth.engine.reads import settings_log
 from hearth.engine.runtime import Engine
 from hearth.engine.snapshot import Snapshot
 from hearth.errors import Refusal
@@ -120,7 +117,7 @@ def _shown_url(url: str | None) -> str:
 async def _page(request: Request, engine: Engine, *, status: int = 200,
                 **shown: Any) -> Response:
     try:  # a file read: off the event loop
-        kept, problem = await asyncio.to_thread(settings.load, _path(request)), None
+        kept, problem = await settings.loaded(_path(request)), None
     except SettingsError as error:
         kept, problem = Settings(), str(error)
     snapshot = engine.snapshot  # one snapshot: the models, their chain and the agents shown
@@ -137,7 +134,7 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
         agents=sorted(config.agents.items()), profiles=forms.PROFILES,
         user_name=config.agent.user_name or "", sandbox=engine.placement,
-        channels=channels_view.rows(request), apps=await apps.listed(engine.db), **shown)
+        channels=channels_view.rows(request), apps=await engine.reads.apps(), **shown)
 
 
 @pages.get("/settings")
@@ -161,7 +158,7 @@ async def _keep(request: Request, engine: Engine, change: Callable[[Settings], S
         return changed
 
     try:
-        kept = await asyncio.to_thread(settings.update, _path(request), fitting)
+        kept = await settings.updated(_path(request), fitting)
         engine.adopt(kept)  # the next turn's snapshot; a running turn keeps its own
     except Invalid as refused:
         return await _page(request, engine, status=422, error=refused.sentence, **shown)
@@ -171,7 +168,7 @@ async def _keep(request: Request, engine: Engine, change: Callable[[Settings], S
         return await _page(request, engine, status=503, **shown,
                      error=f"settings.json could not be written ({error.strerror}); nothing "
                            "was changed.")
-    await asyncio.to_thread(settings_log.record_change, engine.db, what)
+    await engine.access.record_settings_change(what)
     return None
 
 
@@ -282,7 +279,7 @@ async def save_name(request: Request, engine: EngineDep) -> Response:
 async def revoke_app(request: Request, name: str, engine: EngineDep) -> Response:
     """Revoke an app's token (`hearth apps revoke`): refused from its next request on."""
     try:
-        await apps.revoke(engine.db, name)
+        await engine.access.revoke_app(name)
     except Refusal as refused:
         return await _page(request, engine, status=refused.status, error=refused.sentence)
     return _saved("app_revoked", "apps")

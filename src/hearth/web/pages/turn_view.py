@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hearth.engine.reads import activity
 from hearth.engine.runtime import Engine
 from hearth.engine.turn.gate import shown_target
 from hearth.web.pages.ui import in_local_zone, templates
@@ -123,7 +122,7 @@ class ChatState:
 
 
 async def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
-    running, queued, views = await activity.of_chat(engine.db, key, run_ids)
+    running, queued, views = await engine.reads.activity(key, run_ids)
     pending = {item["card"]: item for item in (approval_item(view) for view in views)}
     return ChatState(running=running, queued=queued, pending=pending)
 

@@ -13,8 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
-from hearth.engine.reads import usage
-from hearth.engine.reads.usage import Total
+from hearth.engine.reads.facade import Total, today
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages.frame import page
@@ -157,8 +156,8 @@ def model_chart_of(models: list[Total]) -> ModelChart:
 @pages.get("/usage")
 async def usage_page(request: Request, engine: EngineDep,
                      days: Annotated[int, Query(ge=1, le=366)] = 30) -> Response:
-    span = span_of(days, date.fromisoformat(usage.today()))
-    found = await usage.totals(engine.db, span[0])
+    span = span_of(days, date.fromisoformat(today()))
+    found = await engine.reads.usage_totals(span[0])
     by_day, by_model = found.by_day, found.by_model
     return await page(request, engine, "usage.html", days=days,
                   chart=chart_of(span, by_day) if by_day else None,
