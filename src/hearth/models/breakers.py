@@ -4,7 +4,8 @@ Owns whether a model is tried now. A breaker is `closed` (calls go through); it 
 `failures` failures in a row (calls are refused without being sent); after `pause` seconds
 one call is let through as a probe (`half-open`), and that call closes it (a success) or opens
 it again (a failure). One `Breakers` lives as long as the gateway: the model registry hands it
-on to each registry a new settings snapshot makes (`ModelRegistry.adopt`).
+on to each registry a new settings snapshot makes (`ModelRegistry.adopt`), and each registry
+configures it with its snapshot's limits once, as it is made (never per turn).
 """
 
 from __future__ import annotations
