@@ -216,6 +216,12 @@ class Engine:
         """Delete the chat and everything of it (see engine.deletion)."""
         return await deletion.delete_chat(self, session_key)
 
+    async def end_temporary(self, session_key: str) -> str | None:
+        """Forget a Temporary chat now, its running turn stopped first (a stateless request's
+        chat, when the request ends): None once it is wholly gone, else what keeps it."""
+        report = await deletion.end_chat(self, session_key, "temporary_ended", stop_running=True)
+        return None if report is None or report.deleted else (report.reason or "it is kept")
+
     def dispatch(self, session_key: str) -> None:
         """Wake the chat's lane (idempotent)."""
         if self.lanes is not None:

@@ -23,12 +23,12 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, select
 
-from hearth.config import LimitsConfig
-from hearth.engine.delivery.events import Frame, message_frame
+from hearth.config import Config, LimitsConfig
+from hearth.engine.delivery.events import Bus, Frame, message_frame
 from hearth.engine.intake import admission
 from hearth.privacy import principal as principals
 from hearth.privacy.modes import mode_of, restricted
@@ -36,14 +36,12 @@ from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import NewChat
 from hearth.store import runs as run_store, sessions as session_store, transcript
+from hearth.store.db import Database
 from hearth.store.errors import AlreadyAppended
 from hearth.store.runs import RunRow
 from hearth.store.schema import runs, sessions
 from hearth.store.transcript import EventRow
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
-
-if TYPE_CHECKING:
-    from hearth.engine.runtime import Engine
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +52,19 @@ TASK_MAX = 8000
 NOT_RAN = frozenset({"stopped", "stale"})  # the owner stopped it, or it never began
 SWEEP_SECONDS = 7 * 24 * 3600  # how far back a start looks for reports a crash left unsent
 ACTIVE = ("admitted", "running")
+
+
+class HelperHost(Protocol):
+    """What starting helpers and telling their chats how they ended need of the engine."""
+
+    db: Database
+    bus: Bus
+    accepting: bool  # False once the gateway stops: no report is started then
+
+    @property
+    def config(self) -> Config: ...  # the snapshot the next turn runs from (its limits)
+
+    def dispatch(self, session_key: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -147,7 +158,7 @@ class SpawnHelpers:
     placed: Placed = "gateway"
     parallel_safe = False
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: HelperHost) -> None:
         self.engine = engine
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -155,12 +166,12 @@ class SpawnHelpers:
         if ctx.run_id is None:
             raise ToolRefused("Helpers are started from a chat's turn only.")
         batch = await self.engine.db.writing(_start_in, ctx.session_key, ctx.run_id, tasks,
-                                             self.engine.deps.config.limits)
+                                             self.engine.config.limits)
         for event in batch.events:
             self.engine.bus.publish(event.session_key, message_frame(event))
         for started in batch.started:
             self.engine.dispatch(started.key)
-        return ToolOutcome(*_said(batch, self.engine.deps.config.limits))
+        return ToolOutcome(*_said(batch, self.engine.config.limits))
 
 
 def _tasks(raw: object) -> list[str]:
@@ -233,7 +244,7 @@ def _report_in(conn: Connection, run_id: str) -> tuple[EventRow | None, bool]:
     return message, message is not None
 
 
-async def report(engine: Engine, run_id: str) -> None:
+async def report(engine: HelperHost, run_id: str) -> None:
     """Tell a helper's parent how its run ended (nothing for any other run, or twice)."""
     event, starts = await engine.db.writing(_report_in, run_id)
     if event is None:
@@ -243,7 +254,7 @@ async def report(engine: Engine, run_id: str) -> None:
         engine.dispatch(event.session_key)
 
 
-def heard(engine: Engine, tasks: set[asyncio.Task[None]]) -> Any:
+def heard(engine: HelperHost, tasks: set[asyncio.Task[None]]) -> Any:
     """A bus listener: each run's `done` is checked for a helper's (reported in a task)."""
     def listener(_session_key: str, frame: Frame) -> None:
         if frame.get("type") != "done" or not engine.accepting:
@@ -255,7 +266,7 @@ def heard(engine: Engine, tasks: set[asyncio.Task[None]]) -> Any:
     return listener
 
 
-async def _reporting(engine: Engine, run_id: str) -> None:
+async def _reporting(engine: HelperHost, run_id: str) -> None:
     try:
         await report(engine, run_id)
     except (OSError, RuntimeError) as error:  # the sweep at the next start sends it
@@ -263,7 +274,7 @@ async def _reporting(engine: Engine, run_id: str) -> None:
                     type(error).__name__)
 
 
-async def sweep(engine: Engine) -> int:
+async def sweep(engine: HelperHost) -> int:
     """At start: the reports of helper runs that ended while a crash kept them unsent."""
     since = time.time() - SWEEP_SECONDS
     ended = await engine.db.reading(_ended_helper_runs, since)
@@ -278,7 +289,7 @@ def _ended_helper_runs(conn: Connection, since: float) -> list[str]:
         .order_by(runs.c.ended_at)).scalars())
 
 
-async def helpers_of(engine: Engine, parent_key: str) -> list[dict[str, Any]]:
+async def helpers_of(engine: HelperHost, parent_key: str) -> list[dict[str, Any]]:
     """The chat's helpers, for its page: key, title, and whether each is at work."""
     return await engine.db.reading(_helpers_in, parent_key)
 

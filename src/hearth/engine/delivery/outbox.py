@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
 
-from hearth.engine.delivery.events import message_frame
+from hearth.engine.delivery.events import Bus, message_frame
 from hearth.errors import Refusal
 from hearth.store import (
     approvals as approval_store,
@@ -27,10 +27,8 @@ from hearth.store import (
     transcript,
 )
 from hearth.store.channels import LinkRow, Relinked
+from hearth.store.db import Database
 from hearth.store.deliveries import DeliveryRow
-
-if TYPE_CHECKING:
-    from hearth.engine.runtime import Engine
 
 Delivery = DeliveryRow  # the surfaces' name for a ledger row
 Link = LinkRow
@@ -39,6 +37,14 @@ UNKNOWN = ("Part {part} of {parts} of a message to {channel} may not have arrive
            "was cut off (the gateway stopped, or the connection broke), and {channel} cannot "
            "say whether it did, so it was not sent again.")
 FAILED = "A message to {channel} could not be delivered ({why}). It is kept here."
+
+
+class DeliveryHost(Protocol):
+    """What the delivery ledger's steps need of the engine: its store, and its live bus for
+    what is said in a chat."""
+
+    db: Database
+    bus: Bus
 
 
 @dataclass(frozen=True)
@@ -56,15 +62,15 @@ def link_view(link: LinkRow | None) -> dict[str, Any] | None:
     return {"channel": link.channel, "thread": link.thread, "owner_dm": link.owner_dm}
 
 
-async def link_of(engine: Engine, session_key: str) -> LinkRow | None:
+async def link_of(engine: DeliveryHost, session_key: str) -> LinkRow | None:
     return await engine.db.reading(channel_store.of_chat, session_key)
 
 
-async def links_of(engine: Engine, keys: list[str]) -> dict[str, LinkRow]:
+async def links_of(engine: DeliveryHost, keys: list[str]) -> dict[str, LinkRow]:
     return await engine.db.reading(channel_store.of_chats, keys)
 
 
-async def owe_said(engine: Engine, session_key: str, split: Split) -> list[DeliveryRow]:
+async def owe_said(engine: DeliveryHost, session_key: str, split: Split) -> list[DeliveryRow]:
     """What the linked chat said since its link's cursor, recorded as owed. Bookkeeping (not
     synced): rows and cursor move together, so a crash that loses them owes them again at
     the next start; the synced mark of a send's start (`attempting`) persists them first."""
@@ -73,7 +79,7 @@ async def owe_said(engine: Engine, session_key: str, split: Split) -> list[Deliv
     return await engine.db.writing(deliveries.owe_said, session_key, split, durable=False)
 
 
-async def owe_approval(engine: Engine, approval_id: str, text: str) -> list[DeliveryRow]:
+async def owe_approval(engine: DeliveryHost, approval_id: str, text: str) -> list[DeliveryRow]:
     """Ask the approval on the chat's thread (once per approval); nothing when not linked."""
     return await engine.db.writing(_owe_approval, approval_id, text)
 
@@ -89,20 +95,20 @@ def _owe_approval(conn: Connection, approval_id: str, text: str) -> list[Deliver
                           [text], approval_id=approval_id)
 
 
-async def asked_on(engine: Engine, approval_id: str, channel: str) -> bool:
+async def asked_on(engine: DeliveryHost, approval_id: str, channel: str) -> bool:
     """Whether the approval was asked on this channel (its question is in the ledger there):
     a channel answers only what it was asked."""
     rows = await engine.db.reading(deliveries.of_approval, approval_id)
     return any(row.channel == channel for row in rows)
 
 
-async def pending_approvals(engine: Engine, session_key: str) -> list[str]:
+async def pending_approvals(engine: DeliveryHost, session_key: str) -> list[str]:
     """The ids of the chat's approvals still waiting on the owner, oldest first."""
     rows = await engine.db.reading(approval_store.pending)
     return [row.id for row in rows if row.session_key == session_key]
 
 
-async def continue_on(engine: Engine, session_key: str, channel: str, thread: str,
+async def continue_on(engine: DeliveryHost, session_key: str, channel: str, thread: str,
                       owner_dm: bool, note: str | None) -> Moved:
     """Move the chat's link to the thread. When the thread it left was the owner's own
     direct chat, `note` is owed there once (a group or someone else's chat hears nothing)."""
@@ -122,7 +128,7 @@ def _relink(conn: Connection, session_key: str, channel: str, thread: str, owner
     return moved
 
 
-async def unlink(engine: Engine, session_key: str, note: str | None) -> LinkRow | None:
+async def unlink(engine: DeliveryHost, session_key: str, note: str | None) -> LinkRow | None:
     """The chat answers on no channel; the owner's own chat it left is owed `note`."""
     return await engine.db.writing(_unlink, session_key, note)
 
@@ -136,7 +142,7 @@ def _unlink(conn: Connection, session_key: str, note: str | None) -> LinkRow | N
     return left
 
 
-async def may_link(engine: Engine, session_key: str) -> bool:
+async def may_link(engine: DeliveryHost, session_key: str) -> bool:
     """Whether the chat may answer on a channel: a kept (persistent) chat only."""
     session = await engine.db.reading(session_store.get, session_key)
     if session is None:
@@ -144,34 +150,34 @@ async def may_link(engine: Engine, session_key: str) -> bool:
     return session.memory_mode == "persistent"
 
 
-async def due(engine: Engine, channel: str, limit: int = 100,
+async def due(engine: DeliveryHost, channel: str, limit: int = 100,
               thread: str | None = None) -> list[DeliveryRow]:
     return await engine.db.reading(deliveries.due, channel, limit, thread)
 
 
-async def linked_chats(engine: Engine) -> list[str]:
+async def linked_chats(engine: DeliveryHost) -> list[str]:
     return await engine.db.reading(channel_store.linked_chats)
 
 
-async def attempting(engine: Engine, delivery_id: int) -> None:
+async def attempting(engine: DeliveryHost, delivery_id: int) -> None:
     await engine.db.writing(deliveries.attempting, delivery_id)  # synced: before the send
 
 
-async def sent(engine: Engine, delivery_id: int, message_id: str | None) -> None:
+async def sent(engine: DeliveryHost, delivery_id: int, message_id: str | None) -> None:
     await engine.db.writing(deliveries.sent, delivery_id, message_id, durable=False)
 
 
-async def not_sent(engine: Engine, delivery_id: int, why: str) -> None:
+async def not_sent(engine: DeliveryHost, delivery_id: int, why: str) -> None:
     await engine.db.writing(deliveries.not_sent, delivery_id, why)
 
 
-async def failed(engine: Engine, row: DeliveryRow, why: str) -> None:
+async def failed(engine: DeliveryHost, row: DeliveryRow, why: str) -> None:
     """The channel refused it for good: recorded, and said in the chat."""
     await engine.db.writing(deliveries.failed, row.id, why)
     await _tell(engine, row, FAILED.format(channel=row.channel.title(), why=why), "failed")
 
 
-async def interrupted(engine: Engine, channel: str, resend_is_safe: bool) -> int:
+async def interrupted(engine: DeliveryHost, channel: str, resend_is_safe: bool) -> int:
     """At start: the sends a crash interrupted. A channel that drops a message it already
     has (by the delivery's id) is sent them again; any other's are `unknown`, said in the
     chat, and never sent again. How many were found."""
@@ -184,14 +190,14 @@ async def interrupted(engine: Engine, channel: str, resend_is_safe: bool) -> int
     return len(rows)
 
 
-async def unsure(engine: Engine, row: DeliveryRow, why: str) -> None:
+async def unsure(engine: DeliveryHost, row: DeliveryRow, why: str) -> None:
     """A send that may have arrived: `unknown`, said in the chat, never sent again."""
     await engine.db.writing(deliveries.unknown, row.id, why)
     sentence = UNKNOWN.format(part=row.part, parts=row.parts, channel=row.channel.title())
     await _tell(engine, row, sentence, "unknown")
 
 
-async def _tell(engine: Engine, row: DeliveryRow, sentence: str, what: str) -> None:
+async def _tell(engine: DeliveryHost, row: DeliveryRow, sentence: str, what: str) -> None:
     event = await engine.db.writing(_notice, row.session_key, sentence,
                                     {deliveries.QUIET: what, "delivery_id": row.id})
     if event is not None:
@@ -205,5 +211,5 @@ def _notice(conn: Connection, session_key: str, sentence: str,
     return transcript.append(conn, session_key, "notice", {"text": sentence}, meta=meta)
 
 
-async def of_chat(engine: Engine, session_key: str) -> list[DeliveryRow]:
+async def of_chat(engine: DeliveryHost, session_key: str) -> list[DeliveryRow]:
     return await engine.db.reading(deliveries.of_chat, session_key)

@@ -17,25 +17,36 @@ approval without asking the owner (`engine.turn.gate`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
 
-from hearth.engine.delivery.events import message_frame
+from hearth.engine.delivery.events import Bus, message_frame
 from hearth.engine.intake import admission
 from hearth.engine.intake.admission import Admitted
 from hearth.faults import crash_point
 from hearth.privacy import principal as principals
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
-from hearth.sessions.chats import NewChat
+from hearth.sessions.chats import Choices, NewChat
 from hearth.store import channels as channel_store, sessions as session_store
+from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 
-if TYPE_CHECKING:
-    from hearth.engine.runtime import Engine
-
 ATTACHMENT_NOTE = "[Attached: {names}. Hearth does not open attachments yet.]"
+
+
+class InboundHost(Protocol):
+    """What taking in a channel's message needs of the engine."""
+
+    db: Database
+    bus: Bus
+    accepting: bool  # False once the gateway stops: nothing more is admitted
+    deleting: set[str]  # chats being deleted: a thread's next message opens a new chat
+
+    def choices(self) -> Choices: ...
+
+    def dispatch(self, session_key: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,7 @@ def principal_of(inbound: Inbound) -> Principal:
     return principals.guest(inbound.channel, inbound.sender)
 
 
-async def receive(engine: Engine, inbound: Inbound) -> Received:
+async def receive(engine: InboundHost, inbound: Inbound) -> Received:
     """Admit a channel message (once), and wake its chat's lane."""
     text = text_of(inbound)
     admission.validate(text, None)
@@ -132,16 +143,16 @@ def _chat_of_thread(conn: Connection, inbound: Inbound, new: NewChat,
     return session.key, True
 
 
-async def skip(engine: Engine, channel: str, cursor: int) -> None:
+async def skip(engine: InboundHost, channel: str, cursor: int) -> None:
     """Move the channel's cursor past something it takes nothing from."""
     await engine.db.writing(channel_store.move_cursor, channel, cursor)
 
 
-async def cursor_of(engine: Engine, channel: str) -> int | None:
+async def cursor_of(engine: InboundHost, channel: str) -> int | None:
     return await engine.db.reading(channel_store.cursor, channel)
 
 
-async def take_only(engine: Engine, inbound: Inbound) -> bool:
+async def take_only(engine: InboundHost, inbound: Inbound) -> bool:
     """Record the message as taken in (and move the cursor) without admitting it: a reply
     word that answered an approval. False when it was taken in before."""
     return await engine.db.writing(_take_only, inbound)
@@ -153,7 +164,7 @@ def _take_only(conn: Connection, inbound: Inbound) -> bool:
     return channel_store.take_inbound(conn, inbound.channel, inbound.inbound_id)
 
 
-async def thread_chat(engine: Engine, channel: str, thread: str) -> str | None:
+async def thread_chat(engine: InboundHost, channel: str, thread: str) -> str | None:
     """The chat the thread continues now, if any."""
     link = await engine.db.reading(channel_store.of_thread, channel, thread)
     return link.session_key if link is not None else None

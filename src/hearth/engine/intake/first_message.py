@@ -13,27 +13,41 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from hearth.engine.delivery.events import message_frame
+from hearth.engine.delivery.events import Bus, message_frame
 from hearth.engine.intake import admission, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.faults import crash_point
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
-from hearth.sessions.chats import ChatError, NewChat
+from hearth.sessions.chats import ChatError, Choices, NewChat
 from hearth.store import sessions as session_store, transcript
+from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
 from hearth.store.transcript import EventRow
-
-if TYPE_CHECKING:
-    from hearth.engine.runtime import Engine
+from hearth.tools.sandbox import Placement
 
 SAME_MESSAGE_SECONDS = 24 * 3600  # how long a first message's client id answers its chat
 ATTEMPTS = 20  # a name taken in the same instant is looked for again
+
+
+class ChatOpener(Protocol):
+    """What opening a chat with its first message needs of the engine."""
+
+    db: Database
+    bus: Bus
+    accepting: bool  # False once the gateway stops: nothing more is admitted
+    placement: Placement  # what a chat's folder may not be (`placement.hidden`)
+    prompts_dir: Path  # the saved prompts a first message may mention
+
+    def choices(self) -> Choices: ...
+
+    def dispatch(self, session_key: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,7 @@ class FirstSent:
     admitted: Admitted
 
 
-async def send_first(engine: Engine, text: str, *, principal: Principal,
+async def send_first(engine: ChatOpener, text: str, *, principal: Principal,
                      memory_mode: str | None = None,
                      agent: str | None = None, model: str | None = None,
                      client_message_id: str | None = None, trust: str | None = None,
@@ -73,7 +87,7 @@ async def send_first(engine: Engine, text: str, *, principal: Principal,
     return sent
 
 
-async def _open_and_admit(engine: Engine, new: NewChat, text: str, idem: str | None,
+async def _open_and_admit(engine: ChatOpener, new: NewChat, text: str, idem: str | None,
                           meta: dict[str, Any] | None, principal: Principal,
                           ) -> tuple[FirstSent, EventRow | None]:
     since = time.time() - SAME_MESSAGE_SECONDS

@@ -33,25 +33,23 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from hearth.engine.delivery.events import Subscription
+from hearth.engine.delivery.events import Bus, Subscription
 from hearth.engine.intake import admission, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
-from hearth.engine.operations import deletion
 from hearth.errors import Refusal
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
-from hearth.sessions.chats import DEFAULT_AGENT, ChatError, NewChat
+from hearth.sessions.chats import DEFAULT_AGENT, ChatError, Choices, NewChat
 from hearth.store import runs as run_store, transcript
+from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
-
-if TYPE_CHECKING:
-    from hearth.engine.runtime import Engine
 
 log = logging.getLogger(__name__)
 
@@ -145,14 +143,35 @@ class Reply:
 Piece = Text | Tick | Reply
 
 
-def model_names(engine: Engine) -> list[str]:
+
+class RequestHost(Protocol):
+    """What an OpenAI-compatible request's turn needs of the engine."""
+
+    db: Database
+    bus: Bus
+    accepting: bool  # False once the gateway stops: nothing more is admitted
+    prompts_dir: Path  # the saved prompts a stateless request's message may mention
+
+    def choices(self) -> Choices: ...
+
+    async def send(self, session_key: str, text: str, *, principal: Principal,
+                   source_channel: str | None = ...) -> Admitted: ...
+
+    def dispatch(self, session_key: str) -> None: ...
+
+    async def end_temporary(self, session_key: str) -> str | None:
+        """Forget a Temporary chat now, its running turn stopped first: None once it is
+        wholly gone, else what keeps it."""
+
+
+def model_names(engine: RequestHost) -> list[str]:
     """What a request may name as its `model`: `hearth`, each agent set up, each model id."""
     choices = engine.choices()
     agents = [name for name in choices.agents if name != DEFAULT_AGENT]
     return list(dict.fromkeys([HEARTH_MODEL, *agents, *choices.models]))
 
 
-def resolve(engine: Engine, name: str) -> Target:
+def resolve(engine: RequestHost, name: str) -> Target:
     """The agent or model `name` means (`hearth` first, then agents, then model ids); 404
     `model_not_found` for anything else."""
     choices = engine.choices()
@@ -169,14 +188,14 @@ def resolve(engine: Engine, name: str) -> Target:
                   details={"param": "model"})
 
 
-async def begin(engine: Engine, asked: Asked) -> Exchange:
+async def begin(engine: RequestHost, asked: Asked) -> Exchange:
     """Admit the request's message (a promise, as every admission) and start its turn."""
     if asked.chat is None:
         return await _begin_stateless(engine, asked)
     return await _begin_named(engine, asked, asked.chat)
 
 
-async def _begin_named(engine: Engine, asked: Asked, name: str) -> Exchange:
+async def _begin_named(engine: RequestHost, asked: Asked, name: str) -> Exchange:
     admission.validate(asked.text, None)
     target = asked.target
     opened = await chats.open_chat(engine.db, name=name, agent=target.agent, model=target.model,
@@ -194,7 +213,7 @@ async def _begin_named(engine: Engine, asked: Asked, name: str) -> Exchange:
     return Exchange(engine, key, admitted, sub, stateless=False)
 
 
-async def _run_on(engine: Engine, session: SessionRow, target: Target) -> None:
+async def _run_on(engine: RequestHost, session: SessionRow, target: Target) -> None:
     """A named chat runs on the agent or model the request names from this turn on (`hearth`
     changes nothing: the chat as it is set up)."""
     change: dict[str, object] = {}
@@ -206,7 +225,7 @@ async def _run_on(engine: Engine, session: SessionRow, target: Target) -> None:
         await chats.update(engine.db, session.key, runs_on=change, choices=engine.choices())
 
 
-async def _begin_stateless(engine: Engine, asked: Asked) -> Exchange:
+async def _begin_stateless(engine: RequestHost, asked: Asked) -> Exchange:
     if not engine.accepting:
         raise AdmissionError("shutting_down", 503,
                              "The gateway is stopping and takes no new messages; send it again "
@@ -251,7 +270,7 @@ _closing: set[asyncio.Task[None]] = set()  # ends of exchanges whose request was
 class Exchange:
     """One request's turn, from its admission to its reply."""
 
-    engine: Engine
+    engine: RequestHost
     key: str
     admitted: Admitted
     sub: Subscription
@@ -364,14 +383,13 @@ class Exchange:
         if not self.stateless:
             return
         try:
-            report = await deletion.end_chat(self.engine, self.key, "temporary_ended",
-                                             stop_running=True)
+            kept = await self.engine.end_temporary(self.key)
         except SQLAlchemyError as error:  # the sweeper, the next stop or start forgets it
             log.warning("a stateless request's chat could not be forgotten yet (%s)",
                         type(error).__name__)
             return
-        if report is not None and not report.deleted:
-            log.warning("a stateless request's chat was not wholly forgotten: %s", report.reason)
+        if kept is not None:
+            log.warning("a stateless request's chat was not wholly forgotten: %s", kept)
 
 
 class _Follower:

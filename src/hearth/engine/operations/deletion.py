@@ -37,7 +37,6 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine.background.chores import Chores
 from hearth.engine.delivery.events import Bus
 from hearth.engine.turn.approvals import ApprovalDesk
 from hearth.errors import Refusal
@@ -56,6 +55,12 @@ HELPER_ROUNDS = 5  # how often a deletion looks again for helpers started while 
 WHY = ("deleted", "temporary_ended", "idle", "restart")
 
 
+class ChatChores(Protocol):
+    """What a deletion needs of the background chores: the chat's own cancelled."""
+
+    async def cancel_for(self, session_key: str) -> None: ...
+
+
 class ChatOwner(Protocol):
     """What a deletion needs of the engine."""
 
@@ -63,9 +68,11 @@ class ChatOwner(Protocol):
     bus: Bus
     desk: ApprovalDesk
     memory: Memory
-    chores: Chores
     chats_dir: Path
     deleting: set[str]  # chats being deleted: they take no new message
+
+    @property
+    def chores(self) -> ChatChores: ...
 
     async def stop(self, session_key: str) -> str | None: ...
 
