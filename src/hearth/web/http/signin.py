@@ -3,11 +3,11 @@
 The owner signs in once with the gateway's token; the answer is a cookie (HttpOnly,
 SameSite=Strict) holding a random id, the time it was issued and an HMAC of both keyed by the
 token, so a new token signs every page out. The id's hash (`key_of`) is kept in the store while
-the sign-in is on (`engine.access.signins`); signing out deletes it, so that cookie is refused from
-then on, even if a copy of it was taken. A state-changing request authenticated by the
-cookie must also carry the CSRF token (`X-CSRF-Token`, or a `csrf` form field), an HMAC of the
-cookie, which only a page the gateway rendered knows; a request whose Origin is another site
-is refused.
+the sign-in is on (`engine.access`, `engine/access/desk.py`); signing out deletes it, so that
+cookie is refused from then on, even if a copy of it was taken. A state-changing request
+authenticated by the cookie must also carry the CSRF token (`X-CSRF-Token`, or a `csrf` form
+field), an HMAC of the cookie, which only a page the gateway rendered knows; a request whose
+Origin is another site is refused.
 """
 
 from __future__ import annotations
