@@ -2,7 +2,7 @@
 store, the `done` of every run of the chat that ended after seq N, once and in order, and the
 live part never sends one of those again.
 
-The stream under test is `hearth.web.api.events.frames`, the one both the API's
+The stream under test is `hearth.web.http.stream.frames`, the one both the API's
 `/api/sessions/{key}/events` and the chat page's `/chats/{key}/stream` send, driven in-process
 on an engine with the scripted model server.
 """
@@ -18,7 +18,7 @@ from hearth.engine.intake import admission
 from hearth.engine.runtime import Engine
 from hearth.engine.turn import endings
 from hearth.privacy.principal import OWNER
-from hearth.web.api.events import frames
+from hearth.web.http.stream import frames
 from tests.engine_harness import events, make_config, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Reply, ScriptedModelServer
 

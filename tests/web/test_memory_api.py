@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from hearth.store.memory import KINDS
-from hearth.web.api.memory import Kind
+from hearth.web.http.params import Kind
 from tests.gateway import Api, Gateway, module_gateway
 from tests.support.http import error_of
 

@@ -8,6 +8,9 @@ Names are per principal (`key_for`): the owner's names are the chats' keys; an a
 a namespace of its own, `<app>~<name>`, which no owner's name can spell (a name holds no
 `~`). So an app's name never opens, collides with or reveals an owner's chat, and the owner's
 work (a job's chat, `/v1`'s `user`) never opens an app's.
+
+What a chat is called where it is shown (`shown_name`) is made here too: its title, else its
+first words, else its name, never a made-up key.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from hearth.store import sessions as session_store
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 APP_MARK = "~"  # between an app's name and a name it gave: `zapier~inbox`
 _CHAT_NAME = re.compile(r"^chat-(\d+)-(\d+)$")
+OPENING_CHARS = 60  # an untitled chat is shown by this much of its first message
 
 
 def namespace(app: str | None) -> str:
@@ -54,3 +58,15 @@ def next_chat_name(conn: Connection, second: int | None = None) -> tuple[str, in
     while session_store.exists(conn, f"chat-{number}-{stamp}"):
         number += 1
     return f"chat-{number}-{stamp}", number
+
+
+def shown_name(title: str | None, opening: str | None, key: str) -> str:
+    """What a chat is called where it is shown: its title, else its first words, else the name
+    it was opened with, else "Chat N" (its number), never a made-up key: that is an address."""
+    if title:
+        return title
+    words = " ".join((opening or "").split())
+    if words:
+        return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
+    number = chat_number_of(key)
+    return key if number is None else f"Chat {number}"

@@ -82,7 +82,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.state.token = home.token()
     masking.know(app.state.token)
     app.state.home = home  # where the Settings page keeps settings.json
-    errors.install(app)
+    errors.install(app, shell.page)  # an error a page asked for is drawn in its frame
     app.add_middleware(BodyLimit)
     # outside BodyLimit, so its reading of the body is timed too
     app.add_middleware(BodyTimeout, seconds=engine.config.gateway.body_timeout_seconds)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
@@ -29,11 +29,10 @@ from hearth.errors import Refusal
 from hearth.memory.desk import MemoryDesk
 from hearth.privacy.scope import as_work_of
 from hearth.web.http.deps import EngineDep, SessionHeader
+from hearth.web.http.params import MAX_TEXT, Kind
 
 router = APIRouter()
-Kind = Literal["fact", "preference", "lesson", "commitment"]  # store.memory.KINDS
 MAX_ID = 2**62  # ids are SQLite integers; larger is no item
-MAX_TEXT = 2000
 MAX_SEARCH_POOL = 1000  # a search filtered by kind picks from this many best matches
 
 

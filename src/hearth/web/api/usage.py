@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query
 
 from hearth.engine.reads.facade import Total, today
 from hearth.web.http.deps import EngineDep
-from hearth.web.pages.usage import span_of
+from hearth.web.http.params import span_of
 
 router = APIRouter()
 

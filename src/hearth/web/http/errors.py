@@ -1,7 +1,8 @@
 """The error envelope: every error any route answers is `{"error": {"code", "message"}}`,
 its message masked (`hearth.masking`): no error answer ever carries a key. A browser asking
 for a dashboard page (not the API, not a page's own fetch) gets the same sentence as a page
-inside the dashboard's frame instead (`web.pages.frame`), never raw JSON. The OpenAI-compatible
+inside the dashboard's frame instead (drawn by the `Framed` the app installs this with,
+`web.pages.frame.page`), never raw JSON. The OpenAI-compatible
 routes (`/v1/`) answer in OpenAI's own shape instead, `{"error": {"message", "type", "param",
 "code"}}` (`openai_envelope`), so OpenAI's clients raise their own errors: a request found
 invalid is 400 there (OpenAI has no 422), and a bad token's code is `invalid_api_key`."""
@@ -9,6 +10,7 @@ invalid is 400 there (OpenAI has no 422), and a bad token's code is `invalid_api
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -103,25 +105,29 @@ def _retry_after(exc: Refusal) -> dict[str, str] | None:
 
 
 HEADLINES = {404: "Not found", 409: "Not done", 403: "Refused", 422: "Not done"}
+Framed = Callable[..., Awaitable[Response]]  # a template drawn in the dashboard's frame:
+#                                             (request, engine, template, status=, **values)
 
 
-async def _error_page(request: Request, status: int, code: str, sentence: str) -> Response:
+async def _error_page(request: Request, framed: Framed, status: int, code: str,
+                      sentence: str) -> Response:
     """The error as a page in the dashboard's frame; the envelope if the frame cannot be drawn
     (the store refusing too)."""
-    from hearth.web.pages.frame import page  # the frame reads the sidebar: only on this path
-
     if not await signed_in(request, request.cookies.get(signin.COOKIE)):
         return envelope(status, code, sentence)  # the frame shows chats: the owner's alone
     try:
-        return await page(request, request.app.state.engine, "error.html", status=status,
-                          code=code, sentence=mask(sentence),
-                          headline=HEADLINES.get(status, "Something went wrong"))
+        return await framed(request, request.app.state.engine, "error.html", status=status,
+                            code=code, sentence=mask(sentence),
+                            headline=HEADLINES.get(status, "Something went wrong"))
     except (Refusal, OSError) as failed:
         log.warning("the error page could not be drawn (%s)", type(failed).__name__)
         return envelope(status, code, sentence)
 
 
-def install(app: FastAPI) -> None:
+def install(app: FastAPI, framed: Framed) -> None:
+    """Answer every error as the envelope, OpenAI's shape on /v1, or a page in the frame
+    `framed` draws (the pages' own, handed down by the app)."""
+
     @app.exception_handler(Refusal)
     async def _refusal(request: Request, exc: Refusal) -> Response:
         headers = _retry_after(exc)
@@ -132,7 +138,7 @@ def install(app: FastAPI) -> None:
         if exc.status == 401 and request.method == "GET" and _is_page(request):
             return RedirectResponse("/login", status_code=303)  # a page asks to sign in
         if exc.status != 401 and _wants_page(request):
-            return await _error_page(request, exc.status, exc.code, exc.sentence)
+            return await _error_page(request, framed, exc.status, exc.code, exc.sentence)
         return envelope(exc.status, exc.code, exc.sentence, headers, exc.details)
 
     @app.exception_handler(RequestValidationError)
@@ -145,7 +151,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404 and _wants_page(request):
-            return await _error_page(request, 404, "not_found",
+            return await _error_page(request, framed, 404, "not_found",
                                      "There is no page at this address.")
         code = _HTTP_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else "The request failed."

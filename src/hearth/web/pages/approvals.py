@@ -22,11 +22,12 @@ from markupsafe import Markup
 
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
+from hearth.sessions.naming import shown_name
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages.chat import DECISIONS, _prefix as always_scope
 from hearth.web.pages.frame import page
-from hearth.web.pages.ui import csrf_of, form_of, shown_name, templates
+from hearth.web.pages.ui import csrf_of, form_of, templates
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 

@@ -17,10 +17,10 @@ from hearth.engine.runtime import Engine
 from hearth.engine.turn import compact_now
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
-from hearth.web.api.events import MAX_SEQ, sse, stream_response
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import PrincipalDep
+from hearth.web.http.stream import MAX_SEQ, sse, stream_response
 from hearth.web.pages import branching as branching_page, channels_view
 from hearth.web.pages.frame import page
 from hearth.web.pages.turn_view import chat_state, frame_html, page_items

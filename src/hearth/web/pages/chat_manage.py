@@ -11,10 +11,11 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
+from hearth.sessions.naming import shown_name
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages.frame import page
-from hearth.web.pages.ui import form_of, shown_name
+from hearth.web.pages.ui import form_of
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 TRUSTED = {"1": "trusted", "": "ask"}

@@ -23,9 +23,9 @@ from hearth.engine.operations.memory_edit import revise_memory
 from hearth.engine.reads.facade import DOCUMENT, MemoryItem
 from hearth.errors import Refusal
 from hearth.memory.desk import MemoryDesk
-from hearth.web.api.memory import MAX_TEXT, Kind
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
+from hearth.web.http.params import MAX_TEXT, Kind
 from hearth.web.pages.approvals import chat_names
 from hearth.web.pages.frame import page
 from hearth.web.pages.ui import form_of

@@ -17,8 +17,8 @@ from fastapi.responses import Response
 
 from hearth.engine.operations.search import SearchHit, SearchPage
 from hearth.errors import Refusal
-from hearth.web.api.search import asked_of
 from hearth.web.http.deps import EngineDep
+from hearth.web.http.params import asked_of
 from hearth.web.pages.chat import WINDOW
 from hearth.web.pages.frame import page
 

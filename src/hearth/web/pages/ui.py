@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader
 
 from hearth.engine.views import UNREADABLE, moment
-from hearth.sessions import naming
+from hearth.sessions.naming import shown_name
 from hearth.web.http import signin
 from hearth.web.pages import markdown
 from hearth.web.pages.icons import icon
@@ -27,21 +27,6 @@ NAV = (("/approvals", "Approvals", "shield"), ("/jobs", "Jobs", "clock"),
        ("/memory", "Memory", "memory"), ("/usage", "Usage", "chart"),
        ("/settings", "Settings", "gear"))
 templates.globals["nav"] = NAV
-
-
-OPENING_CHARS = 60  # an untitled chat is shown by this much of its first message
-
-
-def shown_name(title: str | None, opening: str | None, key: str) -> str:
-    """What a chat is called on a page: its title, else its first words, else the name it was
-    opened with, else "Chat N" (its number), never a made-up key: that is an address."""
-    if title:
-        return title
-    words = " ".join((opening or "").split())
-    if words:
-        return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
-    number = naming.chat_number_of(key)
-    return key if number is None else f"Chat {number}"
 
 
 templates.globals["shown_name"] = shown_name

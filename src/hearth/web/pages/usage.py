@@ -7,7 +7,7 @@ numbers. A model with no price shows "unpriced", never "$0"."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from hearth.engine.reads.facade import Total, today
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
+from hearth.web.http.params import span_of
 from hearth.web.pages.frame import page
 
 pages = APIRouter(dependencies=[Depends(require_token)])
@@ -59,11 +60,6 @@ class Row:
     tokens_in: str
     tokens_out: str
     cost: str
-
-
-def span_of(days: int, today: date) -> list[str]:
-    """The last `days` days up to today, oldest first, as 'YYYY-MM-DD'."""
-    return [(today - timedelta(days=back)).isoformat() for back in range(days - 1, -1, -1)]
 
 
 def money(cost: float) -> str:
