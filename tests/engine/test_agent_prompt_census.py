@@ -1,6 +1,6 @@
 """Census: every path that starts an agent hands its model the agent's instructions and the
 safety rules. A turn (a chat's, the API's, a channel's, a job's) reads its history through
-`context.build` (directly, or through `compact_turn.view`), whose `system_prompt` is the system
+`context.build` (directly, or through `in_turn.view`), whose `system_prompt` is the system
 message the model gets; each call must pass what `agents.assemble` made (which puts the safety
 rules last), or be a pass-through listed here, or a chore that starts no agent (listed, with
 why). A planted call with a prompt of its own is found first (the positive control).
@@ -12,9 +12,9 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
-BUILDERS = {"build": "context", "view": "compact_turn"}  # function -> the module it is from
-PASS_THROUGH = {("engine/turn/compact_turn.py", "view")}  # hands its own parameter on: its callers
-# are checked instead
+BUILDERS = {"build": "context", "view": "in_turn"}  # function -> the module it is from
+PASS_THROUGH = {("engine/turn/compaction/in_turn.py", "view")}  # hands its own parameter on:
+# its callers are checked instead
 NOT_AN_AGENT = {("engine/background/idle_summaries.py", "summarize"):
                 "an idle summary is a chore: it reads the chat to summarize it, and starts no "
                 "agent"}
@@ -84,7 +84,7 @@ def test_detector_finds_a_planted_prompt_of_its_own() -> None:
         "async def sneak(deps, turn):\n"
         "    prompt = 'You are a pirate.'\n"
         "    await context.build(deps.db, turn.run, system_prompt=prompt)\n"
-        "    await compact_turn.view(turn, deps.models, deps.config.agent.system_prompt)\n"
+        "    await in_turn.view(turn, deps.models, deps.config.agent.system_prompt)\n"
         "    ok = agents.assemble(told)\n"
         "    await context.build(deps.db, turn.run, system_prompt=ok)\n")
     found = prompts_not_assembled("engine/sneak.py", planted)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from hearth.engine.delivery import outbox
+from hearth.engine.delivery import channel_delivery
 from hearth.engine.intake import channel_inbound
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.engine.runtime import Engine
@@ -96,6 +96,6 @@ def test_a_guests_message_is_marked_theirs(
                   if e.kind == "user"]
         assert user.meta["guest"] == "Bob"
         assert user.content["text"].startswith("look\n\n[Attached: report.pdf.")
-        link = await outbox.link_of(engine, received.session_key)
+        link = await channel_delivery.link_of(engine, received.session_key)
         assert link is not None and not link.owner_dm
     running(tmp_path, model_server, body)

@@ -453,7 +453,7 @@ def test_a_restricted_chats_summary_is_asked_of_its_own_model_once_never_another
 
 def test_compact_now_refuses_when_no_model_could_write_the_summary(
         tmp_path: Path, model_server: ScriptedModelServer) -> None:
-    from hearth.engine.turn import compact_now
+    from hearth.engine.turn.compaction import on_request
     from hearth.errors import Refusal
 
     model_server.default = Reply(text=answer(0))
@@ -469,7 +469,7 @@ def test_compact_now_refuses_when_no_model_could_write_the_summary(
                 await turn(engine, key, ask(n))
             refused = None
             try:
-                await compact_now.compact(engine.deps, key)
+                await on_request.compact(engine.deps, key)
             except Refusal as error:
                 refused = error
             row = await engine.db.reading(summaries.newest, key)

@@ -443,7 +443,7 @@ def test_an_anthropic_chore_is_known_by_its_system_field(
 
 def test_the_chore_prompts_are_hearths_own() -> None:
     from hearth.engine.background.titles import SYSTEM_PROMPT as TITLE
-    from hearth.engine.turn.compaction import INSTRUCTIONS
+    from hearth.engine.turn.compaction.fold import INSTRUCTIONS
     from hearth.memory.learning import SYSTEM_PROMPT as LEARNING
     from tests.fakes.model_server import CHORE_PROMPTS
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from hearth.engine.operations.session_map import marks
+from hearth.engine.operations.chat_map import marks
 from hearth.sessions import chats
 from hearth.store import branches, sessions, transcript
 from hearth.store.db import Database

@@ -7,8 +7,8 @@ It owns three things:
   (`engine.intake.channel_inbound`), once, with the channel's cursor.
 - **Delivery.** It hears every frame of the live bus (`Bus.tap`). When a linked chat says
   something (an answer, a notice) or asks an approval, the engine's ledger records what is
-  owed to the thread (`engine.delivery.outbox`), and the channel's sender sends it: one task per
-  thread sends that thread's messages in order, threads in parallel. A send the channel
+  owed to the thread (`engine.delivery.channel_delivery`), and the channel's sender sends it:
+  one task per thread sends that thread's messages in order, threads in parallel. A send the channel
   never took is tried again with a growing pause; one it refused is recorded failed and said
   in the chat; one that may have arrived is never sent again blindly. At start the sends a
   crash interrupted are settled first, then whatever is owed is sent.
@@ -34,14 +34,14 @@ from hearth.channels.base import (
     SendError,
     Unsure,
 )
-from hearth.engine.delivery import outbox
+from hearth.engine.delivery import channel_delivery
 from hearth.engine.intake import channel_inbound
 from hearth.engine.intake.channel_inbound import Inbound, Received
 from hearth.errors import Refusal
 from hearth.faults import crash_point
 
 if TYPE_CHECKING:
-    from hearth.engine.delivery.outbox import Delivery
+    from hearth.engine.delivery.channel_delivery import Delivery
     from hearth.engine.runtime import Engine
 
 log = logging.getLogger(__name__)
@@ -75,12 +75,13 @@ class Channels:
         if not self.adapters:
             return
         for adapter in self.adapters.values():
-            found = await outbox.interrupted(self.engine, adapter.name, adapter.resend_is_safe)
+            found = await channel_delivery.interrupted(self.engine, adapter.name,
+                                                       adapter.resend_is_safe)
             if found:
                 log.info("%s: %d send(s) interrupted by the last stop", adapter.name, found)
         self.engine.bus.tap(self._heard)
         self._started = True
-        for key in await outbox.linked_chats(self.engine):
+        for key in await channel_delivery.linked_chats(self.engine):
             await self._owe(key)
         for adapter in self.adapters.values():
             self._spawn(self._sender(adapter), f"channel:{adapter.name}:sender")
@@ -119,7 +120,7 @@ class Channels:
     async def _reply_word(self, inbound: Inbound, decision: str) -> bool:
         """The owner's "yes"/"no" answers the oldest approval waiting in the thread's chat."""
         key = await channel_inbound.thread_chat(self.engine, inbound.channel, inbound.thread)
-        waiting = await outbox.pending_approvals(self.engine, key) if key else []
+        waiting = await channel_delivery.pending_approvals(self.engine, key) if key else []
         if not waiting:
             return False
         if await channel_inbound.take_only(self.engine, inbound):
@@ -132,7 +133,7 @@ class Channels:
         """A button pressed on an approval: the sentence to show whoever pressed it."""
         if not owner:
             return "Only the owner can answer this."
-        if not await outbox.asked_on(self.engine, approval_id, channel):
+        if not await channel_delivery.asked_on(self.engine, approval_id, channel):
             return "This approval was not asked here, so it cannot be answered here."
         try:
             await self.engine.desk.decide(approval_id, decision, None)
@@ -148,7 +149,7 @@ class Channels:
 
     # -- where a chat answers (the dashboard's "Continue on") -----------------------------
 
-    async def continue_on(self, session_key: str, name: str) -> outbox.Moved:
+    async def continue_on(self, session_key: str, name: str) -> channel_delivery.Moved:
         """Move the chat to the owner's own direct chat on channel `name`; the owner's chat it
         left hears once where it went."""
         adapter = self.adapters.get(name)
@@ -162,23 +163,23 @@ class Channels:
                           f"{name.title()} does not know the owner's own chat: set owner_ids "
                           f"in [channels.{name}] in config.toml.")
         await self._restricted_stays(session_key)
-        moved = await outbox.continue_on(self.engine, session_key, name, thread, True,
+        moved = await channel_delivery.continue_on(self.engine, session_key, name, thread, True,
                                          MOVED_NOTE.format(where=name.title()))
         self._kick_left(moved.left)
         return moved
 
     async def answer_here(self, session_key: str) -> None:
         """The chat answers on no channel any more (the dashboard and the API only)."""
-        left = await outbox.unlink(self.engine, session_key, MOVED_NOTE.format(
+        left = await channel_delivery.unlink(self.engine, session_key, MOVED_NOTE.format(
             where="the dashboard"))
         self._kick_left(left)
 
-    def _kick_left(self, left: outbox.Link | None) -> None:
+    def _kick_left(self, left: channel_delivery.Link | None) -> None:
         if left is not None and left.channel in self._kicks:
             self._kicks[left.channel].set()
 
     async def _restricted_stays(self, session_key: str) -> None:
-        if not await outbox.may_link(self.engine, session_key):
+        if not await channel_delivery.may_link(self.engine, session_key):
             raise Refusal("restricted_chat", 409,
                           "An Incognito or Temporary chat answers only where it was opened: "
                           "it is not continued on a channel.")
@@ -202,13 +203,13 @@ class Channels:
             self._spawn(self._owe(session_key), f"channel:owe:{session_key}")
 
     async def _owe(self, session_key: str) -> None:
-        link = await outbox.link_of(self.engine, session_key)
+        link = await channel_delivery.link_of(self.engine, session_key)
         adapter = self.adapters.get(link.channel) if link is not None else None
         if adapter is None:
             return
         def parts(text: str) -> list[str]:
             return chunking.split(text, adapter.max_chars, adapter.measure)
-        owed = await outbox.owe_said(self.engine, session_key, parts)
+        owed = await channel_delivery.owe_said(self.engine, session_key, parts)
         if owed:
             self._serve(adapter, owed[0].thread)
 
@@ -216,13 +217,13 @@ class Channels:
         tool, target = approval.get("tool", "a tool"), approval.get("target")
         text = f"Approval needed: {tool}" + (f"\n{target}" if target else "")
         text += "\nAnswer with a button, or reply yes, always or no."
-        rows = await outbox.owe_approval(self.engine, str(approval["id"]), text[:3000])
+        rows = await channel_delivery.owe_approval(self.engine, str(approval["id"]), text[:3000])
         if rows and rows[0].channel in self._kicks:
             self._kicks[rows[0].channel].set()
 
     async def _type(self, session_key: str) -> None:
         try:
-            link = await outbox.link_of(self.engine, session_key)
+            link = await channel_delivery.link_of(self.engine, session_key)
             adapter = self.adapters.get(link.channel) if link is not None else None
             if link is None or adapter is None:
                 return
@@ -246,7 +247,7 @@ class Channels:
         while True:
             await kick.wait()
             kick.clear()
-            for row in await outbox.due(self.engine, adapter.name, 1000):
+            for row in await channel_delivery.due(self.engine, adapter.name, 1000):
                 self._serve(adapter, row.thread)
 
     def _serve(self, adapter: Channel, thread: str) -> None:
@@ -258,7 +259,7 @@ class Channels:
 
     async def _send_thread(self, adapter: Channel, thread: str) -> None:
         try:
-            while rows := await outbox.due(self.engine, adapter.name, 50, thread):
+            while rows := await channel_delivery.due(self.engine, adapter.name, 50, thread):
                 for row in rows:
                     if not await self._send_one(adapter, row):
                         break  # paused: read the thread's rows again
@@ -268,27 +269,27 @@ class Channels:
 
     async def _send_one(self, adapter: Channel, row: Delivery) -> bool:
         """Send one row; False when it must wait and be tried again."""
-        await outbox.attempting(self.engine, row.id)
+        await channel_delivery.attempting(self.engine, row.id)
         try:
             message_id = await adapter.send(_outbound(row))
         except NotSent as error:
             return await self._not_sent(row, str(error), error.retry_after)
         except Refused as error:
-            await outbox.failed(self.engine, row, str(error))
+            await channel_delivery.failed(self.engine, row, str(error))
             return True
         except Unsure as error:
             return await self._unsure(adapter, row, str(error))
         crash_point("delivery_sent")
-        await outbox.sent(self.engine, row.id, message_id)
+        await channel_delivery.sent(self.engine, row.id, message_id)
         return True
 
     async def _not_sent(self, row: Delivery, why: str, retry_after: float | None) -> bool:
         adapter = self.adapters.get(row.channel)
         attempts = int(getattr(adapter, "send_attempts", SEND_ATTEMPTS))
         if row.attempts + 1 >= attempts:
-            await outbox.failed(self.engine, row, f"{why}; tried {attempts} times")
+            await channel_delivery.failed(self.engine, row, f"{why}; tried {attempts} times")
             return True
-        await outbox.not_sent(self.engine, row.id, why)
+        await channel_delivery.not_sent(self.engine, row.id, why)
         await asyncio.sleep(retry_after if retry_after is not None
                             else min(PAUSE_MAX, 0.5 * 2 ** row.attempts))
         return False
@@ -296,7 +297,7 @@ class Channels:
     async def _unsure(self, adapter: Channel, row: Delivery, why: str) -> bool:
         if adapter.resend_is_safe:  # the channel drops a second copy: send it again
             return await self._not_sent(row, why, None)
-        await outbox.unsure(self.engine, row, why)
+        await channel_delivery.unsure(self.engine, row, why)
         return True
 
 

@@ -32,7 +32,7 @@ from hearth.engine.operations.deletion import DeleteReport
 from hearth.engine.operations.owner_files import OwnerFiles
 from hearth.engine.reads.facade import Reads
 from hearth.engine.snapshot import Snapshot
-from hearth.engine.turn import endings, invoke, recovery, steering
+from hearth.engine.turn import agent_cli_calls, endings, recovery, steering
 from hearth.engine.turn.approvals import ApprovalDesk
 from hearth.engine.turn.runner import TurnDeps, run_turn
 from hearth.engine.turn.supervise import ActiveTurns
@@ -306,14 +306,14 @@ class Engine:
             self.dispatch(key)
 
     async def tools_for(self, session_key: str) -> list[dict[str, Any]]:
-        return await invoke.tools_for(self.deps, session_key)
+        return await agent_cli_calls.tools_for(self.deps, session_key)
 
     async def invoke_tool(self, session_key: str, name: str, arguments: dict[str, Any], *,
                           principal: Principal) -> dict[str, Any]:
         """Run one tool call as the chat, for an agent CLI (see engine.invoke)."""
         if not self.accepting:
             raise AdmissionError("shutting_down", 503, "The gateway is stopping.")
-        return await invoke.invoke_tool(self.deps, session_key, name, arguments, principal)
+        return await agent_cli_calls.invoke_tool(self.deps, session_key, name, arguments, principal)
 
     def stop_admitting(self) -> None:
         self.accepting = False

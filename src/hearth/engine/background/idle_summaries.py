@@ -29,7 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine.background.chores import Chores, Doer, Outcome
 from hearth.engine.turn import context
-from hearth.engine.turn.compaction import Budget, Compactor
+from hearth.engine.turn.compaction.fold import Budget, Compactor
 from hearth.engine.turn.runner import TurnDeps
 from hearth.models.chore_runner import background_chain
 from hearth.models.types import Provider

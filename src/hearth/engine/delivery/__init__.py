@@ -1,2 +1,2 @@
-"""Getting what happened out: the live bus and the delivery ledger's steps (outbox).
-"""
+"""Getting what happened out: the live bus (events), and what a linked chat owes its thread
+(channel_delivery)."""

@@ -3,14 +3,14 @@ engine with its store (`engine.chats`), every method awaited. It makes a chat (o
 kept one of that name), changes what a chat is called, runs on and is filed under, exports one
 chat or every kept chat, imports an export as new chats, and compacts a chat's model view now.
 The rules are the modules it calls (`sessions.chats`, `export`, `jsonl`, `importing`,
-`engine.turn.compact_now`); deleting a chat and the doors are the engine's own methods."""
+`engine.turn.compaction.on_request`); deleting a chat and the doors are the engine's own methods."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 
 from hearth.engine.operations import export, importing, jsonl
-from hearth.engine.turn import compact_now
+from hearth.engine.turn.compaction import on_request
 from hearth.engine.turn.runner import TurnDeps
 from hearth.sessions import chats
 from hearth.sessions.chats import Choices
@@ -61,6 +61,6 @@ class Chats:
         return await importing.import_file(self._db, choices, body, line_offset=line_offset,
                                            dry_run=dry_run)
 
-    async def compact(self, key: str) -> compact_now.Compacted:
-        """Compact the chat's model view now (`engine.turn.compact_now`)."""
-        return await compact_now.compact(self._deps(), key)
+    async def compact(self, key: str) -> on_request.Compacted:
+        """Compact the chat's model view now (`engine.turn.compaction.on_request`)."""
+        return await on_request.compact(self._deps(), key)

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.access import apps
-from hearth.engine.operations import search as chat_search, session_map
+from hearth.engine.operations import chat_map, search as chat_search
 from hearth.engine.operations.search import Asked, SearchPage
 from hearth.engine.reads import queries, sidebar
 from hearth.engine.reads.queries import Replay
@@ -92,9 +92,9 @@ class Reads:
     async def sidebar(self) -> Sidebar:
         return await sidebar.sidebar(self._db)
 
-    async def session_map(self, key: str) -> list[dict[str, Any]]:
+    async def chat_map(self, key: str) -> list[dict[str, Any]]:
         """The marks of the chat's path (its map), 404 for no such chat."""
-        return await session_map.session_map(self._db, key)
+        return await chat_map.chat_map(self._db, key)
 
     async def search(self, asked: Asked) -> SearchPage:
         return await chat_search.search(self._db, asked)

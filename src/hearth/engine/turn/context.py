@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from hearth.engine.turn.compaction import Compactor, Folded, sizes
+from hearth.engine.turn.compaction.fold import Compactor, Folded, sizes
 from hearth.engine.views import sent_text
 from hearth.models.types import Message, ToolCall
 from hearth.store import summaries

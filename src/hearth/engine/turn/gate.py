@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.access.principals import owners_own
-from hearth.engine.turn.state import CallScope
+from hearth.engine.turn.turn_state import CallScope
 from hearth.models.types import ToolCall
 from hearth.privacy import reach
 from hearth.store import approvals, audit, ledger, transcript

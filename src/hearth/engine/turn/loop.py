@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine.turn import compact_turn, endings, failover, record, steering
+from hearth.engine.turn import endings, failover, steering, writes
+from hearth.engine.turn.compaction import in_turn
 from hearth.engine.turn.endings import Ending
-from hearth.engine.turn.state import Turn
 from hearth.engine.turn.toolbatch import run_batch
+from hearth.engine.turn.turn_state import Turn
 from hearth.faults import crash_point
 from hearth.models import guard
 from hearth.models.types import (
@@ -92,7 +93,7 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
                 return retry
             continue
         except ModelError as error:
-            compacted = await compact_turn.after_rejection(turn, error)  # a prompt too long
+            compacted = await in_turn.after_rejection(turn, error)  # a prompt too long
             if isinstance(compacted, Ending):
                 return compacted
             if compacted is not None:
@@ -156,7 +157,7 @@ async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
         turn.breakers.succeeded(turn.provider.model_id)
     turn.tokens_in += done.usage.tokens_in
     turn.tokens_out += done.usage.tokens_out
-    compact_turn.measured(turn, messages, done.usage)
+    in_turn.measured(turn, messages, done.usage)
     return Answer(turn.streamed, done)
 
 
@@ -214,7 +215,7 @@ async def keep_partial(turn: Turn, why: str) -> None:
         return
     meta = {"finish_reason": "incomplete", "partial": True, "cut_off": why,
             "turn_telemetry": turn.telemetry(), "context_fed": turn.context_fed}
-    await record.append(turn, "assistant", {"text": turn.streamed}, meta=meta)
+    await writes.append(turn, "assistant", {"text": turn.streamed}, meta=meta)
     turn.streamed = ""
 
 
@@ -267,9 +268,9 @@ async def _tool_step(
 ) -> Ending | list[Message]:
     """Record the request, then run the batch (its results) or refuse it past the limit."""
     if answer.text:
-        await record.append(turn, "assistant", {"text": answer.text},
+        await writes.append(turn, "assistant", {"text": answer.text},
                             meta={"finish_reason": answer.done.finish_reason})
-    await record.append_many(turn, [
+    await writes.append_many(turn, [
         ("tool_call", {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}, {})
         for c in calls
     ])
@@ -277,7 +278,7 @@ async def _tool_step(
     crash_point("tools_requested")
     limit = turn.limits.max_tool_calls_per_turn
     if turn.tool_calls + len(calls) > limit:
-        await record.append_many(turn, [
+        await writes.append_many(turn, [
             ("tool_result", {"call_id": c.call_id, "name": c.name, "output": NOT_RUN_LIMIT,
                              "is_error": True}, {})
             for c in calls
@@ -301,7 +302,7 @@ async def _append_final(turn: Turn, answer: Answer) -> None:
                                "context_fed": turn.context_fed, **turn.notes}
     if answer.done.finish_reason == "length":
         meta["capped"] = True
-    await record.append(turn, "assistant", {"text": answer.text}, meta=meta,
+    await writes.append(turn, "assistant", {"text": answer.text}, meta=meta,
                         idempotency_key=f"final:{turn.run_id}")
     turn.streamed = ""
     crash_point("answer_persisted")
@@ -309,7 +310,7 @@ async def _append_final(turn: Turn, answer: Answer) -> None:
 
 async def _say_capped(turn: Turn) -> None:
     """The answer above stopped at the model's output cap: say which, and how to raise it."""
-    await record.append(turn, "notice", {"text": endings.capped_notice(
+    await writes.append(turn, "notice", {"text": endings.capped_notice(
         turn.provider.model_id, _cap_of(turn))}, meta={"about": "output_cap"})
 
 

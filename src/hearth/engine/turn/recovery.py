@@ -20,7 +20,7 @@ from sqlalchemy import Connection
 from hearth.engine.delivery.events import Bus, message_frame
 from hearth.engine.turn import endings
 from hearth.engine.turn.endings import Ending
-from hearth.engine.turn.state import Turn
+from hearth.engine.turn.turn_state import Turn
 from hearth.models.types import ToolCall
 from hearth.store import approvals, ledger, runs as run_store, transcript
 from hearth.store.db import Database

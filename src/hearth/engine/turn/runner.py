@@ -22,12 +22,13 @@ from hearth.config import Config
 from hearth.engine.access import principals
 from hearth.engine.delivery.events import Bus
 from hearth.engine.snapshot import Snapshot
-from hearth.engine.turn import agents, compact_turn, endings, failover, loop, record, recovery
+from hearth.engine.turn import agents, endings, failover, loop, recovery, writes
 from hearth.engine.turn.approvals import ApprovalDesk
+from hearth.engine.turn.compaction import in_turn
 from hearth.engine.turn.endings import Ending
-from hearth.engine.turn.state import Turn
 from hearth.engine.turn.supervise import ActiveTurns
 from hearth.engine.turn.toolbatch import run_batch
+from hearth.engine.turn.turn_state import Turn
 from hearth.engine.views import sent_text
 from hearth.faults import crash_point
 from hearth.memory.service import Memory
@@ -207,7 +208,7 @@ async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
         await _say(turn, "Left out of the agent's instructions, unreadable: "
                    + "; ".join(told.skipped) + ".")
     system_prompt = agents.assemble(told, fed.block)  # the safety rules last
-    messages = await compact_turn.view(turn, deps.models, system_prompt)  # compacted if due
+    messages = await in_turn.view(turn, deps.models, system_prompt)  # compacted if due
     ending = await _drive_in_order(deps, turn, plan, messages)
     if ending.code == "complete":
         await _check_word_limit(turn, told, asked)
@@ -215,8 +216,8 @@ async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
 
 
 async def _say(turn: Turn, sentence: str, meta: dict[str, Any] | None = None) -> None:
-    """A notice in the chat, as this turn's (published by `record.append`)."""
-    await record.append(turn, "notice", {"text": sentence}, meta=meta)
+    """A notice in the chat, as this turn's (published by `writes.append`)."""
+    await writes.append(turn, "notice", {"text": sentence}, meta=meta)
 
 
 async def _check_word_limit(turn: Turn, told: agents.Instructions, asked: str) -> None:

@@ -33,7 +33,7 @@ from sqlalchemy import Connection
 from hearth.engine.delivery.events import message_frame
 from hearth.engine.turn import context, endings
 from hearth.engine.turn.endings import Ending
-from hearth.engine.turn.state import Turn
+from hearth.engine.turn.turn_state import Turn
 from hearth.faults import crash_point
 from hearth.models.types import Message
 from hearth.store import runs as run_store, steers, transcript

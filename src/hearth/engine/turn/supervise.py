@@ -18,7 +18,7 @@ from typing import Any
 
 from hearth.engine.turn import endings, loop, recovery
 from hearth.engine.turn.endings import Ending
-from hearth.engine.turn.state import Turn
+from hearth.engine.turn.turn_state import Turn
 
 TICK_SECONDS = 0.5
 UNATTENDED_KINDS = ("job", "helper", "api")

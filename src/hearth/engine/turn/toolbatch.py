@@ -5,8 +5,8 @@ after. A batch runs in parallel only when every tool in it allows that; its resu
 appended in the model's call order, whatever order they finish in.
 
 `run_call` is the one way any tool call runs (a turn's batch, an agent CLI's call through
-`hearth mcp` in `engine/turn/invoke.py`; MCP servers' tools and `spawn_helpers` are tools like the
-rest), so it is the one masking point of tool output: what a tool answered is masked
+`hearth mcp` in `engine/turn/agent_cli_calls.py`; MCP servers' tools and `spawn_helpers` are
+tools like the rest), so it is the one masking point of tool output: what a tool answered is masked
 (`hearth.masking`) before the ledger, the transcript, a model or an agent CLI sees it, and
 the receipt says so when something was hidden (`MASKED`).
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.turn import gate, record
-from hearth.engine.turn.state import CallScope
+from hearth.engine.turn import gate, writes
+from hearth.engine.turn.turn_state import CallScope
 from hearth.faults import crash_point
 from hearth.masking import mask
 from hearth.models.types import Message, ToolCall
@@ -56,7 +56,7 @@ async def run_batch(turn: CallScope, calls: tuple[ToolCall, ...]) -> list[Messag
         ))
         messages.append(Message("tool", outcome.output, tool_call_id=call.call_id,
                                 tool_name=call.name, is_error=not outcome.ok))
-    await record.append_many(turn, items)
+    await writes.append_many(turn, items)
     return messages
 
 

@@ -93,10 +93,10 @@ async def fork(key: str, body: ForkBody, engine: EngineDep) -> JSONResponse:
 
 
 @router.get("/api/sessions/{key}/map")
-async def session_map(key: str, engine: EngineDep) -> dict[str, Any]:
+async def chat_map(key: str, engine: EngineDep) -> dict[str, Any]:
     """The chat's marks, in order: each message of the owner's, each turn's answer (with its
     telemetry), each tool call, decided approval and error, with the `visibleIndex` to jump to."""
-    return {"marks": await engine.reads.session_map(key)}
+    return {"marks": await engine.reads.chat_map(key)}
 
 
 def _started(admitted: Admitted) -> JSONResponse:

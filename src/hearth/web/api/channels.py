@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.channels.manager import Channels
-from hearth.engine.delivery import outbox
+from hearth.engine.delivery import channel_delivery
 
 router = APIRouter()
 
@@ -41,7 +41,7 @@ async def list_channels(request: Request) -> dict[str, Any]:
 @router.put("/api/sessions/{key}/link")
 async def link_session(key: str, body: LinkTo, request: Request) -> dict[str, Any]:
     moved = await _channels(request).continue_on(key, body.channel)
-    return {"link": outbox.link_view(moved.link)}
+    return {"link": channel_delivery.link_view(moved.link)}
 
 
 @router.delete("/api/sessions/{key}/link")

@@ -13,7 +13,7 @@ from starlette.background import BackgroundTask
 
 from hearth.engine.access import apps
 from hearth.engine.background import helper_agents
-from hearth.engine.delivery import outbox
+from hearth.engine.delivery import channel_delivery
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
@@ -119,7 +119,8 @@ async def get_session(
                      for e in window.events],
         "running": current is not None,
         "run_id": current.run_id if current else None,
-        "link": outbox.link_view(await outbox.link_of(engine, key)),  # where it answers
+        "link": channel_delivery.link_view(  # where it answers
+            await channel_delivery.link_of(engine, key)),
         "helpers": await helper_agents.helpers_of(engine, key),  # the chats it handed work to
     }
 
@@ -195,7 +196,8 @@ async def _wake(engine: Engine, key: str) -> None:
 
 @router.post("/api/sessions/{key}/compact")
 async def compact_session(key: str, engine: EngineDep) -> dict[str, Any]:
-    """Compact what the chat's model reads now (`engine.turn.compact_now`); the transcript stays."""
+    """Compact what the chat's model reads now (`engine.turn.compaction.on_request`); the
+    transcript stays."""
     done = await engine.chats.compact(key)
     return done.as_dict()
 

@@ -144,7 +144,7 @@ async def placed(engine: Engine, key: str, message: dict[str, Any]) -> dict[str,
 async def chat_map(engine: Engine, key: str, first_seq: int | None, before: int | None
                    ) -> list[dict[str, Any]]:
     """The rail's ticks for a page showing the events from seq `first_seq` (before `before`)."""
-    return map_ticks(await engine.reads.session_map(key), key, first_seq, before)
+    return map_ticks(await engine.reads.chat_map(key), key, first_seq, before)
 
 
 def map_ticks(marks: list[dict[str, Any]], key: str, first_seq: int | None,

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import Request
 
 from hearth.channels.manager import Channels
-from hearth.engine.delivery import outbox
+from hearth.engine.delivery import channel_delivery
 from hearth.engine.runtime import Engine
 
 
@@ -51,5 +51,5 @@ def rows(request: Request) -> list[ChannelRow]:
 async def link_of(engine: Engine, key: str) -> dict[str, Any] | None:
     """Where the chat answers besides the dashboard: `{channel, title, thread, owner_dm}`, or
     None when it answers here only."""
-    view = outbox.link_view(await outbox.link_of(engine, key))
+    view = channel_delivery.link_view(await channel_delivery.link_of(engine, key))
     return None if view is None else {**view, "title": shown(str(view["channel"]))}

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response, Streamin
 
 from hearth.engine.background import helper_agents
 from hearth.engine.runtime import Engine
-from hearth.engine.turn import compact_now
+from hearth.engine.turn.compaction import on_request
 from hearth.engine.views import message_view
 from hearth.errors import Refusal
 from hearth.web.http.auth import require_token
@@ -38,7 +38,7 @@ MODE_LINES = {
 }
 
 # what a page action that changed nothing says, by the `note` it sends the page back with
-PAGE_NOTES = {"nothing-to-compact": compact_now.NOTHING}
+PAGE_NOTES = {"nothing-to-compact": on_request.NOTHING}
 
 pages = APIRouter(dependencies=[Depends(require_token)])
 

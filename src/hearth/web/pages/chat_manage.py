@@ -56,7 +56,8 @@ async def archive(request: Request, key: str, engine: EngineDep) -> Response:
 
 @pages.post("/chats/{key}/compact")
 async def compact(key: str, engine: EngineDep) -> Response:
-    """Compact now (`engine.turn.compact_now`): the chat shows the notice; a refusal is its page."""
+    """Compact now (`engine.turn.compaction.on_request`): the chat shows the notice; a refusal
+    is its page."""
     done = await engine.chats.compact(key)
     if not done.compacted:  # nothing folded: the page says so rather than nothing at all
         return RedirectResponse(f"/chats/{quote(key)}?note=nothing-to-compact", status_code=303)

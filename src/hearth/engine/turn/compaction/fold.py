@@ -3,7 +3,7 @@
 The model's view of a chat (never its transcript) is compacted when it would use more than
 `limits.autocompact_pct` of the model's window, when a provider rejects a prompt as too long
 (the turn then retries once, compacted: `after_rejection`), and on request (`/compact`,
-`compact_now`). `engine.turn.context` decides what is read word for word (the chat's opening, the
+`on_request`). `engine.turn.context` decides what is read word for word (the chat's opening, the
 latest whole exchanges, the running turn's request and any message sent into it); this module
 folds the rest:
 
@@ -69,6 +69,8 @@ _TOO_LONG = re.compile(
     r"context[ _]length|context[ _]window|maximum context|prompt is too long|too many tokens|"
     r"input is too long|request_too_large|too large|reduce the length|tokens? limit",
     re.IGNORECASE)
+DEFAULT_WINDOW = 128_000  # tokens, for a model with no settings of its own
+DEFAULT_OUTPUT = 8192
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,13 @@ class Budget:
     max_output_tokens: int
     autocompact_pct: int
     fixed_chars: int = 0  # the system prompt and the tool specs, sent with every request
+
+    @classmethod
+    def of(cls, model: ModelConfig | None, autocompact_pct: int, fixed_chars: int) -> Budget:
+        """A chat model's budget (a model with no settings is measured as a common one)."""
+        return cls(context_window=model.context_window if model else DEFAULT_WINDOW,
+                   max_output_tokens=model.max_output_tokens if model else DEFAULT_OUTPUT,
+                   autocompact_pct=autocompact_pct, fixed_chars=fixed_chars)
 
     @property
     def input_tokens(self) -> int:

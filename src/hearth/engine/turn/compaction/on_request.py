@@ -17,7 +17,7 @@ from typing import Any
 
 from hearth.engine.delivery.events import message_frame
 from hearth.engine.turn import agents, context
-from hearth.engine.turn.compaction import Budget, Compactor
+from hearth.engine.turn.compaction.fold import Budget, Compactor
 from hearth.engine.turn.runner import TurnDeps
 from hearth.errors import Refusal
 from hearth.models.chore_runner import background_chain
@@ -93,9 +93,7 @@ def _compactor(deps: TurnDeps, session: SessionRow, chat_model: Provider,
     return Compactor(
         db=deps.db, session_key=session.key, keeps=True, chain=chain,
         config_of=registry.config_of, breakers=registry.breakers, owes=True,
-        budget=Budget(context_window=model.context_window if model else 128_000,
-                      max_output_tokens=model.max_output_tokens if model else 8192,
-                      autocompact_pct=config.limits.autocompact_pct, fixed_chars=fixed_chars),
+        budget=Budget.of(model, config.limits.autocompact_pct, fixed_chars),
         announce=announce)
 
 

@@ -17,8 +17,8 @@ from sqlalchemy import Connection
 from hearth.engine.access import principals
 from hearth.engine.turn import endings
 from hearth.engine.turn.runner import TurnDeps, scope_fields
-from hearth.engine.turn.state import CallScope
 from hearth.engine.turn.toolbatch import run_call
+from hearth.engine.turn.turn_state import CallScope
 from hearth.errors import Refusal
 from hearth.models.types import ToolCall
 from hearth.privacy.principal import Principal

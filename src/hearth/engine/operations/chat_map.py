@@ -34,7 +34,7 @@ class _Turn:
     jump: int | None = None
 
 
-async def session_map(db: Database, key: str) -> list[dict[str, Any]]:
+async def chat_map(db: Database, key: str) -> list[dict[str, Any]]:
     return await db.reading(_map, key)
 
 

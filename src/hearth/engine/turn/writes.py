@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import message_frame
-from hearth.engine.turn.state import CallScope
+from hearth.engine.turn.turn_state import CallScope
 from hearth.store import transcript
 from hearth.store.transcript import EventRow
 

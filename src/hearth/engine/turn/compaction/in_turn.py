@@ -18,8 +18,8 @@ import asyncio
 import json
 from typing import Any
 
-from hearth.engine.turn import context, endings, record
-from hearth.engine.turn.compaction import (
+from hearth.engine.turn import context, endings, writes
+from hearth.engine.turn.compaction.fold import (
     Budget,
     Compactor,
     context_pct,
@@ -28,14 +28,11 @@ from hearth.engine.turn.compaction import (
     too_long,
 )
 from hearth.engine.turn.endings import Ending
-from hearth.engine.turn.state import Turn
+from hearth.engine.turn.turn_state import Turn
 from hearth.models.chore_runner import background_chain
 from hearth.models.registry import ModelRegistry
 from hearth.models.types import Message, ModelError, Provider, Usage
 from hearth.privacy import reach
-
-DEFAULT_WINDOW = 128_000
-DEFAULT_OUTPUT = 8192
 
 
 async def view(turn: Turn, registry: ModelRegistry, system_prompt: str) -> list[Message]:
@@ -64,17 +61,13 @@ def compactor_for(turn: Turn, registry: ModelRegistry, system_prompt: str,
     keeps = reach.restricted_mode() is None
     if not keeps:
         chain = [turn.provider]
-    config = turn.model_config
     specs = [{"name": t.name, "description": t.description, "parameters": t.parameters}
              for t in turn.offered()]
-    budget = Budget(
-        context_window=config.context_window if config else DEFAULT_WINDOW,
-        max_output_tokens=config.max_output_tokens if config else DEFAULT_OUTPUT,
-        autocompact_pct=turn.limits.autocompact_pct,
-        fixed_chars=len(system_prompt) + len(json.dumps(specs)) if specs else len(system_prompt))
+    fixed = len(system_prompt) + len(json.dumps(specs)) if specs else len(system_prompt)
+    budget = Budget.of(turn.model_config, turn.limits.autocompact_pct, fixed)
 
     async def announce(sentence: str, meta: dict[str, Any]) -> None:
-        await record.append(turn, "notice", {"text": sentence}, meta=meta)
+        await writes.append(turn, "notice", {"text": sentence}, meta=meta)
 
     return Compactor(db=turn.db, session_key=turn.session_key, keeps=keeps, chain=chain,
                      config_of=registry.config_of, budget=budget, announce=announce,

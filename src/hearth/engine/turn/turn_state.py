@@ -22,7 +22,7 @@ from hearth.tools.base import Tool, ToolContext
 from hearth.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from hearth.engine.turn.compaction import Compactor
+    from hearth.engine.turn.compaction.fold import Compactor
 
 
 @dataclass(kw_only=True)
@@ -82,7 +82,7 @@ class Turn(CallScope):
     context_fed: str | None = None  # what memory the context was given, or why none
     chosen_by: str = ""  # how the model was chosen (the footer says it)
     model_config: ModelConfig | None = None  # its entry, as the registry has it now (prices)
-    compactor: Compactor | None = None  # the turn's compaction (engine.compact_turn)
+    compactor: Compactor | None = None  # the turn's compaction (engine.turn.compaction.in_turn)
     context_pct: float | None = None  # % of the window the last prompt used (None: unmeasured)
     shown: bool = False  # some text of this turn was shown: it no longer moves to another model
     may_fail_over: bool = False  # another model may take the turn if this one fails early
