@@ -25,9 +25,8 @@ from hearth.store import summaries
 from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import blocking, events, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Call, Recorded, Reply, ScriptedModelServer
+from tests.support.compaction import OUTPUT, WINDOW, answer, ask, turn_requests
 
-WINDOW = 4000
-OUTPUT = 512
 BACKGROUND = "bg-model"
 SPARE = "bg2-model"
 
@@ -63,25 +62,11 @@ def small_window(url: str, *, background: bool = True, provider: str = "openai",
     return Config.model_validate(raw)
 
 
-def ask(n: int) -> str:
-    return f"Question {n}: where should bed {n} go, and what grows well beside it? " + (
-        "Some detail about the soil and the light. " * 5)
-
-
-def answer(n: int) -> str:
-    return f"Answer {n}: bed {n} goes by the south wall. " + ("More advice on spacing. " * 8)
-
-
 def prompt_tokens(request: Recorded) -> int:
     """The request's messages and tools as sent, at 3 characters a token (cautious)."""
     sent = json.dumps(request.body.get("messages", [])) + json.dumps(
         request.body.get("tools", []))
     return len(sent) // 3
-
-
-def turn_requests(server: ScriptedModelServer) -> list[Recorded]:
-    return [r for r in server.requests if r.model == "fake-model"
-            and not str(r.messages[0]["content"]).startswith("You compact a conversation")]
 
 
 def engine_on(tmp_path: Path, config: Config, tools: list[Any] | None = None) -> Engine:
@@ -314,43 +299,6 @@ def test_an_idle_summary_applies_only_while_it_matches_its_turns(
     assert ask(3) not in [m["content"] for m in with_summary]
     assert not any("Summary of the earlier part" in str(m["content"]) for m in without)
     assert ask(3) in [m["content"] for m in without]
-
-
-def test_compact_on_request_through_the_api(tmp_path: Path,
-                                            model_server: ScriptedModelServer) -> None:
-    from tests.gateway import write_config
-    from tests.inprocess import InProcessGateway
-
-    model_server.default = Reply(text=answer(0))
-    home = tmp_path / "home"
-    write_config(home, model_server.openai_base_url,
-                 f"context_window = {WINDOW}\nmax_output_tokens = {OUTPUT}\ntools = false\n")
-    gateway = InProcessGateway(home).start()
-    api = gateway.client()
-    try:
-        key = api.new_chat()
-        early = api.http.post(f"/api/sessions/{key}/compact")
-        for n in range(1, 6):
-            api.wait(api.send(key, ask(n))["run_id"])
-        done = api.http.post(f"/api/sessions/{key}/compact")
-        incognito = api.new_chat(memory_mode="incognito")
-        refused = api.http.post(f"/api/sessions/{incognito}/compact")
-        said = [m["text"] for m in api.messages(key) if m["kind"] == "notice"]
-        api.wait(api.send(key, ask(6))["run_id"])
-    finally:
-        api.http.close()
-        gateway.kill()
-    assert early.status_code == 200 and early.json()["compacted"] is False
-    assert done.status_code == 200, done.text
-    body = done.json()
-    assert body["compacted"] is True and body["freed_pct"] > 0
-    assert body["sentence"].startswith("Conversation compacted: freed ")
-    assert "you asked for it" in body["sentence"] and said == [body["sentence"]]
-    assert refused.status_code == 409 and refused.json()["error"]["code"] == (
-        "compact_keeps_nothing")
-    last = turn_requests(model_server)[-1].messages
-    asked = [m["content"] for m in last if m["role"] == "user"]
-    assert asked[0] == ask(1) and asked[-1] == ask(6) and ask(2) not in asked
 
 
 def _long_chat(engine: Engine, turns: int) -> str:
