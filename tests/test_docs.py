@@ -155,6 +155,32 @@ def test_every_relative_link_leads_to_a_file_of_the_repository() -> None:
     assert problems == []
 
 
+MODULE_PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|html|js|css|toml))`")
+PATH_ROOTS = ("", "src/", "src/hearth/")  # a path is named from the repository, src/ or the package
+
+
+def missing_paths(text: str, root: Path) -> list[str]:
+    """The files a document names in code spans (`engine/turn/runner.py`, with at least one
+    folder) that are not in the repository under any of `PATH_ROOTS`."""
+    named = set(MODULE_PATH.findall(text))
+    return sorted(p for p in named if not any((root / base / p).is_file() for base in PATH_ROOTS))
+
+
+def test_every_module_path_the_docs_name_exists() -> None:
+    """The architecture's four places, its map and CONTRIBUTING name files by path: a move
+    that leaves one behind fails here, not in a newcomer's first five minutes."""
+    contributors = [ROOT / "docs" / "architecture.md", ROOT / "CONTRIBUTING.md"]  # the
+    # README's paths are the user's home folder's (`history/YYYY-MM-DD.md`), not files here
+    problems = {doc.name: missing_paths(doc.read_text("utf-8"), ROOT) for doc in contributors}
+    assert {name: found for name, found in problems.items() if found} == {}
+
+
+def test_positive_control_a_path_that_moved_is_flagged() -> None:
+    text = ("admitted in `src/hearth/engine/intake/admission.py`, run by `engine/turn/runner.py`,"
+            " persisted through `engine/turn/record.py`, the map in `web/pages/nowhere.py`")
+    assert missing_paths(text, ROOT) == ["engine/turn/record.py", "web/pages/nowhere.py"]
+
+
 def test_the_readme_links_to_the_architecture() -> None:
     assert "docs/architecture.md" in link_targets(README.read_text("utf-8"))
 
