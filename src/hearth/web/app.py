@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 
 from hearth import __version__, masking
@@ -35,7 +35,7 @@ from hearth.web.api import (
     usage as usage_api,
     webhook as webhook_api,
 )
-from hearth.web.http import errors, quotas
+from hearth.web.http import errors, quotas, vitals
 from hearth.web.http.auth import require_token
 from hearth.web.http.headers import SecurityHeaders
 from hearth.web.http.limits import BodyLimit, BodyTimeout
@@ -98,14 +98,14 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
         app.include_router(page.pages)
 
     @app.get("/healthz")
-    async def healthz() -> dict[str, Any]:
+    async def healthz(request: Request) -> dict[str, Any]:
         where = engine.placement
         return {"ok": True, "version": __version__, **engine.reads.store_health(),
                 "models": list(engine.choices().models),
                 "breakers": _breakers(engine),
                 "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,
                             "says": where.describe()},
-                "channels": channels.health()}
+                "channels": channels.health(), **vitals.owner_figures(request)}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in (sessions_api, branching_api, runs_api, events_api, approvals_api,
