@@ -27,8 +27,12 @@ anything else
 Scripting
 ---------
 Each model call (one of the two POSTs) consumes one :class:`Reply`: first from the per-model queue
-for the request's ``model`` (see ``push(..., model=...)``), then from the shared queue, and finally
-falls back to :attr:`ScriptedModelServer.default`.  Replies are picked — and the request recorded in
+for the request's ``model`` (see ``push(..., model=...)``), then from the shared queue, then what
+:attr:`ScriptedModelServer.responder` (a function of the :class:`Recorded` request, when set) makes
+of it, and finally falls back to :attr:`ScriptedModelServer.default`. A responder scripts many
+chats at once by what each request says (a benchmark's turns, whatever order they arrive in);
+``keep_requests = False`` keeps no request (a long run's memory stays flat), so ``requests``,
+``calls()`` and ``wait_for_requests`` see none.  Replies are picked — and the request recorded in
 :attr:`ScriptedModelServer.requests` — as soon as the request arrives, before any ``hold`` wait, so
 FIFO order always matches arrival order.
 
@@ -75,6 +79,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -305,6 +310,8 @@ class ScriptedModelServer(Loopback):
         self._every: list[Recorded] = []  # both, in arrival order
         self._chores: dict[tuple[str | None, str | None], deque[Reply]] = {}  # (model, kind)
         self.default: Reply = Reply(text="ok")
+        self.responder: Callable[[Recorded], Reply | None] | None = None  # before `default`
+        self.keep_requests = True  # False: no request is kept, for a long run
         self.chore_replies: dict[str, Reply] = chore_defaults()
         self.ollama_tags: list[str] | None = ["llama3.1"]
 
@@ -382,6 +389,8 @@ class ScriptedModelServer(Loopback):
             self.chore_requests.clear()
             self._every.clear()
             self.default = Reply(text="ok")
+            self.responder = None
+            self.keep_requests = True
             self.chore_replies = chore_defaults()
             self.ollama_tags = ["llama3.1"]
 
@@ -394,19 +403,24 @@ class ScriptedModelServer(Loopback):
     def _take(self, recorded: Recorded) -> Reply:
         """Record a model call and pick its reply, atomically."""
         with self._arrived:
-            self._every.append(recorded)
-            self._arrived.notify_all()
+            keep = self.keep_requests
+            if keep:
+                self._every.append(recorded)
+                self._arrived.notify_all()
             kind = recorded.chore
             if kind is not None:
-                self.chore_requests.append(recorded)
+                if keep:
+                    self.chore_requests.append(recorded)
                 return self._chore_reply(recorded.model, kind)
-            self.requests.append(recorded)
+            if keep:
+                self.requests.append(recorded)
             queue = self._per_model.get(recorded.model)
             if queue:
                 return queue.popleft()
             if self._shared:
                 return self._shared.popleft()
-            return self.default
+            made = self.responder(recorded) if self.responder is not None else None
+            return self.default if made is None else made
 
     def _chore_reply(self, model: str, kind: str) -> Reply:
         """A chore's reply: the first queue that fits it, most precise first, else its kind's

@@ -20,7 +20,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.fakes.model_server import Call, Recorded, Reply, ScriptedModelServer
 
 
 @pytest.fixture(scope="module")
@@ -286,6 +286,32 @@ def test_per_model_queues(server: ScriptedModelServer, oai: openai.OpenAI) -> No
     assert _text(_stream_openai(oai, model="model-a")) == "for-a-2"
     assert _text(_stream_openai(oai, model="model-a")) == "fallback"
     assert [r.model for r in server.requests] == ["model-b", "model-a", "model-b"] + ["model-a"] * 2
+
+
+def test_responder_answers_by_the_request_after_the_queues(server: ScriptedModelServer,
+                                                          oai: openai.OpenAI) -> None:
+    def respond(request: Recorded) -> Reply | None:
+        said = str(request.messages[-1]["content"])
+        return Reply(text=f"you said {said}") if said != "hi" else None  # None: the default
+
+    server.responder = respond
+    server.push("queued")
+    server.default = Reply(text="fallback")
+    assert _text(_stream_openai(oai)) == "queued"  # the queues come first
+    assert _text(_stream_openai(oai)) == "fallback"  # MSGS says "hi": the responder declined
+    asked = oai.chat.completions.create(model="gpt-test",
+                                        messages=[{"role": "user", "content": "beds"}])
+    assert asked.choices[0].message.content == "you said beds"
+    assert _chore(oai, "title") == "A title"  # a chore keeps its own script
+    assert len(server.requests) == 3 and len(server.every_call()) == 4
+
+
+def test_keep_requests_off_keeps_none(server: ScriptedModelServer, oai: openai.OpenAI) -> None:
+    server.keep_requests = False
+    assert _text(_stream_openai(oai)) == "ok" and _chore(oai, "learning") == '{"items": []}'
+    assert server.requests == [] and server.calls(chores=True) == [] and not server.every_call()
+    server.reset()  # back to keeping them
+    assert server.keep_requests and server.responder is None
 
 
 def test_async_openai_client(server: ScriptedModelServer) -> None:
