@@ -187,6 +187,28 @@ def of_run(conn: Connection, session_key: str, run_id: str, from_seq: int) -> li
     return [EventRow.of(row) for row in conn.execute(stmt)]
 
 
+_ANSWER = (
+    _EVENT
+    .where(transcript_events.c.session_key == bindparam("b_key"),
+           transcript_events.c.seq >= bindparam("b_from"),
+           transcript_events.c.seq <= bindparam("b_upto"),
+           transcript_events.c.run_id == bindparam("b_run"),
+           transcript_events.c.kind == "assistant")
+    .order_by(transcript_events.c.seq.desc())
+    .limit(1)
+)
+
+
+def answer_of(conn: Connection, session_key: str, run_id: str, from_seq: int,
+              upto_seq: int) -> EventRow | None:
+    """A run's answer: its last assistant message with seq in [from_seq, upto_seq] (its user
+    message's seq to the seq it ended at: a primary-key range), on the head's path or not
+    (an answer a regenerate set aside is still that run's)."""
+    row = conn.execute(_ANSWER, {"b_key": session_key, "b_from": from_seq, "b_upto": upto_seq,
+                                 "b_run": run_id}).first()
+    return EventRow.of(row) if row else None
+
+
 def at(conn: Connection, session_key: str, seq: int) -> EventRow | None:
     row = conn.execute(_EVENT.where(
         transcript_events.c.session_key == session_key, transcript_events.c.seq == seq)).first()

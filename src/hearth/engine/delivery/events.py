@@ -6,6 +6,12 @@ subscriber that falls behind by more than its queue holds is dropped and reconne
 `after=` to replay from the store (the `done` of a run included: `done_frame` is one shape,
 live or replayed).
 
+A `done` carries the run's answer (`answer_seq`, `answer`: the seq and text of its last
+assistant message, null when it wrote none), so a client draws the end from it alone. Live,
+the bus fills them in from the answer messages it published for the run, held only until the
+run's `done` (nothing of a restricted chat outlives its turn here); replayed, the store's
+reader does (`engine.reads.queries`).
+
 The bus is published to only on the event loop: its queues and events are asyncio's, which
 are not thread-safe. A publish from a worker thread raises `PublishedOffLoop`; do the store
 work in the thread and publish after returning to the loop.
@@ -48,10 +54,27 @@ def message_frame(event: EventRow) -> Frame:
             "message": message_view(event)}
 
 
-def done_frame(run_id: str, outcome: str, ending: str, sentence: str) -> Frame:
-    """A run's end: the same four fields whether published live or replayed from the store."""
+Answer = tuple[int, str]  # a run's answer as a `done` carries it: its seq and text
+
+
+def done_frame(run_id: str, outcome: str, ending: str, sentence: str,
+               answer: Answer | None = None) -> Frame:
+    """A run's end: the same fields whether published live or replayed from the store (the
+    answer's seq and text are null when it wrote none)."""
+    seq, text = answer if answer is not None else (None, None)
     return {"type": "done", "run_id": run_id, "outcome": outcome, "ending": ending,
-            "sentence": sentence}
+            "sentence": sentence, "answer_seq": seq, "answer": text}
+
+
+def answer_in(frame: Frame) -> Answer | None:
+    """The answer a `message` frame holds: its seq and text when it is an assistant's
+    message of a run, else None."""
+    message = frame.get("message")
+    if frame.get("run_id") is None or not isinstance(message, dict):
+        return None
+    if message.get("kind") != "assistant":
+        return None
+    return int(frame["seq"]), str(message.get("text", ""))
 
 
 @dataclass(eq=False)
@@ -70,6 +93,7 @@ class Bus:
         self._run_ended: dict[str, asyncio.Event] = {}
         self._waiters: dict[str, int] = defaultdict(int)  # run -> how many wait_run await it
         self._taps: list[Callable[[str, Frame], None]] = []
+        self._answers: dict[str, tuple[str, Answer]] = {}  # chat -> (run, its answer so far)
 
     def tap(self, listener: Callable[[str, Frame], None]) -> None:
         """Hear every frame of every chat, on the loop, as it is published (the channels'
@@ -90,6 +114,7 @@ class Bus:
 
     def publish(self, session_key: str, frame: Frame) -> None:
         _on_the_loop("publish")
+        frame = self._noted(session_key, frame)
         for listener in self._taps:
             listener(session_key, frame)
         for sub in list(self._subs.get(session_key, ())):
@@ -101,8 +126,26 @@ class Bus:
                 sub.queue.get_nowait()
                 sub.queue.put_nowait(None)  # tells the reader to end; the client replays
 
+    def _noted(self, session_key: str, frame: Frame) -> Frame:
+        """Remember a run's answer as it is published (one per chat: a chat runs one turn at
+        a time); hand it to the run's `done` (filled in when the ending did not carry one)
+        and forget it there."""
+        kind = frame.get("type")
+        if kind == "message":
+            answer = answer_in(frame)
+            if answer is not None:
+                self._answers[session_key] = (str(frame["run_id"]), answer)
+        elif kind == "done":
+            run_id, answer = self._answers.get(session_key, ("", None))
+            if run_id == frame.get("run_id"):
+                del self._answers[session_key]
+                if answer is not None and frame.get("answer_seq") is None:
+                    return {**frame, "answer_seq": answer[0], "answer": answer[1]}
+        return frame
+
     def close(self) -> None:
         """End every live stream (the gateway is stopping); clients reconnect with after=."""
+        self._answers.clear()
         for subs in list(self._subs.values()):
             for sub in list(subs):
                 self.unsubscribe(sub)

@@ -116,8 +116,10 @@ class Reads:
     async def run_chat(self, run_id: str) -> str | None:
         return await queries.run_chat(self._db, run_id)
 
-    async def run_status(self, run_id: str) -> dict[str, Any] | None:
-        return await queries.run_status(self._db, run_id)
+    async def run_status(self, run_id: str, with_message: bool = False
+                         ) -> dict[str, Any] | None:
+        """The run's view; with `with_message`, its answer's view too (`queries.run_status`)."""
+        return await queries.run_status(self._db, run_id, with_message)
 
     async def current_run(self, key: str) -> str | None:
         return await queries.current_run(self._db, key)

@@ -1,6 +1,7 @@
-"""Read-only questions the surfaces ask of the engine's records: a run's status and receipts,
-the page a reconnecting stream replays, the run holding a chat and which wait behind it, the
-approvals pending in a chat, and which chat a run or an approval belongs to."""
+"""Read-only questions the surfaces ask of the engine's records: a run's status and receipts
+(with its answer, when asked), the page a reconnecting stream replays (each ended run's
+`done` with its answer), the run holding a chat and which wait behind it, the approvals
+pending in a chat, and which chat a run or an approval belongs to."""
 
 from __future__ import annotations
 
@@ -9,22 +10,40 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.delivery.events import Frame, done_frame, message_frame
+from hearth.engine.delivery.events import Answer, Frame, answer_in, done_frame, message_frame
 from hearth.engine.turn.approvals import approval_view
-from hearth.engine.views import run_view
+from hearth.engine.views import event_text, message_view, run_view, sendable_text
 from hearth.store import approvals, ledger, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.transcript import EventRow
 
 
-async def run_status(db: Database, run_id: str) -> dict[str, Any] | None:
-    return await db.reading(_run_status, run_id)
+async def run_status(db: Database, run_id: str, with_message: bool = False
+                     ) -> dict[str, Any] | None:
+    """A run's view with its tool calls; with `with_message`, also its `message`: the view of
+    its answer once it has ended (its last assistant message; null while it runs, and when it
+    wrote none: its `sentence` says why)."""
+    return await db.reading(_run_status, run_id, with_message)
 
 
-def _run_status(conn: Connection, run_id: str) -> dict[str, Any] | None:
+def _run_status(conn: Connection, run_id: str, with_message: bool) -> dict[str, Any] | None:
     run = run_store.get(conn, run_id)
-    return None if run is None else run_view(run, ledger.for_run(conn, run_id))
+    if run is None:
+        return None
+    view = run_view(run, ledger.for_run(conn, run_id))
+    if with_message:
+        answer = _answer_event(conn, run) if run.ended else None
+        view["message"] = None if answer is None else message_view(answer)
+    return view
+
+
+def _answer_event(conn: Connection, run: RunRow) -> EventRow | None:
+    return transcript.answer_of(conn, run.session_key, run.run_id, run.user_event_seq or 0,
+                                MAX_SEQ if run.ended_seq is None else run.ended_seq)
+
+
+MAX_SEQ = 2**62
 
 
 @dataclass(frozen=True)
@@ -51,28 +70,50 @@ def _replay_page(conn: Connection, session_key: str, after_seq: int, limit: int)
     events = transcript.after(conn, session_key, after_seq, limit)
     last = events[-1].seq if events else after_seq
     ended = run_store.ended_between(conn, session_key, session.tab_id, after_seq, last)
-    return Replay(_in_order(events, ended), last, len(events) == limit,
+    messages = [message_frame(event) for event in events]
+    answers = _answers(conn, messages, ended)
+    return Replay(_in_order(messages, ended, answers), last, len(events) == limit,
                   frozenset(run.run_id for run in ended))
 
 
-def _in_order(events: list[EventRow], ended: list[RunRow]) -> list[Frame]:
+def _answers(conn: Connection, messages: list[Frame], ended: list[RunRow]
+             ) -> dict[str, Answer]:
+    """The answer of each run ended in the page: from the page's messages when it is there
+    (the run's last answer in it, at or before the seq it ended at), else from the store."""
+    found: dict[str, Answer] = {}
+    for frame in messages:
+        answer = answer_in(frame)
+        if answer is not None:
+            found[str(frame["run_id"])] = answer
+    for run in ended:
+        answer = found.get(run.run_id)
+        if answer is None or answer[0] > (run.ended_seq or 0):
+            event = _answer_event(conn, run)
+            if event is not None:
+                found[run.run_id] = (event.seq, sendable_text(event_text(event)))
+    return found
+
+
+def _in_order(messages: list[Frame], ended: list[RunRow], answers: dict[str, Answer]
+              ) -> list[Frame]:
     """Messages by seq, each run's `done` right after the message it ended at."""
     frames: list[Frame] = []
     waiting = iter(ended)
     run = next(waiting, None)
-    for event in events:
-        while run is not None and (run.ended_seq or 0) < event.seq:
-            frames.append(_done(run))
+    for message in messages:
+        while run is not None and (run.ended_seq or 0) < message["seq"]:
+            frames.append(_done(run, answers))
             run = next(waiting, None)
-        frames.append(message_frame(event))
+        frames.append(message)
     while run is not None:
-        frames.append(_done(run))
+        frames.append(_done(run, answers))
         run = next(waiting, None)
     return frames
 
 
-def _done(run: RunRow) -> Frame:
-    return done_frame(run.run_id, run.status, run.ending or "", run.sentence or "")
+def _done(run: RunRow, answers: dict[str, Answer]) -> Frame:
+    return done_frame(run.run_id, run.status, run.ending or "", run.sentence or "",
+                      answers.get(run.run_id))
 
 
 async def current_run(db: Database, session_key: str) -> str | None:

@@ -15,8 +15,9 @@ from hearth.web.http.deps import EngineDep
 router = APIRouter()
 
 
-async def _run_or_404(engine: Engine, run_id: str) -> dict[str, Any]:
-    view = await engine.reads.run_status(run_id)
+async def _run_or_404(engine: Engine, run_id: str, with_message: bool = False
+                      ) -> dict[str, Any]:
+    view = await engine.reads.run_status(run_id, with_message)
     if view is None:
         raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
     return view
@@ -32,11 +33,15 @@ async def wait_run(
     run_id: str,
     engine: EngineDep,
     timeout: Annotated[float, Query(gt=0, le=600)] = 30.0,
+    message: Annotated[bool, Query()] = False,
 ) -> dict[str, Any]:
-    view = await _run_or_404(engine, run_id)
+    """The run once it ends (or `timeout` seconds pass: `timed_out`); with `message=true`,
+    also the view of its answer (`message`: null while it runs or when it wrote none), so a
+    client needs no further read to show the end."""
+    view = await _run_or_404(engine, run_id, message)
     if view["status"] in ("admitted", "running"):
         await engine.bus.wait_run(run_id, timeout)
-        view = await _run_or_404(engine, run_id)
+        view = await _run_or_404(engine, run_id, message)
     view["timed_out"] = view["status"] in ("admitted", "running")
     return view
 
