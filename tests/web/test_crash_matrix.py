@@ -71,13 +71,24 @@ def _drive(gateway: Gateway, server: ScriptedModelServer, scenario: str
     acked: list[str] = []
     _send(api, key, "question one", sent, acked)
     if release is not None:
-        server.wait_for_requests(1, timeout=10)
+        _until_asked_or_dead(gateway, server)
         for text in ("question two", "question three"):
             if gateway.proc is not None and gateway.proc.poll() is None:
                 _send(api, key, text, sent, acked)
         release.set()
     _until_dead_or_idle(gateway, api, key)
     return key, sent, acked
+
+
+def _until_asked_or_dead(gateway: Gateway, server: ScriptedModelServer,
+                         timeout: float = 10) -> None:
+    """Until the model is asked for the first answer, or the gateway died before it was (a
+    crash at `admitted` or `run_start`): no use waiting out the timeout for a dead process."""
+    assert gateway.proc is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and gateway.proc.poll() is None:
+        if server.wait_for_requests(1, timeout=0.05):
+            return
 
 
 def _until_dead_or_idle(gateway: Gateway, api: Api, key: str, timeout: float = 20) -> None:
@@ -130,6 +141,28 @@ def _check(api: Api, key: str, home: Path, sent: list[str], acked: list[str]) ->
         m["content"]["call_id"] for m in answered), "a tool call was left without a result"
 
 
+def _dies_unless_it_gives_up(gateway: Gateway, run_id: str, timeout: float = 20) -> bool:
+    """Does this boot die (within `timeout`)? One that does not is serving, with `run_id`
+    abandoned: recovery gives a run up before the gateway serves, so it cannot run it later."""
+    assert gateway.proc is not None
+    api = gateway.client()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if gateway.proc.poll() is not None:
+                return True
+            try:
+                status = api.http.get(f"/api/runs/{run_id}", timeout=1).json().get("status")
+            except httpx.HTTPError:
+                status = None
+            if status == "abandoned":
+                return gateway.proc.poll() is not None
+            time.sleep(0.05)
+    finally:
+        api.http.close()
+    raise AssertionError(f"the boot neither died nor gave the run up:\n{gateway.output()}")
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("point", sorted(set(POINTS) - CHANNEL_POINTS))
 def test_crash_then_restart_keeps_every_promise(
@@ -165,10 +198,8 @@ def test_a_run_that_kills_every_boot_is_abandoned_within_its_budget(
     boots = 1
     while True:
         assert gateway.proc is not None
-        try:
-            gateway.proc.wait(20)
-        except Exception:  # noqa: BLE001 - it stayed up: the run was given up on
-            break
+        if not _dies_unless_it_gives_up(gateway, run_id):
+            break  # it stayed up, serving, with the run given up on
         assert gateway.proc.returncode == EXIT_CODE, gateway.output()
         boots += 1
         assert boots <= 5, "the crash loop was never broken"
