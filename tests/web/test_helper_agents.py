@@ -163,6 +163,35 @@ def test_a_report_a_crash_left_unsent_is_sent_at_the_next_start(
     assert len(reported) == 1 and reported[0].startswith("Report from helper")
 
 
+def test_a_helper_a_crash_left_waiting_reports_when_it_ends_after_the_next_start(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    """Only the runs the engine knows for helpers' are reported: one a previous process
+    admitted is known from the store at start, before it runs."""
+    model_server.default = Reply(text="counted")
+    engine = make_engine(tmp_path, make_config(model_server.openai_base_url))
+
+    async def body() -> list[str]:
+        parent = (await chats.open_chat(engine.db, trust="trusted")).session.key
+        await engine.db.writing(helper_agents._start_in, parent, "run-asking", ["a task"],
+                                engine.config.limits)  # admitted; that process died
+        await engine.start()
+        try:
+            for _ in range(200):
+                window = await engine.db.reading(transcript.window, parent, 100)
+                said = [str(e.content.get("text", "")) for e in window
+                        if "helper_report" in e.meta]
+                if said:
+                    return said
+                await asyncio.sleep(0.05)
+            return []
+        finally:
+            await engine.close()
+
+    reported = asyncio.run(body())
+    assert len(reported) == 1 and reported[0].startswith("Report from helper")
+    assert "counted" in reported[0]
+
+
 def test_a_restricted_chats_helper_is_titled_by_its_mode_never_its_task() -> None:
     """Failed before: an Incognito or Temporary chat's helper was titled with its task's
     words, shown in lists and kept in the title column."""

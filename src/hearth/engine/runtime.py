@@ -102,6 +102,7 @@ class Engine:
         self._summarizer: asyncio.Task[None] | None = None
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
+        self.helper_runs: set[str] = set()  # helper runs not ended yet: their end is reported
         tools.add(helper_agents.SpawnHelpers(self))
         # the facade the surfaces reach the engine by: each holds the store itself, every
         # method awaited, so no surface touches the store handle
@@ -149,6 +150,7 @@ class Engine:
         forgotten = await deletion.forget_temporary(self, "restart")
         requeued, abandoned = await recovery.requeue_at_boot(
             self.db, self.bus, self.config.limits.recovery_attempts)
+        await helper_agents.watch_active(self)  # before any runs: a helper's end is reported
         waiting = await self.db.reading(run_store.sessions_with_admitted)
         for session_key in waiting:
             self.lanes.dispatch(session_key)

@@ -8,7 +8,12 @@ reader, failing closed): Incognito, Temporary and an unreadable mode get none. N
 request or the answer is kept, and the log lines name the model and the error's type only.
 
 A row is bookkeeping: written with `durable=False` by a task of its own, so the stream's end
-never waits on the store, and a write that fails is logged and forgotten.
+never waits on the store, and a write that fails is logged and forgotten. Inside a turn
+(`held_calls`, opened by the turn's runner) the row of the turn's latest call is held instead
+and written in the turn's ending's transaction (`engine.turn.endings.settle`): a plain answer's
+one call costs no write of its own. A call ending while another's row is held has the earlier
+row written as before, so a turn holds one row at most, and one of a call that ends after the
+turn took its rows (a task the turn left behind) is written as before.
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.config import ModelConfig
@@ -100,6 +108,58 @@ class Call:
             session_key=self.session_key)
 
 
+class Held:
+    """The row of a turn's latest call, held for its ending's transaction (see the module
+    docstring)."""
+
+    def __init__(self) -> None:
+        self._row: CallRow | None = None
+        self._open = True
+
+    def keep(self, row: CallRow) -> CallRow | None:
+        """Hold `row`; what is to be written now: the row held before it (None: none was),
+        or `row` itself when the turn took its rows already."""
+        if not self._open:
+            return row
+        before, self._row = self._row, row
+        return before
+
+    def take(self) -> list[CallRow]:
+        """The row held (for the ending's transaction); nothing is held after this."""
+        self._open = False
+        row, self._row = self._row, None
+        return [row] if row is not None else []
+
+
+_held: ContextVar[Held | None] = ContextVar("hearth_held_calls", default=None)
+
+
+@contextmanager
+def held_calls() -> Iterator[Held]:
+    """Hold the rows of the calls made inside (a turn's), for the turn's ending to write."""
+    held = Held()
+    token = _held.set(held)
+    try:
+        yield held
+    finally:
+        _held.reset(token)
+
+
+def write_in(conn: Connection, rows: Sequence[CallRow]) -> None:
+    """Write held rows inside the caller's transaction (a turn's ending), in a savepoint of
+    their own: rows that cannot be written are logged and forgotten, and the caller's write
+    goes on without them."""
+    if not rows:
+        return
+    try:
+        with conn.begin_nested():
+            for row in rows:
+                insert_call(conn, row)
+    except (SQLAlchemyError, ValueError) as error:
+        log.warning("a call of model %s was not recorded (%s)", rows[0].model_id,
+                    type(error).__name__)
+
+
 class CallRecorder:
     """Writes each ended call's row to `db`, priced by `entry_of(model_id)` (the live model
     entries: a price set on the Settings page counts from the next call)."""
@@ -111,15 +171,22 @@ class CallRecorder:
         self._pending: set[asyncio.Task[None]] = set()
 
     def ended(self, call: Call, error: BaseException | None) -> None:
-        """Record `call`, ended by `error`, without waiting: a task writes its row. Outside an
-        event loop (nothing to write from) the call is logged as not recorded."""
+        """Record `call`, ended by `error`, without waiting: a task writes its row, or inside
+        a turn the turn's ending does (see `held_calls`)."""
         row = call.row(error, self._entry_of(call.model_id))
+        held = _held.get()
+        now = held.keep(row) if held is not None else row
+        if now is not None:
+            self._write_soon(now)
+
+    def _write_soon(self, row: CallRow) -> None:
+        """A task writes `row`; outside an event loop it is logged as not recorded."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            log.warning("a call of model %s was not recorded (no event loop)", call.model_id)
+            log.warning("a call of model %s was not recorded (no event loop)", row.model_id)
             return
-        task = loop.create_task(self._write(row), name=f"record-call:{call.model_id}")
+        task = loop.create_task(self._write(row), name=f"record-call:{row.model_id}")
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 

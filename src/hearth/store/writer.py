@@ -74,6 +74,7 @@ class Writer:
         self.died: str | None = None
         self.batches = 0  # transactions committed for jobs (benchmarks read these)
         self.jobs = 0
+        self.synced = 0  # of the batches, those committed synced (one durable job or more)
 
     # -- the awaited path -------------------------------------------------------------------
 
@@ -125,12 +126,12 @@ class Writer:
         with self._lock, self._holding():
             conn = self._connection()
             try:
-                tx = self._begin(conn, any(job.durable for job in batch))
+                tx = self._begin(conn, any(job.durable for job in batch))  # synced if one is
             except SQLAlchemyError as error:  # the write lock could not be had: fail this batch
                 self._discard_connection()  # and start the next on a fresh connection
                 _answer_all(batch, error)
                 return
-            alone = len(batch) == 1
+            alone, durable = len(batch) == 1, any(job.durable for job in batch)
             for job in batch:
                 _run_job(conn, job, alone=alone)
             if alone and not batch[0].outcome[0]:
@@ -146,6 +147,7 @@ class Writer:
                 return
         self.batches += 1
         self.jobs += len(batch)
+        self.synced += durable
         for job in batch:
             _answer(job)
 

@@ -14,7 +14,9 @@ When a helper's run ends, its chat is told, once (the idempotency key `helper:<r
 - a helper that never ran, or that the owner stopped, starts no turn: a notice says how it
   ended, which the parent's model reads before its next message (`meta.tell_model`).
 Reports are sent as helper runs end (the live bus's `done`) and, at start, for any a crash
-left unsent (`sweep`).
+left unsent (`sweep`). Only a helper's run is reported: the engine keeps the ids of the helper
+runs not ended yet (`HelperHost.helper_runs`: each added as it is started, and at start those
+a previous process left, `watch_active`), so the `done` of any other run costs nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class HelperHost(Protocol):
     db: Database
     bus: Bus
     accepting: bool  # False once the gateway stops: no report is started then
+    helper_runs: set[str]  # the helper runs not ended yet: only their `done` is reported
 
     @property
     def config(self) -> Config: ...  # the snapshot the next turn runs from (its limits)
@@ -167,6 +170,7 @@ class SpawnHelpers:
             raise ToolRefused("Helpers are started from a chat's turn only.")
         batch = await self.engine.db.writing(_start_in, ctx.session_key, ctx.run_id, tasks,
                                              self.engine.config.limits)
+        self.engine.helper_runs.update(started.run_id for started in batch.started)
         for event in batch.events:
             self.engine.bus.publish(event.session_key, message_frame(event))
         for started in batch.started:
@@ -259,8 +263,11 @@ def heard(engine: HelperHost, tasks: set[asyncio.Task[None]]) -> Any:
     def listener(_session_key: str, frame: Frame) -> None:
         if frame.get("type") != "done" or not engine.accepting:
             return
-        task = asyncio.create_task(_reporting(engine, str(frame["run_id"])),
-                                   name="helper:report")
+        run_id = str(frame["run_id"])
+        if run_id not in engine.helper_runs:
+            return  # not a helper's run: nothing to tell
+        engine.helper_runs.discard(run_id)
+        task = asyncio.create_task(_reporting(engine, run_id), name="helper:report")
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     return listener
@@ -272,6 +279,19 @@ async def _reporting(engine: HelperHost, run_id: str) -> None:
     except (OSError, RuntimeError) as error:  # the sweep at the next start sends it
         log.warning("a helper's report was not sent now (%s); the next start sends it",
                     type(error).__name__)
+
+
+async def watch_active(engine: HelperHost) -> int:
+    """At start, before any run is dispatched: watch the helper runs a previous process left
+    admitted or running, so their `done` is reported; how many."""
+    active = await engine.db.reading(_active_helper_runs)
+    engine.helper_runs.update(active)
+    return len(active)
+
+
+def _active_helper_runs(conn: Connection) -> list[str]:
+    return list(conn.execute(select(runs.c.run_id).where(
+        runs.c.kind == KIND, runs.c.status.in_(ACTIVE))).scalars())
 
 
 async def sweep(engine: HelperHost) -> int:

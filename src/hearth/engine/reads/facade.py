@@ -147,8 +147,9 @@ class Reads:
     # -- the store itself ------------------------------------------------------------------------
 
     def store_health(self) -> dict[str, Any]:
-        """The store as /healthz shows it: its dialect, and the writer's transactions and the
-        writes in them."""
+        """The store as /healthz shows it: its dialect, and the writer's transactions, the
+        writes in them and how many of them were synced (held a promise)."""
         writer = self._db.writer
         return {"db": self._db.dialect,
-                "store": {"transactions": writer.batches, "writes": writer.jobs}}
+                "store": {"transactions": writer.batches, "writes": writer.jobs,
+                          "synced": writer.synced}}

@@ -5,23 +5,27 @@ an `Ending` with any other code or outcome cannot be made.
 
 `settle` records the ending on the run (with the seq it ended at, so a reconnecting stream can
 replay its `done`), shows it on the turn (a notice row for every ending but `complete`), gives
-the session back (the writer claim) and publishes `done`, in that order.
+the session back (the writer claim) and publishes `done`, in that order; the row of the turn's
+last model call (`models.calls.held_calls`) is written in the same transaction.
 The sentence is masked once there (`hearth.masking`), so the run, the notice and the `done`
 frame say the same thing and none of them a key a provider's error repeated.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Bus, done_frame, message_frame
 from hearth.masking import mask
+from hearth.models.calls import write_in
 from hearth.models.registry import NO_MODEL_SENTENCE
 from hearth.store import approvals, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound
+from hearth.store.model_calls import CallRow
 from hearth.store.transcript import EventRow
 
 CODES = frozenset({
@@ -196,12 +200,15 @@ def internal(error: BaseException) -> Ending:
 
 
 async def settle(
-    db: Database, bus: Bus, *, session_key: str, run_id: str, ending: Ending, show: bool = True
+    db: Database, bus: Bus, *, session_key: str, run_id: str, ending: Ending, show: bool = True,
+    calls: Sequence[CallRow] = (),
 ) -> bool:
-    """Write the ending once (a promise), then tell the chat's streams. Returns False when the
-    run had already ended."""
+    """Write the ending once (a promise), with the rows of `calls` (the turn's model calls
+    not written yet), then tell the chat's streams. Returns False when the run had already
+    ended."""
     ending = replace(ending, sentence=mask(ending.sentence))
-    ended, notice = await db.writing(_write_ending, session_key, run_id, ending, show)
+    ended, notice = await db.writing(_write_ending, session_key, run_id, ending, show,
+                                     tuple(calls))
     if not ended:
         return False
     if notice is not None:
@@ -229,7 +236,8 @@ def told(bus: Bus, session_key: str, run_id: str, ending: Ending) -> None:
 
 
 def _write_ending(conn: Connection, session_key: str, run_id: str, ending: Ending,
-                  show: bool) -> tuple[bool, EventRow | None]:
+                  show: bool, calls: tuple[CallRow, ...] = ()) -> tuple[bool, EventRow | None]:
+    write_in(conn, calls)  # bookkeeping: a row that cannot be written never fails the ending
     if not run_store.finish(
         conn, run_id, status=ending.outcome, ending=ending.code, sentence=ending.sentence
     ):

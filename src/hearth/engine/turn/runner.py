@@ -32,6 +32,7 @@ from hearth.engine.turn.turn_state import Turn
 from hearth.engine.views import sent_text
 from hearth.faults import crash_point
 from hearth.memory.service import Memory
+from hearth.models.calls import held_calls
 from hearth.models.registry import Candidate, ModelRegistry
 from hearth.models.types import Message, Provider, ToolCall
 from hearth.privacy.scope import answered_by, as_work_of
@@ -83,7 +84,7 @@ class TurnDeps:
 
 
 async def run_turn(deps: TurnDeps, run: RunRow) -> None:
-    claimed = await deps.db.writing(_claim, run, durable=False)
+    claimed = await deps.db.writing(_claim, run, deps.snapshot, durable=False)
     if isinstance(claimed, Ending):
         await endings.settle(deps.db, deps.bus, session_key=run.session_key,
                              run_id=run.run_id, ending=claimed, show=False)
@@ -92,16 +93,30 @@ async def run_turn(deps: TurnDeps, run: RunRow) -> None:
     deps.bus.publish(run.session_key, {"type": "status", "running": True, "run_id": run.run_id})
     principal = principals.of_run(run)  # fixed at admission; read, never decided here
     memory = principal.is_owner or await deps.db.reading(principals.may_use_memory, principal)
-    with as_work_of(claimed.key, claimed.memory_mode, principal, memory=memory):
-        ending = await _run_claimed(deps, run, claimed)  # every task and thread of the turn
+    session = claimed.session
+    with as_work_of(session.key, session.memory_mode, principal, memory=memory), \
+            held_calls() as held:  # every task and thread of the turn; its last call's row
+        ending = await _run_claimed(deps, run, claimed)
     await endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
-                         ending=ending, show=ending.code != "stale")
+                         ending=ending, show=ending.code != "stale", calls=held.take())
     if ending.code == "complete":
-        deps.after_turn(run, claimed)
+        deps.after_turn(run, session)
 
 
-def _claim(conn: Connection, run: RunRow) -> SessionRow | Ending:
-    """Take ownership (running + writer claim), then check the snapshot again under it."""
+@dataclass(frozen=True)
+class Claimed:
+    """A run the turn owns: its chat as the claim read it, the model plan with the model it
+    starts on (None: none may run) and the text of the message it answers."""
+
+    session: SessionRow
+    plan: failover.Plan
+    first: Candidate | None
+    asked: str
+
+
+def _claim(conn: Connection, run: RunRow, snapshot: Snapshot) -> Claimed | Ending:
+    """Take ownership (running + writer claim), check the snapshot again under it, and in
+    the same write choose the model (recorded on the run) and read the message's text."""
     session = session_store.get(conn, run.session_key)
     if session is None:
         return endings.stale("its chat no longer exists.")
@@ -111,25 +126,28 @@ def _claim(conn: Connection, run: RunRow) -> SessionRow | Ending:
         return endings.stale("it was no longer waiting to run.")
     if not session_store.claim_writer(conn, run.session_key, run.run_id):
         return endings.stale("another turn holds its chat.")
-    return session
+    plan = failover.Plan.of(snapshot, session)
+    first = plan.next(snapshot.models, needs_tools=False)
+    if first is not None:
+        run_store.set_model(conn, run.run_id, first.model_id)
+    return Claimed(session, plan, first, _message_in(conn, run))
 
 
-async def _run_claimed(deps: TurnDeps, run: RunRow, session: SessionRow) -> Ending:
-    plan = failover.Plan.of(deps.snapshot, session)
-    first = plan.next(deps.models, needs_tools=False)
+async def _run_claimed(deps: TurnDeps, run: RunRow, claimed: Claimed) -> Ending:
+    plan, first = claimed.plan, claimed.first
     if first is None:
         return endings.models_failed(plan.account()) if plan.tried else endings.no_model()
     # built in a worker thread: the first build of a provider imports its SDK
     provider = await asyncio.to_thread(deps.models.provider, first.model_id)
     if provider is None:
         return endings.no_model()
-    await deps.db.writing(run_store.set_model, run.run_id, provider.model_id, durable=False)
     with answered_by(provider.model_id):  # in a restricted chat, the one model its work reaches
-        return await _run_on(deps, run, session, provider, plan, first)
+        return await _run_on(deps, run, claimed, provider, first)
 
 
-async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
-                  plan: failover.Plan, first: Candidate) -> Ending:
+async def _run_on(deps: TurnDeps, run: RunRow, claimed: Claimed, provider: Provider,
+                  first: Candidate) -> Ending:
+    session, plan = claimed.session, claimed.plan
     model_config = deps.models.config_of(provider.model_id)
     try:
         turn = _compose(deps, run, session, provider,
@@ -147,7 +165,8 @@ async def _run_on(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Pr
             if isinstance(resumed, Ending):
                 return resumed
             waiting = resumed
-        return await deps.active.supervise(turn, _work(deps, turn, plan, waiting))
+        return await deps.active.supervise(turn, _work(deps, turn, plan, waiting,
+                                                       claimed.asked))
     except WriterClaimLost:
         return endings.stale("it lost its hold on the chat while it ran.")
     except Exception as error:  # the turn boundary: a bug must end the turn, not wedge the chat
@@ -195,11 +214,11 @@ def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, 
 
 
 async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
-                waiting: list[ToolCall]) -> Ending:
-    """Finish the calls a resumed run left waiting on the owner, then the loop."""
+                waiting: list[ToolCall], asked: str) -> Ending:
+    """Finish the calls a resumed run left waiting on the owner, then the loop (`asked`: the
+    text of the message the run answers)."""
     if waiting:
         await run_batch(turn, tuple(waiting))
-    asked = await _message_of(deps, turn.run)
     fed = await asyncio.to_thread(deps.memory.context_for, asked)
     turn.context_fed = fed.sentence
     told = await asyncio.to_thread(agents.instructions_for, deps.config, turn.agent,
@@ -210,7 +229,7 @@ async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,
     system_prompt = agents.assemble(told, fed.block)  # the safety rules last
     messages = await in_turn.view(turn, deps.models, system_prompt)  # compacted if due
     ending = await _drive_in_order(deps, turn, plan, messages)
-    if ending.code == "complete":
+    if ending.code == "complete" and told.word_limit is not None:  # no limit: nothing to read
         await _check_word_limit(turn, told, asked)
     return ending
 
@@ -291,9 +310,9 @@ def _final_answer(conn: Connection, key: str, run_id: str) -> str:
     return str(said[-1].content.get("text", "")) if said else ""
 
 
-async def _message_of(deps: TurnDeps, run: RunRow) -> str:
+def _message_in(conn: Connection, run: RunRow) -> str:
     """The text of the message this run answers ("" for a run without one)."""
     if run.user_event_seq is None:
         return ""
-    event = await deps.db.reading(transcript.at, run.session_key, run.user_event_seq)
+    event = transcript.at(conn, run.session_key, run.user_event_seq)
     return sent_text(event) if event is not None else ""
