@@ -193,6 +193,9 @@ class Reply:
     * ``stall`` — FAULT: send the headers and the first event, then sleep this many seconds.
     * ``stall_after`` — with ``stall`` on a streamed answer: send this many content chunks first,
       then sleep (0: right after the first event). Text shown, then a pause.
+    * ``stream_error`` — FAULT: a streamed answer sends its content, then this error object in
+      place of its end, as providers report a failure met mid-answer (OpenAI: a chunk
+      ``{"error": …}``; Anthropic: an ``error`` event ``{"type": "error", "error": …}``).
     """
 
     text: str = ""
@@ -210,6 +213,7 @@ class Reply:
     stall: float | None = None
     stall_after: int = 0
     retry_after: str | None = "0"
+    stream_error: dict[str, Any] | None = None
 
     def resolved_usage(self) -> tuple[int, int]:
         if self.usage is not None:
@@ -727,7 +731,9 @@ class _Handler(BaseHTTPRequestHandler):
             send(data)
         if reply.stall and reply.stall_after >= len(content):
             owner._sleep(reply.stall)
-        if reply.cut_after is None:
+        if reply.stream_error is not None:
+            send({"error": reply.stream_error})
+        elif reply.cut_after is None:
             finish = reply.openai_finish_reason()
             if finish is not None:
                 owner._sleep(reply.delay)
@@ -875,7 +881,9 @@ class _Handler(BaseHTTPRequestHandler):
                 owner._sleep(reply.delay)
                 sent += 1
             send(data)
-        if reply.cut_after is None:
+        if reply.stream_error is not None:
+            send({"type": "error", "error": reply.stream_error})
+        elif reply.cut_after is None:
             owner._sleep(reply.delay)
             send(
                 {

@@ -315,3 +315,21 @@ def test_other_stop_reasons_normalise(
     done = events[-1]
     assert isinstance(done, Completed)
     assert done.finish_reason == normalised
+
+
+def test_an_error_event_mid_stream_is_cut_off_saying_it(server: ScriptedModelServer) -> None:
+    server.push(Reply(text="hello world", stream_error={"type": "overloaded_error",
+                                                        "message": "Overloaded"}))
+
+    seen, error = _collect_until_error(
+        _provider(server.anthropic_base_url), ModelRequest(HELLO, [])
+    )
+
+    assert isinstance(error, AnswerCutOff)
+    assert error.sentence.startswith(
+        "The model's answer was cut off: its stream from claude broke before the model said it "
+        "was finished ("
+    )
+    assert "Overloaded" in error.sentence
+    assert "".join(e.text for e in seen if isinstance(e, TextDelta)) == "hello world"
+    assert not [e for e in seen if isinstance(e, Completed)]

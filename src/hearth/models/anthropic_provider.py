@@ -6,27 +6,24 @@ roles alternate), streams the raw Messages events, reassembles tool calls from t
 `input_json_delta` pieces and reads usage from `message_start` and `message_delta`. An answer is
 finished only at `message_stop` after a `stop_reason`: a stream that ends before that raises
 AnswerCutOff, and nothing of a cut answer's tool calls is emitted.
+
+The SDK builds and sends the request and maps its failures; its answer is taken raw
+(`with_streaming_response`) and each event read as plain JSON (`models.sse`), not made into
+the SDK's typed event objects (bench/provider.py measures both). An `error` event breaks the
+stream as the SDK's own reader would (`anthropic.APIStatusError`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anthropic
 import httpx
-from anthropic.types import (
-    InputJSONDelta,
-    RawContentBlockDeltaEvent,
-    RawContentBlockStartEvent,
-    RawMessageDeltaEvent,
-    RawMessageStartEvent,
-    RawMessageStopEvent,
-    RawMessageStreamEvent,
-    TextDelta as WireTextDelta,
-    ToolUseBlock,
-)
 
+from hearth.models import sse
 from hearth.models.body import as_body
 from hearth.models.provider_common import (
     SdkErrors,
@@ -52,10 +49,10 @@ try:
     import httpx2
 
     _STREAM_ERRORS: tuple[type[Exception], ...] = (
-        anthropic.APIError, httpx.HTTPError, httpx2.HTTPError,
+        anthropic.APIError, httpx.HTTPError, httpx2.HTTPError, ValueError,
     )
 except ImportError:  # pragma: no cover - depends on the installed SDK
-    _STREAM_ERRORS = (anthropic.APIError, httpx.HTTPError)
+    _STREAM_ERRORS = (anthropic.APIError, httpx.HTTPError, ValueError)
 
 _SDK_ERRORS = SdkErrors(status=anthropic.APIStatusError, connection=anthropic.APIConnectionError)
 
@@ -111,65 +108,113 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in request.tools
             ]
-        try:
-            stream = await self._client.messages.create(**as_body(kwargs))
-        except anthropic.APIError as exc:
-            raise request_error(self.model_id, exc, _SDK_ERRORS, self._not_found_hint) from exc
-        async for event in self._read(stream):
-            yield event
+        async with AsyncExitStack() as opened:
+            try:
+                response = await opened.enter_async_context(
+                    self._client.messages.with_streaming_response.create(**as_body(kwargs)))
+            except anthropic.APIError as exc:
+                raise request_error(self.model_id, exc, _SDK_ERRORS,
+                                    self._not_found_hint) from exc
+            async for event in self._read(response):
+                yield event
 
-    async def _read(
-        self, stream: anthropic.AsyncStream[RawMessageStreamEvent]
-    ) -> AsyncIterator[StreamEvent]:
-        calls: dict[int, dict[str, Any]] = {}
-        finish: str | None = None
-        stopped = False
-        tokens_in = 0
-        tokens_out = 0
-        model = self.model_name
+    async def _read(self, response: Any) -> AsyncIterator[StreamEvent]:
+        answer = _Answer(self.model_name)
         try:
-            async for event in stream:
-                if isinstance(event, RawMessageStartEvent):
-                    model = event.message.model or model
-                    tokens_in = event.message.usage.input_tokens or 0
-                    tokens_out = event.message.usage.output_tokens or 0
-                elif isinstance(event, RawContentBlockStartEvent):
-                    block = event.content_block
-                    if isinstance(block, ToolUseBlock):
-                        calls[event.index] = {
-                            "id": block.id, "name": block.name, "args": "", "input": block.input,
-                        }
-                elif isinstance(event, RawContentBlockDeltaEvent):
-                    delta = event.delta
-                    if isinstance(delta, WireTextDelta):
-                        if delta.text:
-                            yield TextDelta(delta.text)
-                    elif isinstance(delta, InputJSONDelta):
-                        slot = calls.setdefault(
-                            event.index, {"id": "", "name": "", "args": "", "input": None}
-                        )
-                        slot["args"] += delta.partial_json or ""
-                elif isinstance(event, RawMessageDeltaEvent):
-                    finish = event.delta.stop_reason or finish
-                    if event.usage.input_tokens is not None:
-                        tokens_in = event.usage.input_tokens
-                    tokens_out = event.usage.output_tokens or tokens_out
-                elif isinstance(event, RawMessageStopEvent):
-                    stopped = True
+            async for event in sse.events(response.iter_lines()):
+                if event.name == "error":
+                    raise _error_event(event.data, response)
+                if event.name in ("", "ping") or not event.data:
+                    continue  # as the SDK's reader: unnamed events and pings say nothing
+                text = answer.take(event.name, json.loads(event.data))
+                if text:
+                    yield TextDelta(text)
+                if answer.stopped:
                     break
         except _STREAM_ERRORS as exc:
             raise stream_broke(self.model_id, exc) from exc
-        finally:
-            await stream.close()
-        if not stopped or finish is None:
+        yield answer.completed()
+
+
+class _Answer:
+    """An answer as its events arrive: the model that wrote it, its usage, its stop reason,
+    whether `message_stop` came, and its tool calls' pieces."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.finish: str | None = None
+        self.stopped = False
+        self.calls: dict[int, dict[str, Any]] = {}
+
+    def take(self, name: str, data: object) -> str:
+        """Read one event: the text it adds."""
+        event = data if isinstance(data, dict) else {}
+        if name == "message_start":
+            message = _dict(event.get("message"))
+            self.model = _text(message.get("model")) or self.model
+            usage = _dict(message.get("usage"))
+            self.tokens_in = usage.get("input_tokens") or 0
+            self.tokens_out = usage.get("output_tokens") or 0
+        elif name == "content_block_start":
+            block = _dict(event.get("content_block"))
+            if block.get("type") == "tool_use":
+                self.calls[_index(event)] = {"id": _text(block.get("id")),
+                                             "name": _text(block.get("name")), "args": "",
+                                             "input": block.get("input")}
+        elif name == "content_block_delta":
+            return self._delta(event)
+        elif name == "message_delta":
+            self.finish = _text(_dict(event.get("delta")).get("stop_reason")) or self.finish
+            usage = _dict(event.get("usage"))
+            if usage.get("input_tokens") is not None:
+                self.tokens_in = usage["input_tokens"]
+            self.tokens_out = usage.get("output_tokens") or self.tokens_out
+        elif name == "message_stop":
+            self.stopped = True
+        return ""
+
+    def _delta(self, event: dict[str, Any]) -> str:
+        delta = _dict(event.get("delta"))
+        if delta.get("type") == "text_delta":
+            return _text(delta.get("text"))
+        if delta.get("type") == "input_json_delta":
+            slot = self.calls.setdefault(_index(event),
+                                         {"id": "", "name": "", "args": "", "input": None})
+            slot["args"] += _text(delta.get("partial_json"))
+        return ""
+
+    def completed(self) -> Completed:
+        if not self.stopped or self.finish is None:
             raise stream_unfinished()
-        tool_calls = tuple(_tool_call(index, slot) for index, slot in sorted(calls.items()))
-        yield Completed(
-            finish_reason=_FINISH_REASONS.get(finish, finish),
-            tool_calls=tool_calls,
-            usage=Usage(tokens_in, tokens_out),
-            model=model,
-        )
+        tool_calls = tuple(_tool_call(index, slot) for index, slot in sorted(self.calls.items()))
+        return Completed(finish_reason=_FINISH_REASONS.get(self.finish, self.finish),
+                         tool_calls=tool_calls, usage=Usage(self.tokens_in, self.tokens_out),
+                         model=self.model)
+
+
+def _error_event(data: str, response: Any) -> anthropic.APIStatusError:
+    """An `error` event as the SDK's reader raises it: its body in the message."""
+    try:
+        body: object = json.loads(data)
+        message = f"{body}"
+    except ValueError:
+        body, message = data, data or f"Error code: {response.status_code}"
+    return anthropic.APIStatusError(message, response=response.http_response, body=body)
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _index(event: dict[str, Any]) -> int:
+    index = event.get("index")
+    return index if isinstance(index, int) else 0
 
 
 def _tool_call(index: int, slot: dict[str, Any]) -> ToolCall:

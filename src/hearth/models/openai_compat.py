@@ -3,17 +3,24 @@
 Streams chat completions, reassembles tool calls from their deltas, reads usage from the
 final chunk. An answer is finished only when a choice carries a finish_reason: a stream that
 ends without one raises AnswerCutOff, and nothing of a cut answer's tool calls is emitted.
+
+The SDK builds and sends the request and maps its failures; its answer is taken raw
+(`with_streaming_response`) and each chunk read as plain JSON (`models.sse`), not made into
+the SDK's typed chunk objects: that construction was most of a call's CPU (bench/provider.py).
+A chunk carrying an `error` breaks the stream as the SDK's own reader would (`openai.APIError`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx2
 import openai
 
+from hearth.models import sse
 from hearth.models.body import as_body
 from hearth.models.provider_common import (
     SdkErrors,
@@ -79,44 +86,97 @@ class OpenAICompatProvider:
         cap = request.max_output_tokens or self.max_output_tokens
         if cap:
             kwargs["max_tokens"] = cap
-        try:
-            stream = await self._client.chat.completions.create(**as_body(kwargs))
-        except openai.APIError as exc:
-            raise request_error(self.model_id, exc, _SDK_ERRORS, self._not_found_hint) from exc
-        async for event in self._read(stream):
-            yield event
+        async with AsyncExitStack() as opened:
+            try:
+                response = await opened.enter_async_context(
+                    self._client.chat.completions.with_streaming_response.create(
+                        **as_body(kwargs)))
+            except openai.APIError as exc:
+                raise request_error(self.model_id, exc, _SDK_ERRORS,
+                                    self._not_found_hint) from exc
+            async for event in self._read(response):
+                yield event
 
-    async def _read(self, stream: Any) -> AsyncIterator[StreamEvent]:
-        calls: dict[int, dict[str, str]] = {}
-        finish: str | None = None
-        usage = Usage()
-        model = self.model_name
+    async def _read(self, response: Any) -> AsyncIterator[StreamEvent]:
+        answer = _Answer(self.model_name)
         try:
-            async for chunk in stream:
-                model = chunk.model or model
-                if chunk.usage is not None:
-                    usage = Usage(chunk.usage.prompt_tokens or 0,
-                                  chunk.usage.completion_tokens or 0)
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        yield TextDelta(delta.content)
-                    for piece in (delta.tool_calls or []) if delta is not None else []:
-                        slot = calls.setdefault(piece.index, {"id": "", "name": "", "args": ""})
-                        slot["id"] = piece.id or slot["id"]
-                        if piece.function is not None:
-                            slot["name"] += piece.function.name or ""
-                            slot["args"] += piece.function.arguments or ""
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
-        except (openai.APIError, httpx2.HTTPError) as exc:  # the SDK's transport is httpx2
+            async for event in sse.events(response.iter_lines()):
+                if event.data.startswith("[DONE]"):
+                    continue  # read on to the end, so the connection can be used again
+                for text in answer.take(_chunk(event.data, response)):
+                    yield TextDelta(text)
+        except (openai.APIError, httpx2.HTTPError, ValueError) as exc:  # transport: httpx2
             raise stream_broke(self.model_id, exc) from exc
-        finally:
-            await stream.close()
-        if finish is None:
+        yield answer.completed()
+
+
+class _Answer:
+    """An answer as its chunks arrive: the model that wrote it, its usage, its finish
+    reason and its tool calls' pieces."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.usage = Usage()
+        self.finish: str | None = None
+        self.calls: dict[int, dict[str, str]] = {}
+
+    def take(self, chunk: dict[str, Any]) -> list[str]:
+        """Read one chunk: the text it adds."""
+        self.model = _text(chunk.get("model")) or self.model
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = Usage(usage.get("prompt_tokens") or 0,
+                               usage.get("completion_tokens") or 0)
+        texts: list[str] = []
+        for choice in _dicts(chunk.get("choices")):
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                content = _text(delta.get("content"))
+                if content:
+                    texts.append(content)
+                for piece in _dicts(delta.get("tool_calls")):
+                    self._piece(piece)
+            self.finish = _text(choice.get("finish_reason")) or self.finish
+        return texts
+
+    def _piece(self, piece: dict[str, Any]) -> None:
+        index = piece.get("index")
+        slot = self.calls.setdefault(index if isinstance(index, int) else 0,
+                                     {"id": "", "name": "", "args": ""})
+        slot["id"] = _text(piece.get("id")) or slot["id"]
+        function = piece.get("function")
+        if isinstance(function, dict):
+            slot["name"] += _text(function.get("name"))
+            slot["args"] += _text(function.get("arguments"))
+
+    def completed(self) -> Completed:
+        if self.finish is None:
             raise stream_unfinished()
-        tool_calls = tuple(_tool_call(index, slot) for index, slot in sorted(calls.items()))
-        yield Completed(finish_reason=finish, tool_calls=tool_calls, usage=usage, model=model)
+        tool_calls = tuple(_tool_call(index, slot) for index, slot in sorted(self.calls.items()))
+        return Completed(finish_reason=self.finish, tool_calls=tool_calls, usage=self.usage,
+                         model=self.model)
+
+
+def _chunk(data: str, response: Any) -> dict[str, Any]:
+    """One chunk's JSON; a chunk that says `error` raises it as the SDK's reader does."""
+    chunk = json.loads(data)
+    if not isinstance(chunk, dict):
+        return {}
+    error = chunk.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else None
+        raise openai.APIError(message if isinstance(message, str) and message
+                              else "An error occurred during streaming",
+                              request=response.http_response.request, body=error)
+    return chunk
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dicts(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _tool_call(index: int, slot: dict[str, str]) -> ToolCall:
