@@ -172,6 +172,38 @@ def test_a_restart_between_two_connections_is_seen_by_the_gateway_start() -> Non
     assert "The gateway restarted" in err.getvalue()
 
 
+class AnswerInDoneApi:
+    """A gateway whose stream brings the answer's text streamed in part and then the `done`,
+    which carries the whole answer, but not the answer's own message."""
+
+    def __init__(self, with_message: bool) -> None:
+        frames: list[dict[str, Any]] = [
+            {"type": "delta", "run_id": "r1", "offset": 0, "text": "Beds go "}]
+        if with_message:
+            frames.append({"type": "message", "seq": 2, "run_id": "r1", "message": {
+                "index": 2, "kind": "assistant", "text": "Beds go on the south side."}})
+        frames.append({"type": "done", "run_id": "r1", "outcome": "complete", "ending":
+                       "complete", "sentence": "The agent answered.", "answer_seq": 2,
+                       "answer": "Beds go on the south side."})
+        self.stream = EventStream("boot-1", iter(frames))
+
+    @contextmanager
+    def events(self, key: str, after: int) -> Iterator[EventStream]:
+        yield self.stream
+
+
+@pytest.mark.parametrize("with_message", [False, True])
+def test_the_answer_is_drawn_once_from_the_done_frame_when_no_message_brought_it(
+        with_message: bool) -> None:
+    """The `done` frame carries the answer: the terminal draws the end from it, with no read
+    of the chat, and an answer its message already drew is not drawn again."""
+    drawn, out = screen()
+    follower = TurnFollower(AnswerInDoneApi(with_message), drawn, "k", "r1",  # type: ignore[arg-type]
+                            after=1)
+    assert follower.follow() == "complete"
+    assert out.getvalue() == "Beds go on the south side.\n"
+
+
 # ---------------------------------------------------------------------------------- Ctrl-C
 
 

@@ -13,6 +13,9 @@ what the resumed turn streams is shown as new.
 
 A notice that is not the turn's ending (a turn resumed after a restart) is a line in brackets;
 the ending's own notice is left to the `done` frame, which says the same.
+
+The `done` frame carries the turn's answer (`answer_seq`, `answer`): an answer whose message
+this connection never brought is drawn from it, so the end needs no read of the chat.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class RunPrinter:
         self._start = 0  # the offset where the answer streaming now began
         self._streamed = ""  # what of the answer streaming now is on screen
         self._carried = ""  # what was on screen of the answer streaming at a restart
+        self._answers: set[int] = set()  # the seqs of the answer messages drawn
 
     def delta(self, frame: dict[str, Any]) -> None:
         offset, text = int(frame.get("offset", 0)), str(frame.get("text", ""))
@@ -47,6 +51,8 @@ class RunPrinter:
     def message(self, message: dict[str, Any]) -> None:
         kind = message.get("kind")
         if kind == "assistant":
+            if isinstance(message.get("index"), int):
+                self._answers.add(message["index"])
             self._answer(str(message.get("text", "")))
         elif kind == "tool_result":
             receipt = (message.get("meta") or {}).get("receipt")
@@ -64,7 +70,11 @@ class RunPrinter:
 
     def done(self, frame: dict[str, Any]) -> str:
         """The run's end: its outcome (`complete`, `stopped`, `error`…), its sentence shown
-        unless it is a complete answer."""
+        unless it is a complete answer; its answer first when no message brought it."""
+        seq, answer = frame.get("answer_seq"), frame.get("answer")
+        if isinstance(seq, int) and isinstance(answer, str) and seq not in self._answers:
+            self._answers.add(seq)
+            self._answer(answer)
         self.screen.end_line()
         outcome = str(frame.get("outcome", "error"))
         if outcome != "complete":
