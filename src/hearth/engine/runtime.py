@@ -303,9 +303,15 @@ class Engine:
     def _redraw(self, key: str, admitted: Admitted | None) -> None:
         """After a door moved a chat's head: its pages redraw (a `path` frame), and the run it
         admitted, if any, starts."""
+        self.forget_context(key)
         self.bus.publish(key, {"type": "path"})
         if admitted is not None:
             self.dispatch(key)
+
+    def forget_context(self, session_key: str) -> None:
+        """Drop what the context cache holds of the chat: a door moved its head, or it
+        ended (its next turn, if any, reads it from the store)."""
+        self.deps.context.drop(session_key)
 
     async def tools_for(self, session_key: str) -> list[dict[str, Any]]:
         return await agent_cli_calls.tools_for(self.deps, session_key)
@@ -338,6 +344,7 @@ class Engine:
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds)
         await deletion.forget_temporary(self, "temporary_ended")  # a Temporary chat ends here
+        self.deps.context.clear()
         await self.chores.close()
         if self.mcp is not None:
             await self.mcp.close()

@@ -81,6 +81,7 @@ async def summarize(deps: TurnDeps, key: str, *,
     with as_work_of(key, chat.memory_mode):
         await context.build(deps.db, None, system_prompt="", compactor=compactor, force=WHY,
                             history_messages=deps.config.limits.history_messages)
+    deps.context.drop(key)  # its next turn reads the chat with the new summary
     if compactor.owed is not None:
         return Outcome.OWED
     if not compactor.done:

@@ -76,6 +76,8 @@ class ChatOwner(Protocol):
 
     async def stop(self, session_key: str) -> str | None: ...
 
+    def forget_context(self, session_key: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class DeleteReport:
@@ -118,6 +120,7 @@ async def end_chat(owner: ChatOwner, key: str, why: str, *, stop_running: bool,
         report = await _forget_chat(owner, key, why, stop_running, idle_before)
     finally:
         owner.deleting.discard(key)
+        owner.forget_context(key)  # nothing of it stays in the context cache
     if report is not None:  # the chat is gone: a message to it now finds no chat (404)
         await owner.db.writing(_audit, report)
         await asyncio.to_thread(owner.db.truncate_wal)  # no old frame keeps its text

@@ -12,15 +12,20 @@ the older exchanges are folded into a summary and the chat says so. What is alwa
 for word: the opening, the latest whole exchanges (a call with every result it got: an
 exchange is a user message and everything its turn did), and the running turn's exchange,
 its request and any message sent into it included.
+
+With a `ContextCache` (a turn's, in a chat that keeps its words), the chat's recent context
+is kept between turns (`engine.turn.context_cache`): a turn reads only what was written since
+the last one, and folds only the exchanges it has not folded before. The view is the same
+with it or without it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlalchemy import Connection
 
-from hearth.engine.turn.compaction.fold import Compactor, Folded, sizes
+from hearth.engine.turn import context_cache
+from hearth.engine.turn.compaction.fold import Compactor, Folded, size, sizes
+from hearth.engine.turn.context_cache import ContextCache, Memo, Part, Read, Recent
 from hearth.engine.views import sent_text
 from hearth.models.types import Message, ToolCall
 from hearth.store import summaries
@@ -35,15 +40,6 @@ NO_RESULT = (
 OPENING_READ = 60  # events read to find the chat's opening exchange
 
 
-@dataclass(frozen=True)
-class Read:
-    """The events a view is made of: the opening (when a summary follows it) and the tail."""
-
-    head: list[EventRow]
-    tail: list[EventRow]  # after the summary (or the whole chat), newest `history` events
-    overflow: bool  # older events than the tail reaches, summarized by nothing
-
-
 async def build(
     db: Database,
     run: RunRow | None,
@@ -54,26 +50,61 @@ async def build(
     max_output_tokens: int = 8192,
     compactor: Compactor | None = None,
     force: str | None = None,
+    cache: ContextCache | None = None,
 ) -> list[Message]:
     """The model's view for `run` (None: the chat as it stands, for /compact). With a
-    compactor, compacted first when it must be (or when `force` says why it must)."""
+    compactor, compacted first when it must be (or when `force` says why it must). With a
+    cache, the chat's recent context is taken from it and kept in it (a chat that keeps its
+    words only)."""
     key = run.session_key if run else ""
     if compactor is not None:
         key = compactor.session_key
-    folded = await _summary_of(db, key, compactor)
-    read = await db.reading(_read, key, folded, history_messages)
+    recent = await _recent(db, key, compactor, cache, history_messages)
+    if recent is not None:
+        folded, read, memo = recent.folded, recent.read, recent.memo
+        memo.rotate()
+    else:
+        folded = await _summary_of(db, key, compactor)
+        read = await db.reading(_read, key, folded, history_messages)
+        memo = None
     tail = [e for e in read.tail if run is None or not _queued_behind(e, run)]
-    messages = _assemble(read.head, folded, tail)
+    messages, measured = _assemble(read.head, folded, tail, memo)
     if compactor is None:
         return [Message("system", system_prompt), *messages]
-    chars = compactor.budget.fixed_chars + sizes(messages)
+    chars = compactor.budget.fixed_chars + (sizes(messages) if measured is None else measured)
     why = force or _why_compact(chars, compactor, read.overflow)
+    compacted = None
     if why is not None:
-        compacted = await _compact(db, compactor, folded, read, tail, run, chars, why)
+        compacted = await _compact(db, compactor, folded, read, tail, run, chars, why, recent)
         if compacted is not None:
             messages = compacted
             await compactor.settled(compactor.budget.fixed_chars + sizes(messages))
+    if cache is not None and recent is not None:
+        recent.chars = chars
+        if compacted is None:
+            cache.put(key, recent)
+        else:  # a summary was written: the next turn reads the chat again
+            cache.drop(key)
     return [Message("system", system_prompt), *messages]
+
+
+async def _recent(db: Database, key: str, compactor: Compactor | None,
+                  cache: ContextCache | None, limit: int) -> Recent | None:
+    """The chat's recent context from the cache, brought up to date (None: not cached, as
+    a restricted chat's never is)."""
+    if cache is None or compactor is None or not compactor.keeps or not key:
+        return None
+    recent = await db.reading(context_cache.refresh, key, cache.get(key), limit, _fresh)
+    if recent is None:
+        cache.drop(key)
+    return recent
+
+
+def _fresh(conn: Connection, key: str, limit: int) -> tuple[Folded | None, Read]:
+    """The summary in force and the events read around it, as a turn with no cache reads."""
+    row = summaries.current(conn, key)
+    folded = Folded.of(row) if row is not None else None
+    return folded, _read(conn, key, folded, limit)
 
 
 async def _summary_of(db: Database, key: str, compactor: Compactor | None) -> Folded | None:
@@ -91,11 +122,63 @@ def _read(conn: Connection, key: str, folded: Folded | None, limit: int) -> Read
     return Read(head, tail, overflow)
 
 
-def _assemble(head: list[EventRow], folded: Folded | None,
-              tail: list[EventRow]) -> list[Message]:
+def _assemble(head: list[EventRow], folded: Folded | None, tail: list[EventRow],
+              memo: Memo | None = None) -> tuple[list[Message], int | None]:
+    """The view's messages, and their size when the memo measured it (None without one)."""
+    if memo is None:
+        if folded is None:
+            return fold(by_turn(tail)), None
+        return [*fold(by_turn(head)), folded.message(), *fold(by_turn(tail))], None
+    latest, latest_size = _fold_memo(by_turn(tail), memo)
     if folded is None:
-        return fold(by_turn(tail))
-    return [*fold(by_turn(head)), folded.message(), *fold(by_turn(tail))]
+        return latest, latest_size
+    opening, summary = _part(by_turn(head), memo), folded.message()
+    return ([*opening.messages, summary, *latest],
+            opening.size + size(summary) + latest_size)
+
+
+def _fold_memo(events: list[EventRow], memo: Memo) -> tuple[list[Message], int]:
+    """`fold(events)` (events in turn order) and its size, each exchange folded once while
+    the memo keeps it. Exchanges fold apart exactly as together unless a call id is in two of
+    them (a provider that reuses ids): then the events are folded as one."""
+    parts = [_part(events_of, memo) for events_of in _split(events)]
+    ids = [part.call_ids for part in parts]
+    if sum(map(len, ids)) != len(frozenset[str]().union(*ids)):
+        messages = fold(events)
+        return messages, sizes(messages)
+    return [m for part in parts for m in part.messages], sum(part.size for part in parts)
+
+
+def _split(events: list[EventRow]) -> list[list[EventRow]]:
+    """Events (in turn order) cut where an exchange starts (`exchanges`); the first part
+    also holds what comes before the first exchange."""
+    parts: list[list[EventRow]] = [[]]
+    first: EventRow | None = None
+    for event in events:
+        if event.kind == "user" and (first is None or _starts_exchange(event, [first])):
+            if first is not None:
+                parts.append([])
+            first = event
+        parts[-1].append(event)
+    return [part for part in parts if part]
+
+
+def _part(events: list[EventRow], memo: Memo) -> Part:
+    """`events` folded, from the memo when it was folded before."""
+    key = tuple(e.seq for e in events)
+    part = memo.get(key)
+    if part is None:
+        messages = fold(events)
+        ids = frozenset(str(e.content["call_id"]) for e in events
+                        if e.kind in ("tool_call", "tool_result"))
+        part = Part(tuple(messages), sizes(messages), ids)
+        memo.put(key, part)
+    return part
+
+
+def _folded_size(events: list[EventRow], memo: Memo | None) -> int:
+    """sizes(fold(events)), measured once while the memo keeps it."""
+    return sizes(fold(events)) if memo is None else _part(events, memo).size
 
 
 def _why_compact(chars: int, compactor: Compactor, overflow: bool) -> str | None:
@@ -109,18 +192,18 @@ def _why_compact(chars: int, compactor: Compactor, overflow: bool) -> str | None
 
 async def _compact(db: Database, compactor: Compactor, folded: Folded | None, read: Read,
                    tail: list[EventRow], run: RunRow | None, chars: int,
-                   why: str) -> list[Message] | None:
+                   why: str, recent: Recent | None = None) -> list[Message] | None:
     """Fold all but the opening and the latest whole exchanges; the new view, or None when
     there is nothing to fold."""
+    memo = recent.memo if recent is not None else None
     if folded is not None:
         head, head_through = read.head, folded.head_through
     else:
-        opening = await db.reading(summaries.events_between, compactor.session_key, 1,
-                                   OPENING_READ)
+        opening = await _opening_of(db, compactor.session_key, recent)
         head, head_through = _opening(opening, compactor.budget.keep_chars // 3)
     candidates = [e for e in tail if e.seq > head_through]
-    cut = _cut(exchanges(by_turn(candidates)), run, compactor.budget.keep_chars - sizes(
-        fold(by_turn(head))))
+    cut = _cut(exchanges(by_turn(candidates)), run,
+               compactor.budget.keep_chars - _folded_size(by_turn(head), memo), memo)
     if cut is None:
         return None
     low = (folded.through_seq if folded else head_through) + 1
@@ -131,7 +214,18 @@ async def _compact(db: Database, compactor: Compactor, folded: Folded | None, re
                                before_chars=chars, why=why)
     if new is None:  # no model could write it, and the compactor folds nothing then
         return None
-    return _assemble(head, new, [e for e in tail if e.seq >= cut])
+    return _assemble(head, new, [e for e in tail if e.seq >= cut])[0]
+
+
+async def _opening_of(db: Database, key: str, recent: Recent | None) -> list[EventRow]:
+    """The chat's first OPENING_READ events: kept in the cache once the chat has them all
+    (its path below the entry's stamp does not change while the entry holds)."""
+    if recent is not None and recent.opening is not None:
+        return recent.opening
+    opening = await db.reading(summaries.events_between, key, 1, OPENING_READ)
+    if recent is not None and recent.stamp.last_seq >= OPENING_READ:
+        recent.opening = opening
+    return opening
 
 
 def _opening(events: list[EventRow], limit: int) -> tuple[list[EventRow], int]:
@@ -171,13 +265,14 @@ def _starts_exchange(event: EventRow, current: list[EventRow]) -> bool:
     return event.run_id is None or event.run_id != current[0].run_id
 
 
-def _cut(turns: list[list[EventRow]], run: RunRow | None, room: int) -> int | None:
+def _cut(turns: list[list[EventRow]], run: RunRow | None, room: int,
+         memo: Memo | None = None) -> int | None:
     """The first seq kept word for word: the newest whole exchanges that fit `room` (the
     last, or the running turn's, always). None when every exchange is kept."""
     kept = 0
     used = 0
     for exchange in reversed(turns):
-        need = sizes(fold(exchange))
+        need = _folded_size(exchange, memo)
         must = kept == 0 or (run is not None and any(e.run_id == run.run_id for e in exchange))
         if not must and used + need > room:
             break

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agents, endings, failover, loop, recovery, writes
 from hearth.engine.turn.approvals import ApprovalDesk
 from hearth.engine.turn.compaction import in_turn
+from hearth.engine.turn.context_cache import ContextCache
 from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.supervise import ActiveTurns
 from hearth.engine.turn.toolbatch import run_batch
@@ -69,6 +70,7 @@ class TurnDeps:
     after_turn: Callable[[RunRow, SessionRow], None]  # background chores (engine.chores)
     chats_dir: Path | None = None  # each chat's own folder (default: beside the workspace)
     agents_dir: Path | None = None  # the agents' workspace files (default: beside it too)
+    context: ContextCache = field(default_factory=ContextCache)  # chats' recent context
 
     @property
     def config(self) -> Config:
@@ -177,7 +179,7 @@ async def _run_on(deps: TurnDeps, run: RunRow, claimed: Claimed, provider: Provi
 def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
              offer_tools: bool) -> Turn:
     return Turn(**scope_fields(deps, run, session), provider=provider, offer_tools=offer_tools,
-                breakers=deps.models.breakers)
+                breakers=deps.models.breakers, context_cache=deps.context)
 
 
 def _say_substitution(turn: Turn, plan: failover.Plan) -> None:

@@ -68,6 +68,8 @@ async def take(turn: Turn) -> list[Message]:
     if not taken.ended:
         return []
     crash_point("steer_taken")
+    if turn.context_cache is not None:  # messages moved: the next turn reads the chat again
+        turn.context_cache.drop(turn.session_key)
     if taken.settled:
         turn.streamed = ""
         turn.checkpointed = False

@@ -23,6 +23,7 @@ from hearth.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from hearth.engine.turn.compaction.fold import Compactor
+    from hearth.engine.turn.context_cache import ContextCache
 
 
 @dataclass(kw_only=True)
@@ -83,6 +84,7 @@ class Turn(CallScope):
     chosen_by: str = ""  # how the model was chosen (the footer says it)
     model_config: ModelConfig | None = None  # its entry, as the registry has it now (prices)
     compactor: Compactor | None = None  # the turn's compaction (engine.turn.compaction.in_turn)
+    context_cache: ContextCache | None = None  # chats' recent context (engine.turn.context)
     context_pct: float | None = None  # % of the window the last prompt used (None: unmeasured)
     shown: bool = False  # some text of this turn was shown: it no longer moves to another model
     may_fail_over: bool = False  # another model may take the turn if this one fails early

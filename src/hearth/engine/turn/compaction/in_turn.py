@@ -46,12 +46,12 @@ async def view(turn: Turn, registry: ModelRegistry, system_prompt: str) -> list[
     async def rebuild(why: str) -> list[Message]:
         return await context.build(turn.db, turn.run, system_prompt=system_prompt,
                                    history_messages=turn.limits.history_messages,
-                                   compactor=compactor, force=why)
+                                   compactor=compactor, force=why, cache=turn.context_cache)
 
     compactor.rebuild = rebuild
     return await context.build(turn.db, turn.run, system_prompt=system_prompt,
                                history_messages=turn.limits.history_messages,
-                               compactor=compactor)
+                               compactor=compactor, cache=turn.context_cache)
 
 
 def compactor_for(turn: Turn, registry: ModelRegistry, system_prompt: str,

@@ -69,6 +69,7 @@ async def compact(deps: TurnDeps, key: str) -> Compacted:
     await context.build(deps.db, None, system_prompt=system_prompt,
                         history_messages=config.limits.history_messages,
                         compactor=compactor, force=ASKED)
+    deps.context.drop(key)  # its next turn reads the chat with the new summary
     if compactor.owed is not None:
         raise Refusal("summary_failed", 503, f"{compactor.owed.sentence()} The chat was not "
                       "compacted; try again later.")
