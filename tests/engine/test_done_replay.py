@@ -72,7 +72,8 @@ def test_a_subscriber_after_the_run_ended_gets_its_done_once(
             assert shape(got) == [f"m{answer.seq}", f"done:{view['run_id']}"]
             assert dones(got) == [{"type": "done", "run_id": view["run_id"],
                                    "outcome": "complete", "ending": "complete",
-                                   "sentence": "The agent answered."}]
+                                   "sentence": "The agent answered.",
+                                   "answer_seq": answer.seq, "answer": "The answer."}]
             # A client that has seen the run's last message has seen its end: nothing again.
             assert dones(await replay(engine, key, after=answer.seq)) == []
         finally:
