@@ -7,8 +7,8 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import launcher
 from tests.fakes.model_server import ScriptedModelServer
 
 TOKEN = "test-token-0123456789"
@@ -40,6 +41,7 @@ def write_config(home: Path, model_url: str | None, extra: str = "") -> None:
 
 
 _PROBE: list[httpx.Client] = []
+_TLS: list[ssl.SSLContext] = []
 
 
 def _probe() -> httpx.Client:
@@ -51,6 +53,13 @@ def _probe() -> httpx.Client:
     return _PROBE[0]
 
 
+def _tls() -> ssl.SSLContext:
+    """The TLS context every `Api` shares (made once: ~20 ms each; the gateway is plain HTTP)."""
+    if not _TLS:
+        _TLS.append(ssl.create_default_context())
+    return _TLS[0]
+
+
 class Gateway:
     """`hearth gateway` in a subprocess with its own HEARTH_HOME."""
 
@@ -59,7 +68,7 @@ class Gateway:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra_env = env or {}
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: launcher.Launched | None = None
         self.log = home / "gateway.log"
 
     def env(self) -> dict[str, str]:
@@ -71,11 +80,7 @@ class Gateway:
         return env
 
     def start(self, wait: bool = True) -> Gateway:
-        handle = self.log.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hearth", "gateway", "--port", str(self.port)],
-            env=self.env(), stdout=handle, stderr=subprocess.STDOUT,
-        )
+        self.proc = launcher.spawn(["gateway", "--port", str(self.port)], self.env(), self.log)
         if wait:
             self.wait_ready()
         return self
@@ -134,7 +139,7 @@ class Api:
 
     def __init__(self, url: str, token: str) -> None:
         self.http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
-                                 timeout=30)
+                                 timeout=30, verify=_tls())
 
     def new_chat(self, **body: Any) -> str:
         """A new chat; trusted unless said otherwise, so tests not about approvals run their
