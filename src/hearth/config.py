@@ -137,6 +137,15 @@ class LimitsConfig(_Section):
     retry_after_max_seconds: float = Field(5.0, ge=0)  # a 429's wait honoured before failover
 
 
+class LearningConfig(_Section):
+    """When a chat's exchanges are learned from (`engine.background.chores`): once it has
+    been left alone `idle_seconds`, or after every `every_turns` completed turns, whichever
+    comes first; each pass reads every exchange since the last."""
+
+    every_turns: int = Field(20, ge=1)
+    idle_seconds: float = Field(300.0, gt=0)
+
+
 class AgentConfig(_Section):
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     user_name: str | None = Field(None, min_length=1, max_length=80)  # the owner, told the model
@@ -244,6 +253,7 @@ class Config(_Section):
     models: list[ModelConfig] = Field(default_factory=list)
     chains: ChainsConfig = Field(default_factory=ChainsConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    learning: LearningConfig = Field(default_factory=LearningConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     agents: dict[str, NamedAgentConfig] = Field(default_factory=dict)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)

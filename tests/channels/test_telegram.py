@@ -141,7 +141,7 @@ def test_memory_learns_from_the_owner_and_never_from_a_guest(
         telegram: FakeTelegram, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:
     model_server.default = Reply(text="Noted.")
-    gateway_factory(config=telegram_config(telegram))
+    gateway_factory(config=telegram_config(telegram) + "\n[learning]\nevery_turns = 1\n")
 
     def learned() -> list[str]:
         return [str(r.messages) for r in model_server.calls(chores=True)

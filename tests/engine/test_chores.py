@@ -50,13 +50,16 @@ def _asked(server: ScriptedModelServer, kind: str = "title") -> list[Recorded]:
     return [r for r in server.calls(chores=True) if r.chore == kind]
 
 
-def _config(url: str, background: list[str] | None = None, **limits: Any) -> Config:
+def _config(url: str, background: list[str] | None = None,
+            learning: dict[str, Any] | None = None, **limits: Any) -> Config:
+    """The three models and chains; learning after every turn unless `learning` says."""
     models = [{"id": name, "provider": "openai", "base_url": url, "api_key": "sk-test",
                "model": f"{name}-model"} for name in ("fake", "bg1", "bg2")]
     chains = {"chat": ["fake"], "background": ["bg1", "bg2"] if background is None
               else background}
     return Config.model_validate({"tools": {"profile": "full"}, "models": models,
-                                  "chains": chains, "limits": limits})
+                                  "chains": chains, "limits": limits,
+                                  "learning": learning or {"every_turns": 1}})
 
 
 def _engine(tmp: Path, server: ScriptedModelServer, pace: Pace = FAST,
@@ -118,7 +121,7 @@ def test_a_chat_is_titled_once_from_its_first_exchange(tmp_path: Path,
             assert (await turn(engine, key, "And a second one?"))["status"] == "complete"
             await engine.chores.settled()
             assert len(_asked(server)) == 1  # titled once: not after the second turn
-            assert len(_asked(server, "learning")) == 2  # learning after each turn
+            assert len(_asked(server, "learning")) == 2  # learning after each turn (set so)
             assert await _title(engine, key) == "Early bakeries in Alfama"
             assert await _owed(engine, key) == []
         finally:

@@ -44,6 +44,9 @@ background = ["bg"]
 
 [tools]
 profile = "full"
+
+[learning]
+every_turns = 1
 """
 LEARNED = '{"items": [{"kind": "fact", "text": "The owner keeps a word: zanzibarquux"}]}'
 REFUSED_WORDS = {"incognito": "Incognito", "temporary": "Temporary",

@@ -9,7 +9,8 @@ from tests.fakes.model_server import ScriptedModelServer
 
 def priced_config(server: ScriptedModelServer, **chains: list[str]) -> Config:
     """`priced` (2 in, 10 out, per million tokens) and `plain`; the chat chain is `priced`, and
-    `chains` adds others (background=["plain"])."""
+    `chains` adds others (background=["plain"]); learning after every turn, so its calls are
+    there to count."""
     base = {"provider": "openai", "base_url": server.openai_base_url, "api_key": "sk-test"}
     return Config.model_validate({
         "models": [
@@ -18,4 +19,5 @@ def priced_config(server: ScriptedModelServer, **chains: list[str]) -> Config:
             {**base, "id": "plain", "model": "m-plain"},
         ],
         "chains": {"chat": ["priced"], **chains},
+        "learning": {"every_turns": 1},
     })

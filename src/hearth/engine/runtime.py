@@ -82,7 +82,8 @@ class Engine:
         self.bus = Bus()
         self.active = ActiveTurns()
         self.desk = ApprovalDesk(db, self.bus)
-        self.chores = Chores(db, lambda: self.deps.models, self.memory)
+        self.chores = Chores(db, lambda: self.deps.models, self.memory,
+                             learning_settings=lambda: self.config.learning)
         self.chores.register(idle_summaries.KIND, idle_summaries.doer(lambda: self.deps))
         self.placement = placement(config.tools.sandbox, config.tools.network,
                                    config.tools.elevated,

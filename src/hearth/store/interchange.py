@@ -117,5 +117,8 @@ def insert_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 
 def set_imported(conn: Connection, key: str, **values: Any) -> None:
-    """An imported chat's row: its filing, times, head, last seq and message count."""
+    """An imported chat's row: its filing, times, head, last seq and message count. Its
+    exchanges were not had here: learning starts after them."""
+    if "last_seq" in values:
+        values["learned_seq"] = values["last_seq"]
     conn.execute(update(sessions).where(sessions.c.key == key).values(**values))

@@ -48,6 +48,7 @@ sessions = Table(
     Column("trust", String(20), nullable=False, server_default="ask"),  # ask | trusted
     Column("last_seq", Integer, nullable=False, server_default="0"),
     Column("message_count", Integer, nullable=False, server_default="0"),
+    Column("learned_seq", Integer, nullable=False, server_default="0"),  # learned up to here
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Index("ix_sessions_chat_number", "chat_number"),

@@ -56,8 +56,11 @@ class SessionRow:
         return cls(**values)
 
 
-# Statements on the hot paths are built once: building one costs more than running it.
-_GET = select(sessions).where(sessions.c.key == bindparam("b_key"))
+# Statements on the hot paths are built once: building one costs more than running it. A
+# row is read as `SessionRow` holds it: a column it does not hold (learning's cursor, read by
+# `store.learned`) is left out.
+_ROW = select(*(sessions.c[name] for name in SessionRow.__dataclass_fields__))
+_GET = _ROW.where(sessions.c.key == bindparam("b_key"))
 
 
 def get(conn: Connection, key: str) -> SessionRow | None:
@@ -131,7 +134,7 @@ def list_page(
     is the position of the last row of the previous page. `archived` keeps only the archived
     chats (True) or only the others (False); None lists both. `by_app` keeps only the chats
     that app started (None: every chat)."""
-    stmt = select(sessions).where(sessions.c.memory_mode.in_(modes))
+    stmt = _ROW.where(sessions.c.memory_mode.in_(modes))
     if by_app is not None:
         stmt = stmt.where(sessions.c.created_by_app == by_app)
     if archived is not None:

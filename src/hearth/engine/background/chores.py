@@ -2,14 +2,23 @@
 
 After a turn completes, a kept chat gets its chores, each a task of its own that never holds
 up the chat: its title (once, after its first exchange: only while the chat is untitled,
-and not while a title is being asked or owed) and after-turn learning. Each is a call of its
+and not while a title is being asked or owed) and learning. Learning does not run after
+every turn: a pass runs when the chat has been left alone `[learning] idle_seconds` (a timer
+per chat, moved on by each turn; at start, one for each chat with exchanges a previous process
+had not learned), or after every `[learning] every_turns` completed turns, whichever comes
+first, one pass of a chat at a time (a pass asked for while one runs follows it). A pass
+reads every exchange past the chat's cursor (`store.learned`), the owner's own words only
+(`owners_own`), in batches of `LEARN_BATCH`, and moves the cursor past what it read once what
+they taught is kept: each exchange is learned from once, and none is skipped. Each is a call of its
 own on the background chain (the chat chain when that is empty), through the chore runner
 (`models.chore_runner`), its providers built in a worker thread. A restricted chat gets
 none: its mode is read again here (the one reader, failing closed) and no task is made, so
 nothing of it reaches a background model. Other kinds register their doer (`register`: the
 idle summaries, `engine.background.idle_summaries`) and owe through `owe`.
 
-A chore no model could do is owed (`store.owed_chores`, so the list survives a restart) and
+A chore no model could do is owed (`store.owed_chores`, so the list survives a restart), once
+per chat and kind (a chat owed learning starts no pass of its own until the owed one is done: it
+reads every exchange past the cursor), and
 tried again by one loop that runs from `start` to `close`. It follows the breakers: nothing
 is tried while every model of the chain is resting (its breaker open), and a chore that failed
 because every model was resting is tried again, uncounted, as soon as one may be called
@@ -38,6 +47,7 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.config import LearningConfig
 from hearth.engine.access.principals import owners_own
 from hearth.engine.background import titles
 from hearth.memory import learning
@@ -47,6 +57,7 @@ from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider
 from hearth.privacy.modes import keeps_memory, mode_of, restricted
 from hearth.store import (
+    learned as learned_store,
     owed_chores as owed_store,
     runs as run_store,
     sessions as session_store,
@@ -60,6 +71,7 @@ from hearth.store.sessions import SessionRow
 log = logging.getLogger(__name__)
 
 NAP_FLOOR = 0.05  # seconds: the loop never looks again sooner than this
+LEARN_BATCH = 40  # exchanges one learning call reads, at most
 
 
 class Outcome(Enum):
@@ -101,13 +113,38 @@ class Exchange:
     guest: bool = False  # the run is not the owner's own (an app's, a guest's, a report)
 
 
+@dataclass(frozen=True)
+class Unlearned:
+    """A chat as it reads now, its cursor, and the exchanges past it (a batch at most)."""
+
+    chat: SessionRow | None
+    cursor: int = 0
+    runs: tuple[RunRow, ...] = ()
+    exchanges: tuple[Exchange, ...] = ()
+
+    @property
+    def upto(self) -> int:
+        """The seq the cursor moves to once these are learned from."""
+        return max((run.user_event_seq or 0 for run in self.runs), default=self.cursor)
+
+    def owners(self) -> list[learning.Exchange]:
+        """What learning may read of them: the owner's own exchanges that were answered."""
+        return [learning.Exchange(e.question, e.answer) for e in self.exchanges
+                if not e.guest and e.answer]
+
+
 class Chores:
     def __init__(self, db: Database, models: Callable[[], ModelRegistry],
-                 memory: Memory, pace: Pace | None = None) -> None:
+                 memory: Memory, pace: Pace | None = None,
+                 learning_settings: Callable[[], LearningConfig] = LearningConfig) -> None:
         self._db = db
         self._registry = models  # the engine's current one: a chore reads it when it starts
         self._memory = memory
         self.pace = pace or Pace()
+        self._settings = learning_settings  # the engine's current [learning]
+        self._turns: dict[str, int] = {}  # each chat's completed turns since its last pass
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # each chat's idle timer
+        self._again: set[str] = set()  # chats whose pass was asked for while one ran
         self._doers: dict[str, Doer] = {titles.KIND: self._title, learning.KIND: self._learn}
         self._running: dict[asyncio.Task[None], tuple[str, str]] = {}  # each: (kind, chat)
         self._loop: asyncio.Task[None] | None = None
@@ -123,7 +160,51 @@ class Chores:
             return  # restricted chats hand nothing to a background model
         if session.title is None and not self._busy(titles.KIND, session.key):
             self._start(titles.KIND, session.key, self._first(titles.KIND, session.key, run))
-        self._start(learning.KIND, session.key, self._first(learning.KIND, session.key, run))
+        self._turned(session.key)
+
+    # ------------------------------------------------------------------ when learning runs
+
+    def _turned(self, key: str) -> None:
+        """A turn of chat `key` completed: learn now if it is the `every_turns`-th since the
+        last pass, else (again) in `idle_seconds` unless another turn comes first."""
+        settings = self._settings()
+        count = self._turns.get(key, 0) + 1
+        if count >= settings.every_turns:
+            self._learn_now(key)
+            return
+        self._turns[key] = count
+        self._arm(key, settings.idle_seconds)
+
+    def _arm(self, key: str, delay: float) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timers[key] = loop.call_later(delay, self._idled, key)
+
+    def _idled(self, key: str) -> None:
+        self._timers.pop(key, None)
+        self._learn_now(key)
+
+    def _learn_now(self, key: str) -> None:
+        """Start a pass of chat `key` (after the one running, if one is)."""
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._turns.pop(key, None)
+        if self._busy(learning.KIND, key):
+            self._again.add(key)
+            return
+        self._start(learning.KIND, key, self._pass(key))
+
+    async def _pass(self, key: str) -> None:
+        """A pass of its own (not a retry): none while the chat is owed one already."""
+        if not await self._db.reading(owed_store.is_owed, key, learning.KIND):
+            if await self._learn(key, None) is Outcome.OWED:
+                await self.owe(learning.KIND, key, None)
+        if key in self._again:  # asked for while this one ran: it may have read too early
+            self._again.discard(key)
+            self._start(learning.KIND, key, self._pass(key))
 
     # ------------------------------------------------------------------ a chore's first try
 
@@ -156,18 +237,34 @@ class Chores:
         return Outcome.OWED if isinstance(outcome, Owed) else Outcome.DONE
 
     async def _learn(self, key: str, run_id: str | None) -> Outcome:
-        said = await self._db.reading(_exchange, key, run_id)
-        chain = await self._chain()
-        if (said.chat is None or not keeps_memory(mode_of(said.chat.memory_mode))
-                or not said.answer or not chain or said.guest):
-            return Outcome.MOOT  # memory learns from the owner's own words only
-        learned = await learning.learn_after_turn(
-            self._memory, chain, db=self._db, session_key=key,
-            recorded_mode=said.chat.memory_mode, run_id=run_id, question=said.question,
-            answer=said.answer, breakers=self._registry().breakers)
-        log.info("after-turn learning for %s: %d written, %d known%s", run_id, learned.written,
-                 learned.known, " (no model could; it is owed)" if learned.failed else "")
-        return Outcome.OWED if learned.failed else Outcome.DONE
+        """Learn from every exchange of the chat past its cursor, a batch at a time, moving
+        the cursor past each batch once what it taught is kept."""
+        del run_id  # a pass (an owed one too) reads every exchange past the cursor
+        outcome = Outcome.MOOT
+        while True:
+            batch = await self._db.reading(_unlearned, key, LEARN_BATCH)
+            if (batch.chat is None or not keeps_memory(mode_of(batch.chat.memory_mode))
+                    or not batch.runs):
+                return outcome  # memory learns from a chat that keeps it only
+            chain = await self._chain()
+            if not chain:
+                return Outcome.MOOT  # the cursor stays: learned once a model is set up
+            said = batch.owners()  # memory learns from the owner's own words only
+            if said:
+                learned = await learning.learn_from(
+                    self._memory, chain, db=self._db, session_key=key,
+                    recorded_mode=batch.chat.memory_mode, run_id=batch.runs[-1].run_id,
+                    exchanges=said, breakers=self._registry().breakers)
+                log.info("learning for a chat: %d exchanges, %d written, %d known%s",
+                         len(said), learned.written, learned.known,
+                         " (no model could; it is owed)" if learned.failed else "")
+                if learned.failed:
+                    return Outcome.OWED
+            if not await self._db.writing(learned_store.advance, key, batch.cursor, batch.upto):
+                return outcome  # another pass moved it meanwhile: it read these
+            outcome = Outcome.DONE
+            if len(batch.runs) < LEARN_BATCH:
+                return outcome
 
     async def _chain(self) -> list[Provider]:
         """The background chain's models, in order (the chat chain's when it is empty; none
@@ -183,10 +280,16 @@ class Chores:
     # ------------------------------------------------------------------ owed chores
 
     async def start(self) -> None:
-        """Start trying the owed chores again (those a previous process left included)."""
+        """Start trying the owed chores again (those a previous process left included), and
+        learning from the exchanges a previous process had not learned from, once each chat
+        is idle."""
         if self._loop is None:
             self._wake = asyncio.Event()  # of this loop
             self._loop = asyncio.create_task(self._retry_forever(), name="chores:owed")
+            idle, now = self._settings().idle_seconds, time.time()
+            for key, mode, touched in await self._db.reading(learned_store.waiting):
+                if keeps_memory(mode_of(mode)):
+                    self._arm(key, max(NAP_FLOOR, touched + idle - now))
 
     async def _retry_forever(self) -> None:
         while True:
@@ -267,13 +370,24 @@ class Chores:
     async def cancel_for(self, session_key: str) -> None:
         """Cancel the chat's chores and drop those it is owed (it is being deleted: nothing
         more may be asked or filed for it), and wait for them to stop."""
+        self._forget(session_key)
         await _cancel([t for t, (_, key) in self._running.items() if key == session_key])
         await self._db.writing(owed_store.drop_chat, session_key)
         # a chore that was ending as the first cancel came may have owed itself since
         await _cancel([t for t, (_, key) in self._running.items() if key == session_key])
         await self._db.writing(owed_store.drop_chat, session_key)
 
+    def _forget(self, key: str) -> None:
+        """No more learning for chat `key`: its timer, count and pass asked for go."""
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._turns.pop(key, None)
+        self._again.discard(key)
+
     async def close(self) -> None:
+        for key in list(self._timers):
+            self._forget(key)
         if self._loop is not None:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -288,7 +402,13 @@ def _exchange(conn: Connection, key: str, run_id: str | None) -> Exchange:
     run = run_store.get(conn, run_id) if run_id is not None else None
     if chat is None or run is None or run.session_key != key or run.user_event_seq is None:
         return Exchange(chat)
-    events = transcript.of_run(conn, key, run.run_id, run.user_event_seq)
+    return _said_in(conn, chat, run)
+
+
+def _said_in(conn: Connection, chat: SessionRow, run: RunRow) -> Exchange:
+    """The run's message and its final answer, and whether they are the owner's own."""
+    assert run.user_event_seq is not None
+    events = transcript.of_run(conn, chat.key, run.run_id, run.user_event_seq)
     asked = next((e for e in events if e.kind == "user"), None)
     question = str(asked.content.get("text", "")) if asked is not None else ""
     answers = [str(e.content.get("text", "")) for e in events
@@ -296,6 +416,17 @@ def _exchange(conn: Connection, key: str, run_id: str | None) -> Exchange:
     meta = (asked.meta or {}) if asked is not None else {}
     guest = not owners_own(run.principal, meta)  # not the owner's own words
     return Exchange(chat, question, answers[-1] if answers else "", guest)
+
+
+def _unlearned(conn: Connection, key: str, limit: int) -> Unlearned:
+    """The chat, its cursor and its exchanges past it, oldest first (`limit` at most)."""
+    chat = session_store.get(conn, key)
+    at = learned_store.cursor(conn, key)
+    if chat is None or at is None:
+        return Unlearned(None)
+    runs = learned_store.runs_since(conn, key, chat.tab_id, at, limit)
+    return Unlearned(chat, at, tuple(runs),
+                     tuple(_said_in(conn, chat, run) for run in runs))
 
 
 async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
