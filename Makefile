@@ -45,6 +45,7 @@ bench: install-dev
 	$(BIN)/python bench/shell_placement.py
 	$(BIN)/python bench/turns.py
 	$(BIN)/python bench/provider.py
+	$(BIN)/python bench/context.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/channels.py
 

@@ -92,9 +92,11 @@ async def _recent(db: Database, key: str, compactor: Compactor | None,
                   cache: ContextCache | None, limit: int) -> Recent | None:
     """The chat's recent context from the cache, brought up to date (None: not cached, as
     a restricted chat's never is)."""
-    if cache is None or compactor is None or not compactor.keeps or not key:
+    if cache is None or not cache.chats or compactor is None or not compactor.keeps or not key:
         return None
-    recent = await db.reading(context_cache.refresh, key, cache.get(key), limit, _fresh)
+    had = cache.get(key)
+    recent = await db.reading(context_cache.refresh, key, had, limit, _fresh)
+    cache.counted(hit=had is not None and recent is not None and recent.memo is had.memo)
     if recent is None:
         cache.drop(key)
     return recent

@@ -18,7 +18,8 @@ never a wrong view. Nothing of the transcript is ever changed in place but by th
 events read once stay what the model reads.
 
 Restricted chats (Incognito, Temporary) are never cached: their context is read each turn and
-nothing of it is kept past it. The cache is bounded: at most `CHATS` chats (the least recently
+nothing of it is kept past it. `ContextCache(chats=0)` keeps nothing: every view is built as
+without a cache. The cache is bounded: at most `CHATS` chats (the least recently
 used goes first), an entry whose view passes `CHAT_CHARS` characters is not kept, and all of
 them together hold at most `CHARS` characters of views; an entry holds at most the
 `history_messages` newest events, the opening (at most `OPENING_READ`, twice) and the folded
@@ -161,6 +162,14 @@ class ContextCache:
         self.chars = chars
         self.chat_chars = chat_chars
         self._entries: OrderedDict[str, Recent] = OrderedDict()
+        self.hits = 0  # views built from an entry (and what was written since)
+        self.misses = 0  # views of a kept chat read from the store whole
+
+    def counted(self, *, hit: bool) -> None:
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
 
     def get(self, key: str) -> Recent | None:
         return self._entries.get(key)
