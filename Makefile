@@ -44,6 +44,7 @@ bench: install-dev
 	$(BIN)/python bench/first_run.py
 	$(BIN)/python bench/shell_placement.py
 	$(BIN)/python bench/turns.py
+	$(BIN)/python bench/turn_cost.py
 	$(BIN)/python bench/provider.py
 	$(BIN)/python bench/context.py
 	$(BIN)/python bench/search.py
