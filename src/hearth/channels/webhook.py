@@ -26,10 +26,8 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from hearth import __version__, masking
 from hearth.channels import signing
@@ -37,6 +35,9 @@ from hearth.channels.base import DECISIONS, Desk, Health, NotSent, Outbound, Ref
 from hearth.config import WebhookConfig
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
+
+if TYPE_CHECKING:  # imported when the channel is set up: the webhook route alone needs none
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class WebhookChannel:
     resend_is_safe = True
 
     def __init__(self, config: WebhookConfig) -> None:
+        import httpx
+
         self.config = config
         self.max_chars = config.max_chars
         self.measure: Callable[[str], int] = len
@@ -92,6 +95,8 @@ class WebhookChannel:
         self._secret = self.config.resolved_secret()
         masking.know(self._secret, _password(self.config.callback_url))
         self._desk = desk
+        import httpx
+
         self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
         self._receiving = True
         self.health = self._health()
@@ -132,6 +137,8 @@ class WebhookChannel:
     async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
         if self._client is not None:
             return await _posted(self._client, url, body, headers, self._url or "")
+        import httpx
+
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
             return await _posted(client, url, body, headers, self._url or "")
 
@@ -240,6 +247,8 @@ def payload(out: Outbound) -> dict[str, Any]:
 async def _posted(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str],
                   shown: str) -> httpx.Response:
     """The callback's response; a failure raised as what it means for the message."""
+    import httpx
+
     try:
         return await client.post(url, content=body, headers=headers)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as error:

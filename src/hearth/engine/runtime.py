@@ -98,7 +98,6 @@ class Engine:
         self._mcp_lock = asyncio.Lock()
         self.lanes: Lanes | None = None
         self.accepting = False
-        self._warming: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._summarizer: asyncio.Task[None] | None = None
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
@@ -143,7 +142,6 @@ class Engine:
         begun = time.monotonic()
         install_default_executor(asyncio.get_running_loop())
         await asyncio.to_thread(self.memory.start)
-        self._warming = asyncio.create_task(asyncio.to_thread(self.deps.models.warm))
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
         await self.db.writing(session_store.release_all_writers)
         # a Temporary chat a previous process left (it crashed, or its last stop failed) ended
@@ -172,6 +170,12 @@ class Engine:
             log.info("recovered in %.0f ms: %d interrupted run(s) resumed, %d abandoned, "
                      "%d chat(s) with waiting messages", (time.monotonic() - begun) * 1000,
                      requeued, abandoned, len(waiting))
+
+    async def warm(self) -> None:
+        """Build the chat chain's head model now, off the loop: importing its SDK takes a
+        quarter of a second of CPU or more, so the gateway does it once it serves (see
+        web/http/starting.py) rather than in the first turn or before the port answers."""
+        await asyncio.to_thread(self.deps.models.warm)
 
     async def send(
         self, session_key: str, text: str, *, principal: Principal,

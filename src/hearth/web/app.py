@@ -39,6 +39,7 @@ from hearth.web.http import errors, quotas, vitals
 from hearth.web.http.auth import require_token
 from hearth.web.http.headers import SecurityHeaders
 from hearth.web.http.limits import BodyLimit, BodyTimeout
+from hearth.web.http.starting import Starting
 from hearth.web.pages import (
     agent_files as agent_files_page,
     approvals as approvals_page,
@@ -62,14 +63,16 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     masking.mask_logs()  # from here on no log record shows a secret the masker knows
     engine = engine or build_engine(home, config)
     channels = Channels(engine, setup.build(engine.config))
+    starting = Starting()  # the optional subsystems /healthz lists until they have started
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        await engine.start()
-        await channels.start()
+        await engine.start()  # recovery: settled before anything is served
+        starting.begin({"models": engine.warm, "channels": channels.start})  # once it serves
         try:
             yield
         finally:
+            await starting.close()  # a stop during the start ends what is still starting
             await channels.stop_receiving()  # no new message; turns may still answer
             await engine.close()
             await channels.stop()  # what is still owed is sent at the next start
@@ -79,6 +82,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                   redoc_url=None, openapi_url=None)
     app.state.engine = engine
     app.state.channels = channels
+    app.state.starting = starting
     app.state.token = home.token()
     masking.know(app.state.token)
     app.state.home = home  # where the Settings page keeps settings.json
@@ -105,7 +109,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
                 "breakers": _breakers(engine),
                 "sandbox": {"mode": where.mode, "sandboxed": where.sandboxed,
                             "says": where.describe()},
-                "channels": channels.health(), **vitals.owner_figures(request)}
+                "channels": channels.health(), "starting": starting.names(),
+                **vitals.owner_figures(request)}
 
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in (sessions_api, branching_api, runs_api, events_api, approvals_api,

@@ -19,8 +19,6 @@ import math
 import time
 from typing import Protocol, runtime_checkable
 
-from croniter import croniter
-
 from hearth.config import AppsConfig, Config
 from hearth.engine.background import jobs
 from hearth.engine.delivery.events import Bus, message_frame
@@ -48,6 +46,8 @@ class QuotaHost(Protocol):
 def peak_per_hour(every_seconds: int | None, cron: str | None) -> int:
     """The most times a schedule fires in one hour."""
     if cron is not None:
+        from croniter import croniter  # at an app's first cron job, not every start
+
         minutes = croniter(cron).expanded[0]
         return 60 if "*" in minutes else len(minutes)
     if every_seconds is not None:

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo, available_timezones
 
-from croniter import CroniterBadDateError, CroniterError, croniter
-
 __all__ = ["FIELDS", "MISSED", "BadSchedule", "Schedule", "at_of", "check_cron", "describe",
            "instant_of", "local_zone_name", "next_cron", "upcoming", "zone_of"]
 
@@ -147,6 +145,8 @@ def check_cron(expression: object) -> str:
                         "day-of-week")
     for index, field in enumerate(fields):
         _check_field(index, field, _column(fields, index))
+    from croniter import CroniterError, croniter  # at a job's first cron, not every start
+
     try:
         croniter(text, datetime(2000, 1, 1))
     except CroniterError as error:
@@ -191,6 +191,8 @@ def _bad_cron(what: str) -> BadSchedule:
 
 def next_cron(expression: str, zone: str, after: float) -> float:
     """The first fire time of the expression in `zone` strictly later than `after`."""
+    from croniter import CroniterBadDateError, croniter  # at a job's first cron
+
     try:
         walk = croniter(expression, _wall(after, zone))
         for _ in range(10_000):

@@ -47,7 +47,7 @@ DONE = {
 def _card(view: dict[str, Any], csrf: str) -> Markup:
     """The chat page's approval card (`_items.html`'s `approval` macro), answered here."""
     here = f'/approvals/{quote(view["id"], safe="")}'  # answered on this page's own route
-    drawn = templates.get_template("_items.html").module.approval(  # type: ignore[attr-defined]
+    drawn = templates().get_template("_items.html").module.approval(  # type: ignore[attr-defined]
         view, view["session"], csrf, here)
     return Markup(str(drawn))
 

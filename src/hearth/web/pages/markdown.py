@@ -9,12 +9,23 @@ images load only from the gateway itself.
 
 from __future__ import annotations
 
-from markdown_it import MarkdownIt
+import functools
+from typing import TYPE_CHECKING
+
 from markupsafe import Markup
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    """The one parser, made at the first text rendered (markdown-it is not imported before)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 
 def render(text: str) -> Markup:
     """The text as safe HTML."""
-    return Markup(_md.render(text))  # noqa: S704 - html is off, so the output is escaped
+    return Markup(_parser().render(text))  # noqa: S704 - html is off, so the output is escaped

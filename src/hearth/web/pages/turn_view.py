@@ -153,7 +153,7 @@ def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
 
 
 def _macro(name: str, *args: Any) -> str:
-    return str(getattr(templates.get_template("_items.html").module, name)(*args))
+    return str(getattr(templates().get_template("_items.html").module, name)(*args))
 
 
 def frame_html(frame: dict[str, Any], *, key: str, csrf: str, queued: bool) -> dict[str, Any]:

@@ -1,16 +1,19 @@
 """What every dashboard page shares: the Jinja2 environment (autoescaped; answers rendered as
-sanitized Markdown), rendering, reading a posted form, the page's CSRF token, and the nav."""
+sanitized Markdown), rendering, reading a posted form, the page's CSRF token, and the nav.
+
+The environment is made at the first page drawn (`templates()`): a gateway that serves only
+the API never imports Jinja2 or markdown-it."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from jinja2 import Environment, FileSystemLoader
 
 from hearth.engine.views import UNREADABLE, moment
 from hearth.sessions.naming import shown_name
@@ -18,18 +21,14 @@ from hearth.web.http import signin
 from hearth.web.pages import markdown
 from hearth.web.pages.icons import icon
 
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
 HERE = Path(__file__).parent.parent  # web/: its templates/ and static/
 STATIC = HERE / "static"
-templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-templates.globals["markdown"] = markdown.render
-templates.globals["icon"] = icon
 NAV = (("/approvals", "Approvals", "shield"), ("/jobs", "Jobs", "clock"),
        ("/memory", "Memory", "memory"), ("/usage", "Usage", "chart"),
        ("/settings", "Settings", "gear"))
-templates.globals["nav"] = NAV
-
-
-templates.globals["shown_name"] = shown_name
 
 
 def utc(stamp: object, shape: str = "%Y-%m-%d %H:%M") -> str:
@@ -40,8 +39,6 @@ def utc(stamp: object, shape: str = "%Y-%m-%d %H:%M") -> str:
         return UNREADABLE
     return found.isoformat() if shape == "iso" else found.strftime(shape)
 
-
-templates.filters["utc"] = utc
 
 
 def local(stamp: object) -> str:
@@ -66,16 +63,24 @@ def in_local_zone(found: datetime | None) -> datetime | None:
         return None
 
 
-templates.filters["local"] = local
+@functools.cache
+def templates() -> Environment:
+    """The pages' Jinja2 environment, made once, at the first page drawn."""
+    from jinja2 import Environment, FileSystemLoader
+
+    made = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+    made.globals.update(markdown=markdown.render, icon=icon, nav=NAV, shown_name=shown_name)
+    made.filters.update(utc=utc, local=local)
+    return made
 
 
 def render(name: str, status: int = 200, **values: Any) -> HTMLResponse:
-    return HTMLResponse(templates.get_template(name).render(**values), status_code=status)
+    return HTMLResponse(templates().get_template(name).render(**values), status_code=status)
 
 
 def fragment(name: str, **values: Any) -> str:
     """A partial template rendered to a string (the same one a page includes)."""
-    return templates.get_template(name).render(**values)
+    return templates().get_template(name).render(**values)
 
 
 async def form_of(request: Request) -> dict[str, str]:
