@@ -168,7 +168,8 @@ def test_sse_live_stream_sends_each_message_once_with_deltas_and_done(
     offsets = [f["offset"] for f in frames if f["type"] == "delta"]
     assert offsets == sorted(offsets) and offsets[0] == 0
     assert frames[-1] == {"type": "done", "run_id": run_id, "outcome": "complete",
-                          "ending": "complete", "sentence": "The agent answered."}
+                          "ending": "complete", "sentence": "The agent answered.",
+                          "answer_seq": 2, "answer": "a b c d"}  # the end drawn without a read
 
 
 @pytest.mark.process_gateway  # a SIGTERM and the process's exit
