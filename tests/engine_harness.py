@@ -21,6 +21,7 @@ from hearth.sessions import chats
 from hearth.store import transcript
 from hearth.store.transcript import EventRow
 from hearth.tools.base import Tool
+from tests.support.store import seed
 
 T = TypeVar("T")
 
@@ -35,6 +36,7 @@ def make_config(model_url: str | None, **sections: dict[str, Any]) -> Config:
 
 
 def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) -> Engine:
+    seed(tmp / "hearth.db")  # the template store (tests/support/store.py), not a migration
     return private_engine(tmp, config, tools)
 
 

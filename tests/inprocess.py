@@ -34,6 +34,7 @@ from hearth.home import Home
 from hearth.web.app import create_app
 from hearth.web.http.server import GatewayServer, gateway_server
 from tests.gateway import Gateway
+from tests.support.store import seed_home
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # the CLI's basicConfig format
 LOGGERS = ("hearth", "uvicorn")  # whose records make the gateway's log
@@ -82,6 +83,7 @@ class InProcessGateway(Gateway):
         self._ended()  # a run that ended by itself, unasked, gives its environment back first
         self.app, self.server, self.failure = None, None, None
         self._set_environment()
+        seed_home(self.home)  # the template store (tests/support/store.py), not a migration
         self._capture_logs()
         built = threading.Event()
         self.thread = threading.Thread(target=self._serve, args=(built,),

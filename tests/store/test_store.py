@@ -21,6 +21,7 @@ from hearth.store import runs, sessions, transcript
 from hearth.store.db import MIGRATIONS, Database
 from hearth.store.errors import AlreadyAppended, SessionNotFound, WriterClaimLost
 from hearth.store.schema import metadata, sessions as sessions_table
+from tests.support.store import migrated_store
 
 TABLES = {"sessions", "transcript_events", "runs", "tool_calls", "audit"}
 
@@ -60,12 +61,13 @@ def session_of(db: Database, key: str) -> sessions.SessionRow:
 # ---------------------------------------------------------------- migrations
 
 
-def test_upgrade_creates_the_tables_at_head_in_wal_mode(db: Database) -> None:
-    assert TABLES <= set(inspect(db.engine).get_table_names())
-    with db.read() as conn:
-        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [
-            head_revision()]
+def test_upgrade_creates_the_tables_at_head_in_wal_mode(tmp_path: Path) -> None:
+    with migrated_store(tmp_path, template=False) as db:  # Alembic from nothing, not a copy
+        assert TABLES <= set(inspect(db.engine).get_table_names())
+        with db.read() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.execute(text("SELECT version_num FROM alembic_version")
+                                ).scalars().all() == [head_revision()]
 
 
 def test_upgrade_is_idempotent_and_keeps_data(db: Database) -> None:
@@ -89,8 +91,8 @@ def _described(name: str | None, type_: str, _parents: object) -> bool:
     return not (type_ == "table" and (name or "").startswith(OUTSIDE_METADATA))
 
 
-def test_migrations_build_exactly_the_schema_the_code_uses(db: Database) -> None:
-    with db.engine.connect() as conn:
+def test_migrations_build_exactly_the_schema_the_code_uses(tmp_path: Path) -> None:
+    with migrated_store(tmp_path, template=False) as db, db.engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"include_name": _described})
         diff = compare_metadata(context, metadata)
     assert diff == []

@@ -23,6 +23,7 @@ from hearth.store.db import Database
 from hearth.web.app import create_app
 from hearth.web.http import signin
 from tests.gateway import TOKEN, Gateway
+from tests.support.store import seed_home
 
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\ssrc=)")  # a script element without a src
 FETCH = {"X-Requested-With": "fetch"}  # what the page's script sends with a form
@@ -34,6 +35,7 @@ def dashboard(home: Path, config: Config | None = None, *,
     """The gateway's app on `home` (with `config`, or the defaults) under TestClient, started
     for the block and stopped after it; redirects are not followed. With `csrf`, signed in and
     sending the page's CSRF token with every request."""
+    seed_home(home)  # the template store (tests/support/store.py), not a migration
     app = create_app(Home(home), Config() if config is None else config)
     with TestClient(app, follow_redirects=False) as client:
         if csrf:
