@@ -49,6 +49,7 @@ bench: install-dev
 	$(BIN)/python bench/context.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/channels.py
+	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/soak.py
 
 clean:

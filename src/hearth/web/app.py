@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 
-from hearth import __version__, masking
+from hearth import __version__, allocations, masking
 from hearth.channels import setup
 from hearth.channels.manager import Channels
 from hearth.config import Config
@@ -77,6 +77,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
             await engine.close()
             await channels.stop()  # what is still owed is sent at the next start
             await engine.close_store()  # the writer finishes what is queued
+            allocations.log_top()  # what held the memory (only under PYTHONTRACEMALLOC)
 
     app = FastAPI(title="Hearth", version=__version__, lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url=None)
