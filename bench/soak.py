@@ -3,9 +3,9 @@
 A real `hearth gateway` process (tests.gateway.Gateway started as `python -m hearth gateway`,
 never the tests' pre-imported launcher, so its memory is a user's; its own temp HEARTH_HOME)
 talks to the scripted fake model server (tests.fakes.model_server), which answers at once, by
-what each request says (its `responder`, keeping no request). `--turns` turns (20,000) go over `--chats`
-chats (100; one in ten Incognito), `--workers` (10) clients at once, each with its own chats,
-one turn at a time per chat. Turn n is, by n:
+what each request says (its `responder`, keeping no request). `--turns` turns (20,000) go over
+`--chats` chats (100; one in ten Incognito), `--workers` (10) clients at once, each with its
+own chats, one turn at a time per chat. Turn n is, by n:
 
   * plain (88%): send the message, `GET /api/runs/{id}/wait`; timed from the send;
   * a tool call (8%): the model asks for `list_dir`, then answers;

@@ -134,7 +134,8 @@ def test_openai_streamed_text_reassembles(server: ScriptedModelServer, oai: open
     assert rec[0].headers["authorization"] == "Bearer test"
 
 
-def test_openai_stream_helper_and_default(oai: openai.OpenAI) -> None:
+def test_openai_stream_helper_and_default(server: ScriptedModelServer,
+                                          oai: openai.OpenAI) -> None:
     with oai.chat.completions.stream(model="m", messages=MSGS) as stream:
         final = stream.get_final_completion()
     assert final.choices[0].message.content == "ok"
