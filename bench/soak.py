@@ -22,9 +22,9 @@ count and store counters still for a moment), and its process is read: VmRSS and
 (`/proc/<pid>/status`), open files (`/proc/<pid>/fd`), asyncio tasks (`/healthz` with the
 token: `tasks`), its CPU (utime + stime over all threads) and store writes and transactions
 since the last sample, per turn. Then `--quiet` (20) plain turns run one at a time with
-nothing beside them (one per chat, not counted in `--turns`): the quiet p50, what a turn
-costs at that point of the soak. The window's busy p50 (plain turns among the other
-clients', so mostly queueing) and tool p50 are printed beside it.
+nothing beside them (one per chat, not counted in `--turns`): the quiet p50 and the gateway's
+CPU per quiet turn, what a turn costs at that point of the soak. The window's busy p50 (plain
+turns among the other clients', so mostly queueing) and tool p50 are printed beside it.
 
 Targets (issue 30): after the first `--baseline` (2,000) turns none of RSS, open files,
 threads and tasks grows by more than 10% to the end, and the quiet turn p50 at the end is
@@ -322,19 +322,28 @@ def warm(clients: list[Client], keys: list[str]) -> None:
         thread.join()
 
 
-def quiet_turns(client: Client, keys: list[str], count: int) -> list[float]:
+@dataclass
+class Quiet:
+    """Turns run one at a time with nothing beside them: each one's seconds, and the gateway's
+    CPU per turn over them (ms; steadier than their wall time on a busy machine)."""
+
+    times: list[float]
+    cpu_ms: float
+
+
+def quiet_turns(client: Client, keys: list[str], count: int, pid: int) -> Quiet:
     """`count` plain turns one after another with nothing else running, one per chat: what a
     turn costs at this point of the soak, without the other clients' queueing."""
-    times = []
+    times, cpu = [], cpu_seconds(pid)
     for i in range(count):
         started = time.perf_counter()
         client.waited(keys[i % len(keys)], "A quiet turn: where do the beds go?")
         times.append(time.perf_counter() - started)
-    return times
+    return Quiet(times, (cpu_seconds(pid) - cpu) * 1000 / max(1, count))
 
 
 HEADER = (f"{'turns':>6} {'RSS MiB':>8} {'fds':>5} {'thr':>4} {'tasks':>5} "
-          f"{'quiet p50':>10} {'busy p50':>9} {'tool p50':>9} {'CPU/turn':>9} "
+          f"{'quiet p50':>10} {'q CPU':>7} {'busy p50':>9} {'tool p50':>9} {'CPU/turn':>9} "
           f"{'writes/t':>8} {'tx/t':>6}")
 
 
@@ -342,7 +351,7 @@ def ms(seconds: list[float]) -> float:
     return statistics.median(seconds) * 1000 if seconds else float("nan")
 
 
-def row(now: Sample, last: Sample, window: Window | None, quiet: list[float]) -> str:
+def row(now: Sample, last: Sample, window: Window | None, quiet: Quiet) -> str:
     turns = max(1, now.ran - last.ran)
     busy = f"{window.p50_ms('plain'):7.1f}ms" if window else f"{'':>9}"
     tool = f"{window.p50_ms('tool'):7.1f}ms" if window else f"{'':>9}"
@@ -350,7 +359,8 @@ def row(now: Sample, last: Sample, window: Window | None, quiet: list[float]) ->
     writes = f"{(now.writes - last.writes) / turns:8.1f}" if window else f"{'':>8}"
     tx = f"{(now.transactions - last.transactions) / turns:6.1f}" if window else f"{'':>6}"
     return (f"{now.turns:>6} {now.rss_mib:8.1f} {now.fds:5d} {now.threads:4d} "
-            f"{now.tasks:5d} {ms(quiet):8.1f}ms {busy} {tool} {cpu} {writes} {tx}")
+            f"{now.tasks:5d} {ms(quiet.times):8.1f}ms {quiet.cpu_ms:5.1f}ms {busy} {tool} {cpu} "
+            f"{writes} {tx}")
 
 
 def verdict(met: bool) -> str:
@@ -374,11 +384,14 @@ def growth_verdicts(samples: list[Sample], baseline: int) -> None:
               f"{(ratio - 1) * 100:+6.1f}%  {verdict(ratio <= GROWTH_LIMIT)}")
 
 
-def p50_verdict(quiet: list[list[float]], windows: list[Window]) -> None:
-    start, end = ms(quiet[0]), ms(quiet[-1])
+def p50_verdict(quiet: list[Quiet], windows: list[Window]) -> None:
+    start, end = ms(quiet[0].times), ms(quiet[-1].times)
     print(f"Turn p50, quiet (one turn at a time): at the start {start:.1f} ms, at the end "
           f"{end:.1f} ms: {end / start:.2f}x (limit {P50_LIMIT}x) "
           f"{verdict(end / start <= P50_LIMIT)}")
+    print(f"  the gateway's CPU per quiet turn: {quiet[0].cpu_ms:.1f} ms at the start, "
+          f"{quiet[-1].cpu_ms:.1f} ms at the end: {quiet[-1].cpu_ms / quiet[0].cpu_ms:.2f}x "
+          f"(the same growth, steadier than wall time on a busy machine)")
     first, last = windows[0].p50_ms("plain"), windows[-1].p50_ms("plain")
     print(f"  busy (plain turns beside the other clients'): first window {first:.1f} ms, last "
           f"{last:.1f} ms: {last / first:.2f}x")
@@ -393,7 +406,7 @@ def soak(args: argparse.Namespace, gateway: Gateway) -> None:
     warm(clients, keys)
     ran = len(keys)
     samples, windows = [sample(pid, clients[0].http, 0, ran)], []
-    quiet = [quiet_turns(clients[0], keys, args.quiet)]
+    quiet = [quiet_turns(clients[0], keys, args.quiet, pid)]
     print(HEADER)
     print(row(samples[0], samples[0], None, quiet[0]))
     started, done = time.perf_counter(), 0
@@ -402,7 +415,7 @@ def soak(args: argparse.Namespace, gateway: Gateway) -> None:
         windows.append(run_window(clients, keys, done, count))
         done, ran = done + count, ran + count + args.quiet
         samples.append(sample(pid, clients[0].http, done, ran))
-        quiet.append(quiet_turns(clients[0], keys, args.quiet))
+        quiet.append(quiet_turns(clients[0], keys, args.quiet, pid))
         print(row(samples[-1], samples[-2], windows[-1], quiet[-1]), flush=True)
         for failure in windows[-1].failures[:3]:
             print(f"    failed: {failure}")
