@@ -22,27 +22,13 @@ from hearth.config import Config
 from hearth.engine.runtime import Engine
 from hearth.engine.snapshot import Snapshot
 from hearth.store import summaries
-from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import blocking, events, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Call, Recorded, Reply, ScriptedModelServer
 from tests.support.compaction import OUTPUT, WINDOW, answer, ask, turn_requests
+from tests.support.tools import Echo
 
 BACKGROUND = "bg-model"
 SPARE = "bg2-model"
-
-
-class Echo:
-    """A read-only tool that answers with what it was given."""
-
-    name = "echo"
-    description = "Say the words back."
-    parameters: dict[str, Any] = {"type": "object", "properties": {"words": {"type": "string"}}}
-    effect: Effect = "reads"
-    placed: Placed = "gateway"
-    parallel_safe = True
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        return ToolOutcome(output=f"echo: {args.get('words', '')}", receipt="Echoed.")
 
 
 def small_window(url: str, *, background: bool = True, provider: str = "openai",

@@ -31,24 +31,10 @@ from hearth.privacy.principal import OWNER
 from hearth.store.heads import Stamp
 from hearth.store.runs import RunRow
 from hearth.store.schema import runs
-from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome
 from tests.engine_harness import blocking, events, make_engine, run, turn
 from tests.fakes.model_server import Call, Recorded, Reply, ScriptedModelServer
 from tests.support.compaction import OUTPUT, WINDOW, answer, ask
-
-
-class Echo:
-    """A read-only tool that answers with what it was given."""
-
-    name = "echo"
-    description = "Say the words back."
-    parameters: dict[str, Any] = {"type": "object", "properties": {"words": {"type": "string"}}}
-    effect: Effect = "reads"
-    placed: Placed = "gateway"
-    parallel_safe = True
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        return ToolOutcome(output=f"echo: {args.get('words', '')}", receipt="Echoed.")
+from tests.support.tools import Echo
 
 
 def config_for(url: str, window: int = 128_000) -> Config:

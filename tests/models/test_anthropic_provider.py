@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -30,12 +29,6 @@ from hearth.models.types import (
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
 HELLO = [Message(role="user", text="hi")]
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as running:
-        yield running
 
 
 def _provider(base_url: str, max_output_tokens: int | None = None) -> AnthropicProvider:
@@ -73,11 +66,11 @@ def _collect_until_error(
 
 
 def test_streamed_text_reassembles_and_completes_with_stop_and_usage(
-    server: ScriptedModelServer,
+    model_server: ScriptedModelServer,
 ) -> None:
-    server.push(Reply(text="hello world, how are you", usage=(12, 5)))
+    model_server.push(Reply(text="hello world, how are you", usage=(12, 5)))
 
-    events = _collect(_provider(server.anthropic_base_url), ModelRequest(HELLO, []))
+    events = _collect(_provider(model_server.anthropic_base_url), ModelRequest(HELLO, []))
 
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert len(deltas) > 1  # really streamed in pieces
@@ -91,8 +84,8 @@ def test_streamed_text_reassembles_and_completes_with_stop_and_usage(
     assert done.tool_calls == ()
 
 
-def test_two_tool_calls_reassemble_with_their_arguments(server: ScriptedModelServer) -> None:
-    server.push(
+def test_two_tool_calls_reassemble_with_their_arguments(model_server: ScriptedModelServer) -> None:
+    model_server.push(
         Reply(
             text="Let me look.",
             tool_calls=[
@@ -103,7 +96,7 @@ def test_two_tool_calls_reassemble_with_their_arguments(server: ScriptedModelSer
         )
     )
 
-    events = _collect(_provider(server.anthropic_base_url), ModelRequest(HELLO, []))
+    events = _collect(_provider(model_server.anthropic_base_url), ModelRequest(HELLO, []))
 
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Let me look."
     done = events[-1]
@@ -116,10 +109,10 @@ def test_two_tool_calls_reassemble_with_their_arguments(server: ScriptedModelSer
     assert done.usage == Usage(20, 9)
 
 
-def test_invalid_tool_json_is_kept_raw(server: ScriptedModelServer) -> None:
-    server.push(Reply(tool_calls=[Call("read_file", '{"path": "a.t', id="toolu_9")]))
+def test_invalid_tool_json_is_kept_raw(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(tool_calls=[Call("read_file", '{"path": "a.t', id="toolu_9")]))
 
-    events = _collect(_provider(server.anthropic_base_url), ModelRequest(HELLO, []))
+    events = _collect(_provider(model_server.anthropic_base_url), ModelRequest(HELLO, []))
 
     done = events[-1]
     assert isinstance(done, Completed)
@@ -130,9 +123,9 @@ def test_invalid_tool_json_is_kept_raw(server: ScriptedModelServer) -> None:
 
 
 def test_request_body_has_system_merged_tool_results_tools_and_max_tokens(
-    server: ScriptedModelServer,
+    model_server: ScriptedModelServer,
 ) -> None:
-    server.push(Reply(text="done"))
+    model_server.push(Reply(text="done"))
     messages = [
         Message(role="system", text="You are Hearth."),
         Message(role="system", text="Be brief."),
@@ -155,11 +148,11 @@ def test_request_body_has_system_merged_tool_results_tools_and_max_tokens(
     schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     tools = [ToolSpec(name="read_file", description="Read a file.", parameters=schema)]
 
-    _collect(_provider(server.anthropic_base_url), ModelRequest(messages, tools))
+    _collect(_provider(model_server.anthropic_base_url), ModelRequest(messages, tools))
 
-    assert len(server.requests) == 1
-    body = server.requests[0].body
-    assert server.requests[0].path == "/v1/messages"
+    assert len(model_server.requests) == 1
+    body = model_server.requests[0].body
+    assert model_server.requests[0].path == "/v1/messages"
     assert body["model"] == "claude-test"
     assert body["stream"] is True
     assert body["system"] == "You are Hearth.\n\nBe brief."
@@ -194,28 +187,28 @@ def test_request_body_has_system_merged_tool_results_tools_and_max_tokens(
 
 
 def test_max_tokens_comes_from_the_request_then_the_provider(
-    server: ScriptedModelServer,
+    model_server: ScriptedModelServer,
 ) -> None:
-    server.push(Reply(text="a"), Reply(text="b"))
-    provider = _provider(server.anthropic_base_url, max_output_tokens=1000)
+    model_server.push(Reply(text="a"), Reply(text="b"))
+    provider = _provider(model_server.anthropic_base_url, max_output_tokens=1000)
 
     _collect(provider, ModelRequest(HELLO, [], max_output_tokens=50))
     _collect(provider, ModelRequest(HELLO, []))
 
-    assert [r.body["max_tokens"] for r in server.requests] == [50, 1000]
-    assert "system" not in server.requests[0].body
-    assert "tools" not in server.requests[0].body
+    assert [r.body["max_tokens"] for r in model_server.requests] == [50, 1000]
+    assert "system" not in model_server.requests[0].body
+    assert "tools" not in model_server.requests[0].body
 
 
 def test_a_cut_stream_raises_answer_cut_off_and_never_completes(
-    server: ScriptedModelServer,
+    model_server: ScriptedModelServer,
 ) -> None:
-    server.push(
+    model_server.push(
         Reply(text="hello world", tool_calls=[Call("read_file", {"path": "a.txt"})], cut_after=2)
     )
 
     seen, error = _collect_until_error(
-        _provider(server.anthropic_base_url), ModelRequest(HELLO, [])
+        _provider(model_server.anthropic_base_url), ModelRequest(HELLO, [])
     )
 
     assert isinstance(error, AnswerCutOff)
@@ -226,11 +219,11 @@ def test_a_cut_stream_raises_answer_cut_off_and_never_completes(
     assert all(isinstance(e, TextDelta) for e in seen)
 
 
-def test_a_stream_without_a_stop_reason_is_cut_off(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="hello", finish_reason=None))
+def test_a_stream_without_a_stop_reason_is_cut_off(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="hello", finish_reason=None))
 
     seen, error = _collect_until_error(
-        _provider(server.anthropic_base_url), ModelRequest(HELLO, [])
+        _provider(model_server.anthropic_base_url), ModelRequest(HELLO, [])
     )
 
     assert isinstance(error, AnswerCutOff)
@@ -238,21 +231,21 @@ def test_a_stream_without_a_stop_reason_is_cut_off(server: ScriptedModelServer) 
 
 
 def test_a_broken_connection_mid_stream_is_cut_off_naming_the_model(
-    server: ScriptedModelServer,
+    model_server: ScriptedModelServer,
 ) -> None:
     started = threading.Event()
-    server.push(Reply(text="hello world", stall=30.0, started=started))
+    model_server.push(Reply(text="hello world", stall=30.0, started=started))
 
     def stop_when_streaming() -> None:
         started.wait(10)
         time.sleep(0.3)  # let the headers and message_start reach the client
-        server.stop()
+        model_server.stop()
 
     stopper = threading.Thread(target=stop_when_streaming)
     stopper.start()
     try:
         seen, error = _collect_until_error(
-            _provider(server.anthropic_base_url), ModelRequest(HELLO, [])
+            _provider(model_server.anthropic_base_url), ModelRequest(HELLO, [])
         )
     finally:
         stopper.join()
@@ -266,16 +259,16 @@ def test_a_broken_connection_mid_stream_is_cut_off_naming_the_model(
     assert error.__cause__ is not None  # the transport's own error, kept for the log
 
 
-def test_an_http_error_status_is_provider_unavailable(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="never sent", status=500))
+def test_an_http_error_status_is_provider_unavailable(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="never sent", status=500))
 
     seen, error = _collect_until_error(
-        _provider(server.anthropic_base_url), ModelRequest(HELLO, [])
+        _provider(model_server.anthropic_base_url), ModelRequest(HELLO, [])
     )
 
     assert isinstance(error, ProviderUnavailable)
     assert error.sentence.startswith(
-        f"claude answered HTTP 500 at {server.anthropic_base_url}/v1/messages: ")
+        f"claude answered HTTP 500 at {model_server.anthropic_base_url}/v1/messages: ")
     assert seen == []
 
 
@@ -291,10 +284,10 @@ def test_an_unreachable_endpoint_is_provider_unavailable() -> None:
     assert seen == []
 
 
-def test_max_tokens_stop_maps_to_length(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="a long answer that", finish_reason="length"))
+def test_max_tokens_stop_maps_to_length(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="a long answer that", finish_reason="length"))
 
-    events = _collect(_provider(server.anthropic_base_url), ModelRequest(HELLO, []))
+    events = _collect(_provider(model_server.anthropic_base_url), ModelRequest(HELLO, []))
 
     done = events[-1]
     assert isinstance(done, Completed)
@@ -306,23 +299,23 @@ def test_max_tokens_stop_maps_to_length(server: ScriptedModelServer) -> None:
     [("stop_sequence", "stop"), ("refusal", "refusal"), ("pause_turn", "pause_turn")],
 )
 def test_other_stop_reasons_normalise(
-    server: ScriptedModelServer, wire: str, normalised: str
+    model_server: ScriptedModelServer, wire: str, normalised: str
 ) -> None:
-    server.push(Reply(text="x", finish_reason=wire))
+    model_server.push(Reply(text="x", finish_reason=wire))
 
-    events = _collect(_provider(server.anthropic_base_url), ModelRequest(HELLO, []))
+    events = _collect(_provider(model_server.anthropic_base_url), ModelRequest(HELLO, []))
 
     done = events[-1]
     assert isinstance(done, Completed)
     assert done.finish_reason == normalised
 
 
-def test_an_error_event_mid_stream_is_cut_off_saying_it(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="hello world", stream_error={"type": "overloaded_error",
+def test_an_error_event_mid_stream_is_cut_off_saying_it(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="hello world", stream_error={"type": "overloaded_error",
                                                         "message": "Overloaded"}))
 
     seen, error = _collect_until_error(
-        _provider(server.anthropic_base_url), ModelRequest(HELLO, [])
+        _provider(model_server.anthropic_base_url), ModelRequest(HELLO, [])
     )
 
     assert isinstance(error, AnswerCutOff)

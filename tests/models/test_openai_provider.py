@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -30,12 +29,6 @@ from hearth.models.types import (
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
 HELLO = [Message(role="user", text="hi")]
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as running:
-        yield running
 
 
 def _provider(base_url: str) -> OpenAICompatProvider:
@@ -65,10 +58,10 @@ def _collect(provider: OpenAICompatProvider, request: ModelRequest) -> list[Stre
 
 
 def test_streamed_text_reassembles_and_completes_with_stop_and_usage(
-        server: ScriptedModelServer) -> None:
-    server.push(Reply(text="hello world, how are you", usage=(12, 5)))
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="hello world, how are you", usage=(12, 5)))
 
-    events = _collect(_provider(server.openai_base_url), ModelRequest(HELLO, []))
+    events = _collect(_provider(model_server.openai_base_url), ModelRequest(HELLO, []))
 
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert len(deltas) > 1  # really streamed in pieces
@@ -78,12 +71,12 @@ def test_streamed_text_reassembles_and_completes_with_stop_and_usage(
                                    model="gpt-test")
 
 
-def test_two_tool_calls_reassemble_with_their_arguments(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="Let me look.", usage=(20, 9), tool_calls=[
+def test_two_tool_calls_reassemble_with_their_arguments(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="Let me look.", usage=(20, 9), tool_calls=[
         Call("read_file", {"path": "a.txt"}, id="call_a"),
         Call("search", {"q": "hearth", "limit": 3}, id="call_b")]))
 
-    events = _collect(_provider(server.openai_base_url), ModelRequest(HELLO, []))
+    events = _collect(_provider(model_server.openai_base_url), ModelRequest(HELLO, []))
 
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Let me look."
     done = events[-1]
@@ -95,10 +88,10 @@ def test_two_tool_calls_reassemble_with_their_arguments(server: ScriptedModelSer
     )
 
 
-def test_invalid_tool_json_is_kept_raw(server: ScriptedModelServer) -> None:
-    server.push(Reply(tool_calls=[Call("read_file", '{"path": "a.t', id="call_9")]))
+def test_invalid_tool_json_is_kept_raw(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(tool_calls=[Call("read_file", '{"path": "a.t', id="call_9")]))
 
-    done = _collect(_provider(server.openai_base_url), ModelRequest(HELLO, []))[-1]
+    done = _collect(_provider(model_server.openai_base_url), ModelRequest(HELLO, []))[-1]
 
     assert isinstance(done, Completed)
     assert done.tool_calls == (ToolCall(call_id="call_9", name="read_file",
@@ -106,20 +99,20 @@ def test_invalid_tool_json_is_kept_raw(server: ScriptedModelServer) -> None:
 
 
 @pytest.mark.parametrize("reason", ["length", "content_filter"])
-def test_other_finish_reasons_are_passed_on(server: ScriptedModelServer, reason: str) -> None:
-    server.push(Reply(text="a long answer that", finish_reason=reason))
+def test_other_finish_reasons_are_passed_on(model_server: ScriptedModelServer, reason: str) -> None:
+    model_server.push(Reply(text="a long answer that", finish_reason=reason))
 
-    done = _collect(_provider(server.openai_base_url), ModelRequest(HELLO, []))[-1]
+    done = _collect(_provider(model_server.openai_base_url), ModelRequest(HELLO, []))[-1]
 
     assert isinstance(done, Completed) and done.finish_reason == reason
 
 
 def test_a_cut_stream_raises_answer_cut_off_and_never_completes(
-        server: ScriptedModelServer) -> None:
-    server.push(Reply(text="hello world", tool_calls=[Call("read_file", {"path": "a"})],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="hello world", tool_calls=[Call("read_file", {"path": "a"})],
                       cut_after=2))
 
-    seen, error = _collect_until_error(_provider(server.openai_base_url),
+    seen, error = _collect_until_error(_provider(model_server.openai_base_url),
                                        ModelRequest(HELLO, []))
 
     assert isinstance(error, AnswerCutOff)
@@ -128,21 +121,21 @@ def test_a_cut_stream_raises_answer_cut_off_and_never_completes(
     assert seen and all(isinstance(e, TextDelta) for e in seen)
 
 
-def test_a_stream_without_a_finish_reason_is_cut_off(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="hello", finish_reason=None))
+def test_a_stream_without_a_finish_reason_is_cut_off(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="hello", finish_reason=None))
 
-    seen, error = _collect_until_error(_provider(server.openai_base_url),
+    seen, error = _collect_until_error(_provider(model_server.openai_base_url),
                                        ModelRequest(HELLO, []))
 
     assert isinstance(error, AnswerCutOff)
     assert not [e for e in seen if isinstance(e, Completed)]
 
 
-def test_an_error_chunk_mid_stream_is_cut_off_saying_it(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="hello world", stream_error={"message": "the server overloaded",
+def test_an_error_chunk_mid_stream_is_cut_off_saying_it(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="hello world", stream_error={"message": "the server overloaded",
                                                         "type": "server_error"}))
 
-    seen, error = _collect_until_error(_provider(server.openai_base_url),
+    seen, error = _collect_until_error(_provider(model_server.openai_base_url),
                                        ModelRequest(HELLO, []))
 
     assert isinstance(error, AnswerCutOff)
@@ -155,19 +148,19 @@ def test_an_error_chunk_mid_stream_is_cut_off_saying_it(server: ScriptedModelSer
 
 
 def test_a_broken_connection_mid_stream_is_cut_off_naming_the_model(
-        server: ScriptedModelServer) -> None:
+        model_server: ScriptedModelServer) -> None:
     started = threading.Event()
-    server.push(Reply(text="hello world", stall=30.0, started=started))
+    model_server.push(Reply(text="hello world", stall=30.0, started=started))
 
     def stop_when_streaming() -> None:
         started.wait(10)
         time.sleep(0.3)  # let the headers and the first chunk reach the client
-        server.stop()
+        model_server.stop()
 
     stopper = threading.Thread(target=stop_when_streaming)
     stopper.start()
     try:
-        seen, error = _collect_until_error(_provider(server.openai_base_url),
+        seen, error = _collect_until_error(_provider(model_server.openai_base_url),
                                            ModelRequest(HELLO, []))
     finally:
         stopper.join()
@@ -180,15 +173,15 @@ def test_a_broken_connection_mid_stream_is_cut_off_naming_the_model(
     assert not [e for e in seen if isinstance(e, Completed)]
 
 
-def test_an_http_error_status_is_provider_unavailable(server: ScriptedModelServer) -> None:
-    server.push(Reply(text="never sent", status=500))
+def test_an_http_error_status_is_provider_unavailable(model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="never sent", status=500))
 
-    seen, error = _collect_until_error(_provider(server.openai_base_url),
+    seen, error = _collect_until_error(_provider(model_server.openai_base_url),
                                        ModelRequest(HELLO, []))
 
     assert isinstance(error, ProviderUnavailable) and error.status == 500
     assert error.sentence.startswith(
-        f"local answered HTTP 500 at {server.openai_base_url}/chat/completions: ")
+        f"local answered HTTP 500 at {model_server.openai_base_url}/chat/completions: ")
     assert seen == []
 
 

@@ -2,7 +2,8 @@
 refuses a call with); `SECRET`, what the `outside` fixture's file (tests/tools/conftest.py)
 holds, in a folder beside the workspace no tool may read or change; and a tool a test hands
 the engine, `Hook`, which runs a Python callable when the model calls it (takes the model
-server down, say), with the effect it declares."""
+server down, say), with the effect it declares; `Echo`, a read-only tool that says its words
+back."""
 
 from __future__ import annotations
 
@@ -51,3 +52,17 @@ class Hook:
             await asyncio.to_thread(self.action)
         await asyncio.sleep(self.seconds)
         return ToolOutcome(output="done", receipt="Did the thing.")
+
+
+class Echo:
+    """A read-only tool that answers with what it was given."""
+
+    name = "echo"
+    description = "Say the words back."
+    parameters: dict[str, Any] = {"type": "object", "properties": {"words": {"type": "string"}}}
+    effect: Effect = "reads"
+    placed: Placed = "gateway"
+    parallel_safe = True
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        return ToolOutcome(output=f"echo: {args.get('words', '')}", receipt="Echoed.")
