@@ -1,4 +1,4 @@
-"""`engine.turn.approval_preview.preview`: what an approval card shows of a call, whatever the
+"""`engine.turn.approval.preview.preview`: what an approval card shows of a call, whatever the
 model sent as its arguments (missing, of the wrong type, huge, nested, not even a dict)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hearth.engine.turn.approval_preview import PREVIEW_CHARS, preview
+from hearth.engine.turn.approval.preview import PREVIEW_CHARS, preview
 from hearth.engine.views import sendable
 
 

@@ -20,8 +20,9 @@ from tests.support.census import found_by
 
 AUTHENTICATE = {"web/http/auth.py", "engine/intake/channel_inbound.py", "privacy/principal.py"}
 PRINCIPAL_MODULE = "hearth.privacy.principal"
-READERS = ("engine/turn/gate.py", "engine/background/chores.py", "engine/access/principals.py",
-           "memory/", "tools/", "privacy/reach.py", "privacy/stores.py", "privacy/scope.py")
+READERS = ("engine/turn/approval/gate.py", "engine/background/chores.py",
+           "engine/access/principals.py", "memory/", "tools/", "privacy/reach.py",
+           "privacy/stores.py", "privacy/scope.py")
 
 
 def owner_decided(name: str, tree: ast.Module) -> list[str]:
@@ -78,7 +79,7 @@ def test_detector_finds_a_reader_that_decides_who_from_the_chat() -> None:
         "    if chat.created_by_app is None and 'guest' not in meta:\n"
         "        return None\n"
     )
-    assert len(who_read_elsewhere("engine/turn/gate.py", planted)) == 2
+    assert len(who_read_elsewhere("engine/turn/approval/gate.py", planted)) == 2
     assert who_read_elsewhere("engine/views.py", planted) == []  # shows it, decides nothing
 
 

@@ -33,7 +33,7 @@ from hearth.engine.operations.owner_files import OwnerFiles
 from hearth.engine.reads.facade import Reads
 from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agent_cli_calls, endings, recovery, steering
-from hearth.engine.turn.approvals import ApprovalDesk
+from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.engine.turn.runner import TurnDeps, run_turn
 from hearth.engine.turn.supervise import ActiveTurns
 from hearth.memory.desk import MemoryDesk

@@ -38,7 +38,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.engine.delivery.events import Bus
-from hearth.engine.turn.approvals import ApprovalDesk
+from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.errors import Refusal
 from hearth.memory.service import Memory
 from hearth.privacy.modes import mode_of, restricted

@@ -16,7 +16,7 @@ from typing import Any
 
 from hearth.engine.intake.mentions import sent_markdown
 from hearth.engine.operations import jsonl
-from hearth.engine.turn.gate import target_of
+from hearth.engine.turn.approval.gate import target_of
 from hearth.engine.views import (
     UNREADABLE,
     as_object,

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Answer, Frame, answer_in, done_frame, message_frame
-from hearth.engine.turn.approvals import approval_view
+from hearth.engine.turn.approval.desk import approval_view
 from hearth.engine.views import event_text, message_view, run_view, sendable_text
 from hearth.store import approvals, ledger, runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
@@ -134,7 +134,7 @@ def _queued(conn: Connection, key: str, run_ids: set[str]) -> tuple[str | None, 
 async def of_chat(db: Database, key: str, run_ids: set[str]
                   ) -> tuple[str | None, set[str], list[dict[str, Any]]]:
     """The run holding the chat, which of `run_ids` wait behind it, and the chat's pending
-    approvals (as `engine.turn.approvals.approval_view` shows them)."""
+    approvals (as `engine.turn.approval.desk.approval_view` shows them)."""
     return await db.reading(_of_chat, key, run_ids)
 
 

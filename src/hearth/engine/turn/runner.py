@@ -23,7 +23,7 @@ from hearth.engine.access import principals
 from hearth.engine.delivery.events import Bus
 from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agents, endings, failover, loop, recovery, writes
-from hearth.engine.turn.approvals import ApprovalDesk
+from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.engine.turn.compaction import in_turn
 from hearth.engine.turn.context_cache import ContextCache
 from hearth.engine.turn.endings import Ending

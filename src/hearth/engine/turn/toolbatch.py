@@ -20,7 +20,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.turn import gate, writes
+from hearth.engine.turn import writes
+from hearth.engine.turn.approval import gate
 from hearth.engine.turn.turn_state import CallScope
 from hearth.faults import crash_point
 from hearth.masking import mask

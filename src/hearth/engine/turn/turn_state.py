@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from hearth.config import Config, LimitsConfig, ModelConfig
 from hearth.engine.access import principals
 from hearth.engine.delivery.events import Bus
-from hearth.engine.turn.approvals import ApprovalDesk
+from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.models.breakers import Breakers
 from hearth.models.types import Provider
 from hearth.privacy.principal import Principal

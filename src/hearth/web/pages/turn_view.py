@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from hearth.engine.runtime import Engine
-from hearth.engine.turn.gate import shown_target
+from hearth.engine.turn.approval.gate import shown_target
 from hearth.web.pages.ui import in_local_zone, templates
 
 Item = dict[str, Any]
@@ -128,7 +128,7 @@ async def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
 
 
 def approval_item(view: dict[str, Any]) -> dict[str, Any]:
-    """An approval (as `engine.turn.approvals.approval_view` shows it) as its card draws it."""
+    """An approval (as `engine.turn.approval.desk.approval_view` shows it) as its card draws it."""
     return {"id": view["id"], "tool": view["tool"], "target": view["target"],
             "effect": view["effect"], "status": view["status"],
             "preview": view.get("preview"), "asked_by": view.get("asked_by"),

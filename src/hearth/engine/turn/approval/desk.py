@@ -6,7 +6,7 @@ answers (`allow_once`, `allow_always` — which leaves a standing grant — or `
 the truth: a turn resumed after a restart waits on the same approval, and an answer given while
 no turn waits is read when one does.
 
-Every view of an approval carries a `preview` of its call (`engine.turn.approval_preview`); the
+Every view of an approval carries a `preview` of its call (`engine.turn.approval.preview`); the
 list of what waits, across every chat, adds each chat's title (or its first words) and
 `always_allowed`: False where an `allow_always` would be refused (a chat that keeps nothing
 makes no standing grant; a call asked for on someone else's behalf, `asked_by`, makes none
@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Bus
-from hearth.engine.turn.approval_preview import preview
+from hearth.engine.turn.approval.preview import preview
 from hearth.engine.views import sendable
 from hearth.errors import Refusal
 from hearth.privacy import principal as principals, reach
