@@ -19,6 +19,7 @@ import pytest
 
 from tests import launcher
 from tests.fakes.model_server import ScriptedModelServer
+from tests.support.store import seed_home
 
 TOKEN = "test-token-0123456789"
 
@@ -80,6 +81,7 @@ class Gateway:
         return env
 
     def start(self, wait: bool = True) -> Gateway:
+        seed_home(self.home, self.env())  # the template's schema: no migration child to wait on
         self.proc = launcher.spawn(["gateway", "--port", str(self.port)], self.env(), self.log)
         if wait:
             self.wait_ready()

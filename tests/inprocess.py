@@ -31,12 +31,12 @@ from fastapi import FastAPI
 
 from hearth.config import load_config
 from hearth.home import Home
+from hearth.logs import LOG_FORMAT
 from hearth.web.app import create_app
 from hearth.web.http.server import GatewayServer, gateway_server
 from tests.gateway import Gateway
 from tests.support.store import seed_home
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # the CLI's basicConfig format
 LOGGERS = ("hearth", "uvicorn")  # whose records make the gateway's log
 ENV_PREFIXES = ("HEARTH_", "OPENAI_", "ANTHROPIC_")  # what the subprocess does not inherit
 STOP_SECONDS = 30.0  # the server's own grace (10 s) and the turns' (10 s), with room

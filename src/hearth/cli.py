@@ -95,7 +95,8 @@ def gateway(
         "--verbose", help="Log every library's INFO lines too (migrations, requests)")] = False,
 ) -> None:
     """Run the gateway (HTTP API, dashboard, turns, live events) in the foreground."""
-    from hearth.web.http.server import ListenRefused, listen, set_up_logging
+    from hearth.logs import set_up_logging
+    from hearth.web.http.server import ListenRefused, listen
 
     home, config = _load()
     set_up_logging(verbose)
@@ -113,6 +114,7 @@ def _serve(home: Home, config: Config, sock: socket.socket, verbose: bool) -> No
     from hearth.web.app import create_app
     from hearth.web.http.server import serve
 
+    migrate_apart(home, verbose)
     application = create_app(home, config)
     host, port = sock.getsockname()[:2]
 
@@ -123,6 +125,18 @@ def _serve(home: Home, config: Config, sock: socket.socket, verbose: bool) -> No
         typer.echo(f"Shell: {application.state.engine.placement.describe()}", err=True)
 
     serve(application, sock=sock, verbose=verbose, on_started=started)
+
+
+def migrate_apart(home: Home, verbose: bool = False) -> None:
+    """The home's schema made current by a child process, so the gateway never holds Alembic
+    (`store/upgrade.py`)."""
+    from hearth.engine.compose import MigrationFailed, upgrade_store_apart
+
+    try:
+        upgrade_store_apart(home, verbose)
+    except MigrationFailed as failed:
+        typer.echo(f"Hearth cannot start: {failed}", err=True)
+        raise typer.Exit(1) from failed
 
 
 def _address(host: str, port: int) -> str:

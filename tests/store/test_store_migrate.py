@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
 
@@ -75,3 +76,19 @@ def test_a_current_schema_starts_without_importing_alembic(tmp_path: Path) -> No
             migrate.head_revision()
         conn.exec_driver_sql("SELECT ended_seq FROM runs")
     db.close()
+
+
+def test_the_gateways_migrations_run_apart_once_and_a_failure_says_so(tmp_path: Path) -> None:
+    from hearth.store.upgrade import MigrationFailed, upgrade_apart
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert upgrade_apart(url)  # a new database: a child made the schema
+    assert not upgrade_apart(url)  # current: nothing runs
+    db = Database(url)
+    with db.read() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == \
+            migrate.head_revision()
+    db.close()
+    (tmp_path / "junk.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(MigrationFailed, match="hearth db upgrade"):
+        upgrade_apart(f"sqlite:///{tmp_path / 'junk.db'}")

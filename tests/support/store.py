@@ -21,10 +21,12 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hearth.store.db import Database
-from tests.gateway import Gateway
+
+if TYPE_CHECKING:
+    from tests.gateway import Gateway
 
 CHILD_TABLES = ("transcript_events", "runs", "tool_calls", "approvals")
 _TEMPLATE: list[Path] = []

@@ -3,8 +3,8 @@ optional subsystems have started, saying which still are (`starting`).
 
 The import check starts the app as `hearth gateway` does (the CLI's module, then `create_app`
 and its lifespan, every optional subsystem let finish) in a fresh interpreter on a home whose
-schema is current, with a model and no channel, and lists what it imported; a planted import
-proves the check sees one.
+schema is current (and on a new home, whose schema a child process makes), with a model and no
+channel, and lists what it imported; a planted import proves the check sees one.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from fastapi.testclient import TestClient
 
 from hearth.config import Config
 from hearth.home import Home
+from hearth.store import migrate
+from hearth.store.db import Database
 from hearth.web.app import create_app
 from tests.gateway import TOKEN, Gateway, write_config
 from tests.support.polling import until
@@ -44,6 +46,7 @@ from hearth.web.http import server
 
 async def start() -> None:
     home = Home.from_env()
+    hearth.cli.migrate_apart(home)  # as `hearth gateway` does before it builds the app
     app = create_app(home, load_config(home.config_file))
     async with app.router.lifespan_context(app):
         await app.state.starting.done()
@@ -74,6 +77,16 @@ def current_home(home: Path) -> Path:
 
 def test_a_start_without_channels_imports_none_of_the_optional_libraries(home: Path) -> None:
     assert imported_at_start(current_home(home)) == set()
+
+
+def test_a_first_start_makes_the_schema_in_a_child_and_never_imports_alembic(home: Path) -> None:
+    write_config(home, "http://127.0.0.1:9/v1")  # a new home: no store yet
+    assert imported_at_start(home) == set()
+    db = Database(Home(home).database_url())
+    with db.read() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == \
+            migrate.head_revision()
+    db.close()
 
 
 def test_the_check_sees_a_planted_import(home: Path) -> None:

@@ -21,6 +21,10 @@ from hearth.memory.tools import memory_tools
 from hearth.models import guard, setup
 from hearth.models.calls import CallRecorder
 from hearth.store.db import Database
+from hearth.store.upgrade import (
+    MigrationFailed as MigrationFailed,  # the CLI's to catch
+    upgrade_apart,
+)
 from hearth.tools.base import Tool
 from hearth.tools.registry import ToolRegistry, builtin_tools
 
@@ -40,6 +44,13 @@ def upgrade_store(home: Home, config: Config) -> str:
     home.ensure()
     open_store(home.database_url(), config.store.synchronous).close()
     return home.database_url()
+
+
+def upgrade_store_apart(home: Home, verbose: bool = False) -> None:
+    """Bring the home's store to the current schema in a child process (`store/upgrade.py`):
+    the gateway's way, so it never holds Alembic. Raises MigrationFailed."""
+    home.ensure()
+    upgrade_apart(home.database_url(), verbose)
 
 
 def standard_tools(db: Database, memory: Memory) -> list[Tool]:

@@ -17,7 +17,7 @@ files is raised to the hard one before serving (`web.http.descriptors`).
 `hearth gateway` binds its address before it builds anything (`listen`): an address it cannot
 have is one sentence naming the setting to change (`ListenRefused`), said before any start-up
 line. It says where it serves only once the server is up (`on_started`). Its logs
-(`set_up_logging`) are Hearth's own facts, a line each; other libraries' chatter (Alembic's
+(`hearth.logs`) are Hearth's own facts, a line each; other libraries' chatter (Alembic's
 migration steps, httpx's requests, uvicorn's banner) only with `--verbose`.
 """
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
-import logging
 import socket
 from collections.abc import Callable
 from types import FrameType
@@ -42,7 +41,6 @@ from hearth.web.http import descriptors
 
 GRACE_SECONDS = 10
 HEADER_TIMEOUT_SECONDS = 15.0
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 PORT_SETTING = ("`port` under [gateway] in config.toml, the HEARTH_PORT environment variable, "
                 "or `hearth gateway --port`")
 HOST_SETTING = ("`host` under [gateway] in config.toml, the HEARTH_HOST environment variable, "
@@ -51,13 +49,6 @@ HOST_SETTING = ("`host` under [gateway] in config.toml, the HEARTH_HOST environm
 
 class ListenRefused(Exception):
     """The gateway cannot listen where it was asked to; the message names what to change."""
-
-
-def set_up_logging(verbose: bool) -> None:
-    """Hearth's records from INFO up; every other library's from WARNING up, or from INFO up
-    too when `verbose`."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT)
-    logging.getLogger("hearth").setLevel(logging.INFO)
 
 
 def listen(host: str, port: int) -> socket.socket:
