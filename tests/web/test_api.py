@@ -8,6 +8,7 @@ on each other's order.
 from __future__ import annotations
 
 import base64
+import inspect
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.routing import APIRoute, APIWebSocketRoute, iter_route_contexts
 
 from hearth import __version__
@@ -503,17 +504,19 @@ PUBLIC = ("/healthz", "/login",  # the health check and the sign-in page
           "/channels/webhook")  # a webhook's message: authenticated by its signature alone
 
 
+def calls(dependant: Any) -> Iterator[Any]:
+    """What a route's dependencies call, at any depth."""
+    for sub in dependant.dependencies:
+        yield sub.call
+        yield from calls(sub)
+
+
 def unprotected_routes(app: FastAPI) -> list[str]:
     """Every API route but /healthz whose dependencies (at any depth) lack require_token.
 
     Routers are walked as FastAPI serves them (`iter_route_contexts`), so a dependency given
     where a router is included counts, and one given nowhere is found.
     """
-
-    def calls(dependant: Any) -> Iterator[Any]:
-        for sub in dependant.dependencies:
-            yield sub.call
-            yield from calls(sub)
 
     found = []
     for context in iter_route_contexts(app.routes):
@@ -541,6 +544,38 @@ def test_census_every_route_but_healthz_needs_the_token(tmp_path: Path) -> None:
         app.add_api_route("/api/leak", lambda: {})
         app.add_api_route("/api/nested", lambda: {}, dependencies=[Depends(guarded)])
         assert unprotected_routes(app) == ["GET /api/leak"]
+    finally:
+        app.state.engine.db.close()
+
+
+def thread_hops(app: FastAPI) -> list[str]:
+    """Every route whose endpoint or dependency (at any depth) is not a coroutine function:
+    FastAPI runs such a one on a worker thread, a thread hop on every request."""
+    found = []
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if not isinstance(route, APIRoute | APIWebSocketRoute):
+            continue
+        called = [route.endpoint, *calls(context.dependant)]
+        found += [f"{context.path}: {getattr(call, '__qualname__', call)}" for call in called
+                  if call is not None and not inspect.iscoroutinefunction(call)]
+    return found
+
+
+def test_census_no_route_hops_to_a_worker_thread(tmp_path: Path) -> None:
+    app = create_app(Home(tmp_path / "census"), Config())
+    try:
+        assert thread_hops(app) == []
+
+        def planted(request: Request) -> None:  # the positive control: a sync dependency
+            return None
+
+        async def endpoint() -> dict[str, str]:
+            return {}
+
+        app.add_api_route("/api/planted", endpoint, dependencies=[Depends(planted)])
+        assert thread_hops(app) == [
+            "/api/planted: test_census_no_route_hops_to_a_worker_thread.<locals>.planted"]
     finally:
         app.state.engine.db.close()
 

@@ -26,7 +26,7 @@ NamedHeader = Annotated[
 ]
 
 
-def session_named(request: Request, named: NamedHeader = None) -> str | None:
+async def session_named(request: Request, named: NamedHeader = None) -> str | None:
     """The key of the chat `X-Hearth-Session` names, in the requester's own namespace."""
     return named_key(request, named)
 

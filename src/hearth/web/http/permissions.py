@@ -140,7 +140,7 @@ def app_of(request: Request) -> App | None:
     return app
 
 
-def app_name_of(request: Request) -> str | None:
+async def app_name_of(request: Request) -> str | None:
     app = app_of(request)
     return app.name if app is not None else None
 
@@ -157,4 +157,8 @@ def principal_of(request: Request) -> Principal:
     return found
 
 
-PrincipalDep = Annotated[Principal, Depends(principal_of)]  # who the request acts for
+async def _principal(request: Request) -> Principal:
+    return principal_of(request)  # async: a dependency that is not runs on a worker thread
+
+
+PrincipalDep = Annotated[Principal, Depends(_principal)]  # who the request acts for

@@ -135,7 +135,11 @@ def quotas_of(request: Request) -> AppQuotas:
     return quotas
 
 
-QuotasDep = Annotated[AppQuotas, Depends(quotas_of)]
+async def _quotas(request: Request) -> AppQuotas:
+    return quotas_of(request)  # async: a dependency that is not runs on a worker thread
+
+
+QuotasDep = Annotated[AppQuotas, Depends(_quotas)]
 
 
 async def keep_reserve(request: Request, app: App) -> None:
