@@ -484,3 +484,45 @@ def test_a_400_for_another_reason_is_no_prompt_too_long(
     assert view["status"] != "complete" and "temperature" in view["sentence"]
     assert not any("compacted" in n for n in said)
     assert len(turn_requests(model_server)) == 1  # not sent again
+
+
+def test_a_chat_longer_than_the_history_a_turn_reads_folds_what_it_does_not_read(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    """A large window, so only the history's length (`history_messages`) calls for a fold:
+    once the chat outgrows it, what is older than the read is folded into a summary (never
+    left unread), and the next fold is many turns away, not every turn."""
+    model_server.default = Reply(text="Noted.")
+    for n in range(1, 20):
+        model_server.push_chore(Reply(text=f"Summary number {n}: beds were planned."),
+                                model=BACKGROUND, kind="summary")
+    config = small_window(model_server.openai_base_url, history_messages=20)
+    config.models[0].context_window = 200_000
+    engine = engine_on(tmp_path, config)
+
+    async def body() -> list[int]:
+        await engine.start()
+        try:
+            key = new_chat(engine)
+            for n in range(1, 31):
+                await turn(engine, key, f"Question {n}: bed {n}?")
+            return await engine.db.reading(_folds, key)
+        finally:
+            await engine.close()
+
+    folds = run(body())
+    assert folds, "the chat outgrew its history and nothing was folded"
+    assert len(folds) <= 4, folds  # a fold many turns apart, not one every turn
+    last = turn_requests(model_server)[-1].messages
+    assert last[1]["content"] == "Question 1: bed 1?"  # the opening, word for word
+    summary = [m for m in last if str(m["content"]).startswith("Summary number")
+               or "Summary number" in str(m["content"])]
+    assert summary, [str(m["content"])[:60] for m in last]  # what the read does not reach
+    asked = " ".join(str(m["content"]) for m in last)
+    assert "Question 5: bed 5?" in asked  # an early ask, listed with the summary
+    assert last[-1]["content"] == "Question 30: bed 30?"
+
+
+def _folds(conn: Any, key: str) -> list[int]:
+    """Where each of the chat's summaries ends (through_seq), oldest first."""
+    return [int(seq) for (seq,) in conn.exec_driver_sql(
+        "SELECT through_seq FROM context_summaries WHERE session_key = ? ORDER BY id", (key,))]

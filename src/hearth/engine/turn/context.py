@@ -204,8 +204,11 @@ async def _compact(db: Database, compactor: Compactor, folded: Folded | None, re
         opening = await _opening_of(db, compactor.session_key, recent)
         head, head_through = _opening(opening, compactor.budget.keep_chars // 3)
     candidates = [e for e in tail if e.seq > head_through]
-    cut = _cut(exchanges(by_turn(candidates)), run,
-               compactor.budget.keep_chars - _folded_size(by_turn(head), memo), memo)
+    turns = exchanges(by_turn(candidates))
+    cut = _cut(turns, run, compactor.budget.keep_chars - _folded_size(by_turn(head), memo), memo)
+    if read.overflow:  # what is older than the read is folded, never left unread
+        cut = max(filter(None, (cut, _cut_by_count(turns, run, len(read.tail) // 2))),
+                  default=None)
     if cut is None:
         return None
     low = (folded.through_seq if folded else head_through) + 1
@@ -282,6 +285,23 @@ def _cut(turns: list[list[EventRow]], run: RunRow | None, room: int,
         kept += 1
     if kept == len(turns):
         return None
+    return min(e.seq for exchange in turns[len(turns) - kept:] for e in exchange)
+
+
+def _cut_by_count(turns: list[list[EventRow]], run: RunRow | None, room: int) -> int | None:
+    """The first seq kept word for word when the chat outgrew the history a turn reads: the
+    newest whole exchanges within `room` events (half the read, so the next fold is many
+    turns away; the last, or the running turn's, always); with every exchange kept, the first
+    one's start, so that what is older than the read is folded. None for no exchange."""
+    if not turns:
+        return None
+    kept = used = 0
+    for exchange in reversed(turns):
+        must = kept == 0 or (run is not None and any(e.run_id == run.run_id for e in exchange))
+        if not must and used + len(exchange) > room:
+            break
+        used += len(exchange)
+        kept += 1
     return min(e.seq for exchange in turns[len(turns) - kept:] for e in exchange)
 
 
