@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.routing import APIRoute, APIWebSocketRoute, iter_route_contexts
 
 from hearth import __version__
@@ -601,3 +601,26 @@ def test_census_every_route_is_in_the_permission_table(tmp_path: Path) -> None:
         assert routes_without_a_permission(app) == ["POST /api/planted/{key}"]
     finally:
         app.state.engine.db.close()
+
+
+def first_segments(routers: Any) -> set[str]:
+    """The first path segment of every route the given routers serve."""
+    return {route.path.split("/")[1] for router in routers for route in router.routes}
+
+
+def shared_first_segments(api: Any, pages: Any) -> set[str]:
+    return first_segments(api) & first_segments(pages)
+
+
+def test_the_api_found_first_can_never_take_a_pages_path() -> None:
+    """create_app includes the API before the pages (a turn's requests are found sooner);
+    that is safe only while no API path shares its first segment with a page's."""
+    from hearth.web import app as web_app
+    from hearth.web.api import openai as openai_api, webhook as webhook_api
+
+    api = [m.router for m in (*web_app.PROTECTED_API, openai_api, webhook_api)]
+    pages = [web_app.dashboard.public, *(m.pages for m in web_app.PAGES)]
+    assert shared_first_segments(api, pages) == set()
+    planted = APIRouter()  # the positive control: a page under /api
+    planted.add_api_route("/api/planted-page", lambda: None)
+    assert shared_first_segments(api, [*pages, planted]) == {"api"}
