@@ -86,6 +86,35 @@ def test_the_documents_are_indexed_and_fed_to_a_persistent_turn(memory: Memory) 
     assert "preferences.md" in fed.sentence
 
 
+def test_an_injected_document_edited_by_hand_is_read_fresh_by_the_next_turn(
+        memory: Memory) -> None:
+    """Its text is kept between turns by its signature, so the next turn after an edit (the
+    same size, even) reads the edit, and an unchanged file is not read again."""
+    doc = memory.folder / "preferences.md"
+    doc.write_text("# Preferences\n\nAnswers in British English.\n")
+    assert "British English" in (memory.context_for("hello").block or "")
+    doc.write_text("# Preferences\n\nAnswers in Scottish Gaelic.\n")  # the same length
+    assert "Scottish Gaelic" in (memory.context_for("hello").block or "")
+    doc.unlink()
+    assert "Scottish Gaelic" not in (memory.context_for("hello").block or "")
+
+
+def test_a_history_file_is_indexed_when_the_gateway_writes_it_and_a_hand_edit_within_the_rescan(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn does not scan the history folder (a file a day) unless the gateway wrote to it
+    or HISTORY_RESCAN_SECONDS passed since the last scan (here: since `start`)."""
+    day = memory.folder / "history" / "2026-01-02.md"
+    day.write_text("# 2026-01-02\n\nThe greenhouse door sticks in the rain.\n")
+    assert "greenhouse door" not in (memory.context_for("greenhouse door").block or "")
+    memory.remember(kind="fact", words="The gate latch is new", written_by="test",
+                    filed_under=None)  # the gateway wrote the history: scanned again
+    assert "greenhouse door" in (memory.context_for("greenhouse door").block or "")
+    day.write_text("# 2026-01-02\n\nThe porch light flickers at dusk.\n")
+    assert "porch light" not in (memory.context_for("porch light").block or "")  # not yet
+    monkeypatch.setattr("hearth.memory.service.HISTORY_RESCAN_SECONDS", 0.0)
+    assert "porch light" in (memory.context_for("porch light").block or "")
+
+
 def test_a_turn_with_nothing_to_read_says_so(memory: Memory) -> None:
     fed = memory.context_for("hello there")
     assert fed.block is None and fed.sentence.startswith("Read no memory")

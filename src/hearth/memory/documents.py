@@ -9,6 +9,7 @@ nothing; a temporary chat's work reads none of it.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -41,6 +42,7 @@ class Documents:
         self.folder = folder
         self.history = folder / "history"
         self._lock = threading.Lock()
+        self.history_writes = 0  # this gateway's changes to the history files, counted
 
     def ensure(self) -> None:
         """Make the folder and any standing document that is missing (never overwrites)."""
@@ -50,20 +52,31 @@ class Documents:
             if not path.exists():
                 _write_atomically(path, starter)
 
-    def files(self) -> list[Path]:
-        found = [self.folder / name for name in STANDING if (self.folder / name).is_file()]
-        if self.history.is_dir():
-            found += sorted(p for p in self.history.glob("*.md") if p.is_file())
-        return found
-
-    def name_of(self, path: Path) -> str:
-        return path.relative_to(self.folder).as_posix()
-
     def signatures(self) -> dict[str, Signature]:
+        return {**self.standing_signatures(), **self.history_signatures()}
+
+    def standing_signatures(self) -> dict[str, Signature]:
+        """The standing documents that exist, each with one stat."""
         out: dict[str, Signature] = {}
-        for path in self.files():
-            info = path.stat()
-            out[self.name_of(path)] = Signature(info.st_mtime_ns, info.st_size)
+        for name in STANDING:
+            try:
+                info = os.stat(self.folder / name)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            out[name] = Signature(info.st_mtime_ns, info.st_size)
+        return out
+
+    def history_signatures(self) -> dict[str, Signature]:
+        """Each day's history file, from one scan of its folder (one stat a file)."""
+        out: dict[str, Signature] = {}
+        try:
+            entries = list(os.scandir(self.history))
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        for entry in entries:
+            if entry.name.endswith(".md") and entry.is_file():
+                info = entry.stat()
+                out[f"history/{entry.name}"] = Signature(info.st_mtime_ns, info.st_size)
         return out
 
     def read(self, name: str, limit: int = 20_000) -> str:
@@ -100,6 +113,7 @@ class Documents:
                 _write_atomically(path, f"# {time.strftime('%Y-%m-%d')}\n\n")
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(line)
+            self.history_writes += 1
 
     def cut_history(self, item_ids: Iterable[int]) -> int:
         """Remove the history lines that repeat these items; the count of lines removed."""
@@ -116,6 +130,7 @@ class Documents:
                 if len(kept) != len(lines):
                     removed += len(lines) - len(kept)
                     _write_atomically(path, "".join(kept))
+                    self.history_writes += 1
         return removed
 
 

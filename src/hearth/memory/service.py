@@ -10,6 +10,7 @@ leave no mark (no recall counts, no stamps).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,10 @@ log = logging.getLogger(__name__)
 RECALL_LIMIT = 5
 FORGOT_NOTHING = "nothing was removed from memory"
 STANDING_CHARS = 4000  # of each injected document
+# The history folder is scanned again at most this often (and whenever the gateway wrote to
+# it), so a hand edit there is indexed within this many seconds; the standing documents are
+# looked at on every turn.
+HISTORY_RESCAN_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class Memory:
         self.db = db
         self.documents = Documents(folder)
         self._indexed: dict[str, Signature] = {}
+        self._history: tuple[int, float, dict[str, Signature]] | None = None  # writes, when
+        self._bodies: dict[str, tuple[Signature, str]] = {}  # injected documents, as read
 
     @property
     def folder(self) -> Path:
@@ -51,12 +58,15 @@ class Memory:
         self.documents.ensure()
         self.sync_documents()
 
-    def sync_documents(self) -> int:
+    def sync_documents(self, standing: dict[str, Signature] | None = None) -> int:
         """Index the documents changed since they were last indexed; how many were. Does
-        nothing for work that keeps nothing (the index is a memory table)."""
+        nothing for work that keeps nothing (the index is a memory table). `standing`: the
+        standing documents' signatures, when the caller has just taken them."""
         if reach.restricted_mode() is not None:
             return 0
-        current = self.documents.signatures()
+        if standing is None:
+            standing = self.documents.standing_signatures()
+        current = {**standing, **self._history_signatures()}
         changed = [n for n, sig in current.items() if self._indexed.get(n) != sig]
         if self._indexed and not changed and set(self._indexed) <= set(current):
             return 0  # nothing changed since the last sync: no write on a turn's path
@@ -68,6 +78,28 @@ class Memory:
                 store.replace_document(conn, name, self.documents.passages(name))
         self._indexed = current
         return len(changed) + len(gone)
+
+    def _history_signatures(self) -> dict[str, Signature]:
+        """The history files' signatures, scanned again only when the gateway wrote to them
+        or HISTORY_RESCAN_SECONDS passed (a turn's path stays one stat a standing document
+        however many days of history there are)."""
+        writes, now = self.documents.history_writes, time.monotonic()
+        kept = self._history
+        if kept is None or kept[0] != writes or now - kept[1] >= HISTORY_RESCAN_SECONDS:
+            kept = self._history = (writes, now, self.documents.history_signatures())
+        return kept[2]
+
+    def _injected(self, name: str, signature: Signature | None) -> str:
+        """An injected document's text (cut to STANDING_CHARS), read again only when its
+        signature changed."""
+        if signature is None:
+            return ""
+        kept = self._bodies.get(name)
+        if kept is not None and kept[0] == signature:
+            return kept[1]
+        body = self.documents.read(name, STANDING_CHARS).strip()
+        self._bodies[name] = (signature, body)
+        return body
 
     def remember(self, *, kind: str, words: str, written_by: str,
                  filed_under: str | None) -> Remembered:
@@ -122,11 +154,12 @@ class Memory:
         refusal = reach.read_refusal("this turn read none of it")
         if refusal is not None:
             return Fed(None, f"Read no memory. {refusal}")
-        self.sync_documents()
+        standing = self.documents.standing_signatures()
+        self.sync_documents(standing)
         parts: list[str] = []
         names: list[str] = []
         for name in INJECTED:
-            body = self.documents.read(name, STANDING_CHARS).strip()
+            body = self._injected(name, standing.get(name))
             if _has_substance(body):
                 parts.append(f"## {name}\n{body}")
                 names.append(name)
