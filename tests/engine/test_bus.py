@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hearth.engine.delivery.events import Bus, done_frame
+from hearth.engine.delivery.events import Bus, done_frame, until
 
 
 def test_every_waiter_wakes_at_the_end_and_none_leaves_anything_behind() -> None:
@@ -30,6 +30,23 @@ def test_a_wait_that_times_out_alone_leaves_nothing() -> None:
         assert bus._run_ended == {} and dict(bus._waiters) == {}
         bus.run_ended("run-2")  # the run's end after nobody waits is harmless
         assert bus._run_ended == {}
+
+    asyncio.run(scenario())
+
+
+def test_an_end_between_watching_and_waiting_is_heard_at_once() -> None:
+    """/wait watches, then reads the run's status, then waits: a run that ends while the read
+    is away must wake it at once, not after the whole timeout."""
+    async def scenario() -> None:
+        bus = Bus()
+        with bus.watching("run-3") as ended:
+            await asyncio.sleep(0)  # the status read's await
+            bus.run_ended("run-3")  # the run ends meanwhile
+            assert await until(ended, 0.5)
+        assert bus._run_ended == {} and dict(bus._waiters) == {}
+        with bus.watching("run-4") as never:
+            assert not await until(never, 0.01)  # the control: no end, a timeout
+        assert bus._run_ended == {} and dict(bus._waiters) == {}
 
     asyncio.run(scenario())
 

@@ -57,6 +57,7 @@ def new_run_id() -> str:
 
 _INSERT = runs.insert()
 _GET = select(runs).where(runs.c.run_id == bindparam("b_run"))
+_STATUS = select(runs.c.status).where(runs.c.run_id == bindparam("b_run"))
 _OTHER_ACTIVE = (
     select(runs.c.id)
     .where(runs.c.session_key == bindparam("b_key"), runs.c.status.in_(ACTIVE))
@@ -85,6 +86,12 @@ def insert(
 def get(conn: Connection, run_id: str) -> RunRow | None:
     row = conn.execute(_GET, {"b_run": run_id}).first()
     return RunRow.of(row) if row else None
+
+
+def status_of(conn: Connection, run_id: str) -> str | None:
+    """The run's status alone (None: no such run): what a waiter needs to know first."""
+    row = conn.execute(_STATUS, {"b_run": run_id}).first()
+    return None if row is None else str(row[0])
 
 
 def any_active(conn: Connection, session_key: str) -> bool:

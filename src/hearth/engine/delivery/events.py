@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,15 @@ QUEUE_SIZE = 10_000
 
 class PublishedOffLoop(RuntimeError):
     """The bus was published to from a thread that runs no event loop."""
+
+
+async def until(event: asyncio.Event, timeout: float) -> bool:
+    """Wait for `event` at most `timeout` seconds; whether it was set."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _on_the_loop(what: str) -> None:
@@ -176,14 +186,20 @@ class Bus:
     async def wait_run(self, run_id: str, timeout: float) -> None:
         """Until the run ends, or `timeout` seconds. Call it right after seeing the run admitted
         or running, with no await in between: the end of a run is not remembered, so a run that
-        ended before the call is waited on for the whole timeout. The last waiter to leave takes
-        the run's event away, so a run waited on and never ended here leaves nothing behind."""
+        ended before the call is waited on for the whole timeout (`watching` has no such gap)."""
+        with self.watching(run_id) as ended:
+            await until(ended, timeout)
+
+    @contextmanager
+    def watching(self, run_id: str) -> Iterator[asyncio.Event]:
+        """The event set when the run ends, heard from now on: a caller that watches first and
+        reads the run's state after cannot miss an end between the two. The last watcher to
+        leave takes the run's event away, so a run watched and never ended here leaves nothing
+        behind."""
         event = self._run_ended.setdefault(run_id, asyncio.Event())
         self._waiters[run_id] += 1
         try:
-            await asyncio.wait_for(event.wait(), timeout)
-        except TimeoutError:
-            return
+            yield event
         finally:
             self._waiters[run_id] -= 1
             if not self._waiters[run_id]:

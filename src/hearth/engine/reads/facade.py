@@ -121,6 +121,10 @@ class Reads:
         """The run's view; with `with_message`, its answer's view too (`queries.run_status`)."""
         return await queries.run_status(self._db, run_id, with_message)
 
+    async def run_state(self, run_id: str) -> str | None:
+        """The run's status alone (None: no such run): cheaper than its view."""
+        return await queries.run_state(self._db, run_id)
+
     async def current_run(self, key: str) -> str | None:
         return await queries.current_run(self._db, key)
 

@@ -27,6 +27,11 @@ async def run_status(db: Database, run_id: str, with_message: bool = False
     return await db.reading(_run_status, run_id, with_message)
 
 
+async def run_state(db: Database, run_id: str) -> str | None:
+    """The run's status alone, None when there is no such run."""
+    return await db.reading(run_store.status_of, run_id)
+
+
 def _run_status(conn: Connection, run_id: str, with_message: bool) -> dict[str, Any] | None:
     run = run_store.get(conn, run_id)
     if run is None:

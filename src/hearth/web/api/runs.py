@@ -8,11 +8,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from hearth.engine.delivery.events import until
 from hearth.engine.runtime import Engine
 from hearth.errors import Refusal
 from hearth.web.http.deps import EngineDep
 
 router = APIRouter()
+ACTIVE = ("admitted", "running")  # a run still to end
 
 
 async def _run_or_404(engine: Engine, run_id: str, with_message: bool = False
@@ -37,12 +39,16 @@ async def wait_run(
 ) -> dict[str, Any]:
     """The run once it ends (or `timeout` seconds pass: `timed_out`); with `message=true`,
     also the view of its answer (`message`: null while it runs or when it wrote none), so a
-    client needs no further read to show the end."""
+    client needs no further read to show the end. The end is heard from before the run's
+    status is read, and only its status is read before waiting: the view is read once."""
+    with engine.bus.watching(run_id) as ended:
+        state = await engine.reads.run_state(run_id)
+        if state is None:
+            raise Refusal("run_not_found", 404, f"There is no run {run_id!r}.")
+        if state in ACTIVE:
+            await until(ended, timeout)
     view = await _run_or_404(engine, run_id, message)
-    if view["status"] in ("admitted", "running"):
-        await engine.bus.wait_run(run_id, timeout)
-        view = await _run_or_404(engine, run_id, message)
-    view["timed_out"] = view["status"] in ("admitted", "running")
+    view["timed_out"] = view["status"] in ACTIVE
     return view
 
 
