@@ -107,6 +107,10 @@ class Reads:
         approvals."""
         return await queries.of_chat(self._db, key, run_ids)
 
+    async def pending_approvals(self, key: str) -> list[dict[str, Any]]:
+        """The chat's approvals still waiting for an answer."""
+        return await queries.pending_of(self._db, key)
+
     async def is_queued(self, key: str, run_id: str | None) -> bool:
         return await queries.is_queued(self._db, key, run_id)
 

@@ -146,8 +146,16 @@ async def of_chat(db: Database, key: str, run_ids: set[str]
 def _of_chat(conn: Connection, key: str, run_ids: set[str]
              ) -> tuple[str | None, set[str], list[dict[str, Any]]]:
     running, queued = _queued(conn, key, run_ids)
-    pending = [approval_view(a) for a in approvals.pending(conn) if a.session_key == key]
-    return running, queued, pending
+    return running, queued, _pending_of(conn, key)
+
+
+async def pending_of(db: Database, key: str) -> list[dict[str, Any]]:
+    """The chat's approvals still waiting for an answer (as `approval_view` shows them)."""
+    return await db.reading(_pending_of, key)
+
+
+def _pending_of(conn: Connection, key: str) -> list[dict[str, Any]]:
+    return [approval_view(a) for a in approvals.pending(conn) if a.session_key == key]
 
 
 async def is_queued(db: Database, key: str, run_id: str | None) -> bool:

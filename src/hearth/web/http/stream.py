@@ -66,7 +66,8 @@ async def frames(engine: Engine, key: str, last: int, sub: Subscription
 
     The replay holds the `done` of every run that ended after `last`; a run that ends while
     it is read may be both in the store and on the bus, so the live part skips the `done` of
-    a run the replay sent."""
+    a run the replay sent. After the replay, an `approval` frame for each approval still
+    waiting (it may have been asked before the stream began: a page drawn just before it)."""
     replayed: set[str] = set()
     try:
         while True:
@@ -77,6 +78,8 @@ async def frames(engine: Engine, key: str, last: int, sub: Subscription
             replayed |= page.ended
             if not page.more:
                 break
+        for view in await engine.reads.pending_approvals(key):  # asked before this stream
+            yield {"type": "approval", "run_id": view["run_id"], "approval": view}
         status = await engine.reads.current_run(key)
         yield {"type": "status", "running": status is not None, "run_id": status,
                "boot": engine.boot}

@@ -201,6 +201,7 @@ function onMessage(frame) {
 function onApproval(frame) {
   const card = document.getElementById(frame.target);
   if (card) card.querySelector(".approval-slot").replaceChildren(fragment(frame.html));
+  refresh("side");  // the chat's "Waiting" and the Approvals count, asked or answered
 }
 
 function setRunning(runId) {
@@ -232,7 +233,9 @@ function onStatus(frame) {
 function onDone(frame) {
   endStreaming();
   if (turnNote) turnNote.hidden = true;  // the answer's own line says it from now on
+  let withdrawn = false;
   for (const slot of list.querySelectorAll(`[data-run="${CSS.escape(frame.run_id)}"] .approval-slot`)) {
+    withdrawn ||= slot.childElementCount > 0;
     slot.replaceChildren();  // an approval the ending withdrew
   }
   for (const waiting of list.querySelectorAll(`[data-run="${CSS.escape(frame.run_id)}"] .waiting`)) {
@@ -240,7 +243,7 @@ function onDone(frame) {
     waiting.classList.remove("waiting");
   }
   if (list.dataset.running === frame.run_id) setRunning(null);
-  refresh("map");
+  refresh(withdrawn || WIDE.matches ? "side" : "map");  // the sidebar's pulse and "Waiting"
 }
 
 const handlers = { delta: onDelta, message: onMessage, approval: onApproval, status: onStatus,
@@ -284,9 +287,11 @@ let refreshAgain = null;  // "all" or "map": what to fetch once the fetch out is
 let keepInView = null;  // {index, top}: the pager clicked stays where it was
 let moves = 0;  // `path` frames seen: a form's answer after one has nothing more to fetch
 
+const REACH = { map: 1, side: 2, all: 3 };  // what a fetch swaps in: each the one before, and more
+
 function refresh(what) {
   if (refreshing) {
-    if (refreshAgain !== "all") refreshAgain = what;
+    if (!refreshAgain || REACH[what] > REACH[refreshAgain]) refreshAgain = what;
     return refreshing;
   }
   refreshing = (async () => {
@@ -313,8 +318,20 @@ async function refreshOnce(what) {
   const map = document.getElementById("chat-map");
   const freshMap = doc.getElementById("chat-map");
   if (map && freshMap) map.replaceWith(freshMap);
+  swapSidebar(doc);
   if (what === "all") swapList(doc, drawn);
   trackPlace();
+}
+
+// The sidebar's chat list and the Approvals count, as the page fetched again draws them (the
+// list's own element stays, so its scroll does too).
+function swapSidebar(doc) {
+  const nav = document.querySelector(".sidebar .chat-nav");
+  const freshNav = doc.querySelector(".sidebar .chat-nav");
+  if (nav && freshNav) nav.replaceChildren(...freshNav.childNodes);
+  const approvals = document.querySelector(".page-nav a[href='/approvals']");
+  const freshApprovals = doc.querySelector(".page-nav a[href='/approvals']");
+  if (approvals && freshApprovals) approvals.replaceChildren(...freshApprovals.childNodes);
 }
 
 function swapList(doc, drawn) {

@@ -1,0 +1,58 @@
+"""The dashboard's rough edges a new user hit first (issue 25), each found in Chromium: the
+first message's approval shows while you watch, a message sent while a turn runs is drawn
+after the answer it waited behind, the sidebar follows an approval answered, and more."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+from playwright.sync_api import Page, expect  # noqa: E402
+
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.gateway import Gateway
+
+Shot = Callable[[Page, str], Path]
+
+
+def test_the_first_messages_approval_shows_while_you_watch(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot) -> None:
+    page = signed_in(gateway)  # on the front page: a new chat
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "a.txt", "content": "x"})]),
+                      Reply(text="Finished."))
+    page.get_by_label("Message").fill("write a.txt")
+    page.get_by_label("Message").press("Enter")
+    expect(page.get_by_role("button", name="Allow once")).to_be_visible()
+    expect(page.locator("#turn-status .what")).to_have_text("Waiting for your answer")
+    shot(page, "first-message-approval")
+    page.get_by_role("button", name="Allow once").click()
+    expect(page.locator(".item.assistant .markdown")).to_have_text("Finished.")
+
+
+def test_the_sidebar_follows_an_approval_asked_and_answered(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot) -> None:
+    page = signed_in(gateway)
+    api = gateway.client()
+    key = api.new_chat(trust="ask")
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "b.txt", "content": "x"})]),
+                      Reply(text="Finished."))
+    page.goto(f"{gateway.url}/chats/{key}")
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    link = page.locator(f".chat-nav a[href='/chats/{key}']")
+    badge = page.locator(".page-nav a[href='/approvals'] .count")
+    expect(badge).to_have_count(0)
+    api.send(key, "write b.txt")
+    expect(page.get_by_role("button", name="Allow once")).to_be_visible()
+    expect(link.locator(".pill.waiting")).to_have_text("Waiting")  # asked: drawn without a reload
+    expect(badge).to_have_text("1")
+    shot(page, "sidebar-waiting")
+    page.get_by_role("button", name="Allow once").click()
+    expect(page.locator(".item.assistant .markdown")).to_have_text("Finished.")
+    expect(link.locator(".pill.waiting")).to_have_count(0)  # answered: gone without a reload
+    expect(badge).to_have_count(0)
