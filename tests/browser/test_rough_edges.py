@@ -56,3 +56,40 @@ def test_the_sidebar_follows_an_approval_asked_and_answered(
     expect(page.locator(".item.assistant .markdown")).to_have_text("Finished.")
     expect(link.locator(".pill.waiting")).to_have_count(0)  # answered: gone without a reload
     expect(badge).to_have_count(0)
+
+
+def _said(page: Page) -> list[str]:
+    """The transcript's messages as drawn, in order: (kind) text."""
+    return [f"{kind}: {text.strip()}" for kind, text in page.evaluate(
+        """() => [...document.querySelectorAll('#transcript > .item.user, '
+                  + '#transcript > .item.assistant:not(#streaming)')]
+               .map((item) => [item.classList.contains('user') ? 'user' : 'assistant',
+                               item.querySelector('.text, .markdown')?.innerText ?? ''])""")]
+
+
+def test_a_message_sent_while_a_turn_runs_is_drawn_after_the_answer_it_waited_behind(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot) -> None:
+    page = signed_in(gateway)
+    key = gateway.client().new_chat()
+    slow = " ".join(f"w{i}" for i in range(40))
+    model_server.push(Reply(text=slow + " first", chunks=20, delay=0.1),
+                      Reply(text="second answer"))
+    page.goto(f"{gateway.url}/chats/{key}")
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    box = page.get_by_label("Message")
+    box.fill("question one")
+    box.press("Enter")
+    expect(page.locator("#streaming .text")).to_contain_text("w3")
+    box.fill("question two")
+    box.press("Enter")
+    expect(page.locator(".item.assistant .markdown").last).to_have_text("second answer",
+                                                                         timeout=20_000)
+    want = ["user: question one", f"assistant: {slow} first", "user: question two",
+            "assistant: second answer"]
+    assert _said(page) == want
+    expect(page.locator(".topbar .page-title")).to_have_text("A title")  # named as it answered
+    shot(page, "queued-message-order")
+    page.reload()
+    expect(page.locator(".item.assistant .markdown").last).to_have_text("second answer")
+    assert _said(page) == want  # the store's order is drawn the same way

@@ -136,11 +136,26 @@ def approval_item(view: dict[str, Any]) -> dict[str, Any]:
             "card": card_id(view["run_id"], view["call_id"])}
 
 
+def by_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each turn's kept together, turns in the order they began: a message
+    sent while a turn ran is stored before that turn's answer (admitted first), and is drawn
+    after it, where it was answered. A message of no run stays after what came before it."""
+    rank: dict[str, int] = {}
+    keyed = []
+    for position, message in enumerate(messages):
+        run = message["run_id"]
+        if run is not None:
+            rank.setdefault(run, len(rank))
+        keyed.append(((rank[run] if run is not None else len(rank) - 1), position, message))
+    return [message for _, _, message in sorted(keyed, key=lambda k: (k[0], k[1]))]
+
+
 def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
-    """The page's items in order; results and approvals are folded into their call's card."""
+    """The page's items in turn order (`by_turn`); results and approvals are folded into
+    their call's card."""
     cards: dict[str, Item] = {}
     items: list[Item] = []
-    for message in messages:
+    for message in by_turn(messages):
         item = item_of(message, queued=message["run_id"] in state.queued)
         if item["kind"] == "tool_call":
             item["approval"] = state.pending.get(item["card"])

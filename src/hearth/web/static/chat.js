@@ -148,12 +148,27 @@ function fragment(html) {
   return holder.content;
 }
 
+// Where an item of `runId` goes: right after that turn's last item (so a message sent while
+// the turn ran, drawn at the end, stays after the turn's answer, as a reload draws it), or at
+// the end when the turn has none on the page yet. The node to insert before (null: the end).
+function placeFor(runId, streaming = document.getElementById("streaming")) {
+  const mine = runId
+    ? [...list.querySelectorAll(`:scope > [data-run="${CSS.escape(runId)}"]`)].filter((i) => i !== streaming)
+    : [];
+  if (mine.length) {
+    const next = mine[mine.length - 1].nextElementSibling;
+    return next === streaming && streaming?.dataset.run === runId ? streaming : next;
+  }
+  return streaming?.dataset.run === runId || !runId ? streaming : null;
+}
+
 function streamingItem(runId) {
   let item = document.getElementById("streaming");
   if (!item) {
     item = document.getElementById("streaming-template").content.firstElementChild.cloneNode(true);
     item.id = "streaming";
-    list.append(item);
+    item.dataset.run = runId;
+    list.insertBefore(item, placeFor(runId, null));
   }
   item.dataset.run = runId;
   return item;
@@ -194,8 +209,7 @@ function onMessage(frame) {
   }
   const drawn = fragment(kind === "tool_result" ? frame.orphan_html : frame.html);
   drawnDuringRefresh?.push(...drawn.children);
-  const streaming = document.getElementById("streaming");
-  if (streaming) list.insertBefore(drawn, streaming); else list.append(drawn);
+  list.insertBefore(drawn, placeFor(frame.run_id));
 }
 
 function onApproval(frame) {
@@ -323,9 +337,15 @@ async function refreshOnce(what) {
   trackPlace();
 }
 
-// The sidebar's chat list and the Approvals count, as the page fetched again draws them (the
-// list's own element stays, so its scroll does too).
+// The sidebar's chat list, the Approvals count and the chat's title, as the page fetched
+// again draws them (the list's own element stays, so its scroll does too).
 function swapSidebar(doc) {
+  const title = document.querySelector(".topbar .page-title");
+  const freshTitle = doc.querySelector(".topbar .page-title");
+  if (title && freshTitle && title.textContent !== freshTitle.textContent) {
+    title.replaceChildren(...freshTitle.childNodes);
+    document.title = doc.title;
+  }
   const nav = document.querySelector(".sidebar .chat-nav");
   const freshNav = doc.querySelector(".sidebar .chat-nav");
   if (nav && freshNav) nav.replaceChildren(...freshNav.childNodes);
@@ -340,8 +360,9 @@ function swapList(doc, drawn) {
   const freshLast = Number(fresh.dataset.lastSeq ?? 0);
   const later = drawn.filter((item) => item.isConnected && Number(item.dataset.seq) > freshLast);
   const streaming = document.getElementById("streaming");
-  list.replaceChildren(...fresh.childNodes, ...later);
-  if (streaming) list.append(streaming);
+  list.replaceChildren(...fresh.childNodes);
+  for (const item of later) list.insertBefore(item, placeFor(item.dataset.run, null));
+  if (streaming) list.insertBefore(streaming, placeFor(streaming.dataset.run, null));
   lastSeq = Math.max(freshLast, ...later.map((item) => Number(item.dataset.seq)));
   list.dataset.lastSeq = String(lastSeq);
   const earlier = document.querySelector(".chat-column > .earlier");
