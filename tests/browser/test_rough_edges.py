@@ -93,3 +93,26 @@ def test_a_message_sent_while_a_turn_runs_is_drawn_after_the_answer_it_waited_be
     page.reload()
     expect(page.locator(".item.assistant .markdown").last).to_have_text("second answer")
     assert _said(page) == want  # the store's order is drawn the same way
+
+
+def test_editing_the_first_message_leaves_no_earlier_messages_link(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page]
+        ) -> None:
+    page = signed_in(gateway)
+    api = gateway.client()
+    key = api.new_chat()
+    model_server.push(Reply(text="Hi."))
+    assert api.wait(api.send(key, "hello")["run_id"])["status"] == "complete"
+    page.goto(f"{gateway.url}/chats/{key}")
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    mine = page.locator(".item.user").first
+    mine.hover()
+    mine.get_by_role("button", name="Edit").click()
+    model_server.push(Reply(text="Hello again."))
+    page.get_by_label("Your message, edited").fill("hello there")
+    page.get_by_label("Your message, edited").press("Enter")
+    expect(page.locator(".item.assistant .markdown")).to_have_text(["Hello again."])
+    expect(page.get_by_role("link", name="Earlier messages")).to_have_count(0)
+    page.reload()
+    expect(page.locator(".item.assistant .markdown")).to_have_text(["Hello again."])
+    expect(page.get_by_role("link", name="Earlier messages")).to_have_count(0)

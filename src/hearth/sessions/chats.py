@@ -302,6 +302,7 @@ class ChatWindow:
     current_run: RunRow | None
     variants: dict[str, branches.Variants]
     first_visible: int
+    earlier: bool = False  # the path holds events before the window's first
 
     def visible_indexes(self) -> dict[str, int]:
         """Each user and assistant event's visible index, by event id."""
@@ -322,8 +323,9 @@ def _window(conn: Connection, key: str, limit: int, before: int | None) -> ChatW
     row = chat_in(conn, key)
     events = transcript.window(conn, key, limit, before)
     first = branches.visible_before(conn, key, events[0].seq) if events else 0
+    earlier = bool(events) and bool(transcript.window(conn, key, 1, events[0].seq))
     return ChatWindow(row, events, run_store.current(conn, key),
-                      branches.variants(conn, key, events), first)
+                      branches.variants(conn, key, events), first, earlier)
 
 
 async def list_chats(

@@ -65,7 +65,7 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
                       last_seq=window.events[-1].seq if window.events else 0,
                       # an earlier window follows what is said from now on, not what came after it
                       live_after=window.session.last_seq if before is not None else 0,
-                      earlier=first if first is not None and first > 1 else None,
+                      earlier=first if window.earlier else None,
                       running=state.running if before is None else None,
                       models=list(choices.models), agents=list(choices.agents),
                       link=await channels_view.link_of(engine, key),  # where it answers
