@@ -116,3 +116,22 @@ def test_editing_the_first_message_leaves_no_earlier_messages_link(
     page.reload()
     expect(page.locator(".item.assistant .markdown")).to_have_text(["Hello again."])
     expect(page.get_by_role("link", name="Earlier messages")).to_have_count(0)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_sign_in_page_shows_nothing_of_the_app_and_says_its_error_plainly(
+        gateway: Gateway, page: Page, shot: Shot, scheme: str) -> None:
+    page.emulate_media(color_scheme=scheme)
+    page.goto(f"{gateway.url}/login")
+    for hidden in ("New chat", "Approvals", "Settings", "Sign out", "Search chats"):
+        expect(page.get_by_text(hidden, exact=True)).to_have_count(0)
+    expect(page.locator(".sidebar, nav")).to_have_count(0)
+    page.get_by_label("Token").fill("not-the-token")
+    page.get_by_role("button", name="Sign in").click()
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("That is not this gateway's token. hearth token prints it.")
+    assert "`" not in alert.inner_text()
+    expect(alert.locator("code")).to_have_text("hearth token")
+    shot(page, f"login-error-{scheme}")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, f"login-error-{scheme}-phone")

@@ -42,7 +42,7 @@ async def login(request: Request, engine: EngineDep) -> Response:
     expected: str = request.app.state.token
     if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
         return render("login.html", status=401,
-                      error="That is not this gateway's token. `hearth token` prints it.")
+                      error="That is not this gateway's token.")
     cookie = signin.issue(expected)
     await engine.access.begin_signin(signin.key_of(cookie), signin.MAX_AGE)
     answer = RedirectResponse("/", status_code=303)
