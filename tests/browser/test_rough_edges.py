@@ -135,3 +135,32 @@ def test_the_sign_in_page_shows_nothing_of_the_app_and_says_its_error_plainly(
     shot(page, f"login-error-{scheme}")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, f"login-error-{scheme}-phone")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_chat_map_rail_draws_small_marks_that_never_overlap(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot, scheme: str) -> None:
+    page = signed_in(gateway)
+    page.emulate_media(color_scheme=scheme)
+    api = gateway.client()
+    key = api.new_chat()
+    for n in range(12):
+        if n % 3 == 0:  # a tool call or two: the tick's dots
+            model_server.push(Reply(tool_calls=[Call("read_file", {"path": "x.txt"}),
+                                                Call("list_files", {"path": "."})]))
+        model_server.push(Reply(text=f"Answer {n}."))
+        api.wait(api.send(key, f"question {n}")["run_id"])
+    page.goto(f"{gateway.url}/chats/{key}")
+    rail = page.get_by_role("navigation", name="Chat map")
+    expect(rail.get_by_role("link")).to_have_count(12)
+    boxes = page.evaluate("""() => ({
+        dots: [...document.querySelectorAll('#chat-map .dot')].map((d) => d.getBoundingClientRect().toJSON()),
+        links: [...document.querySelectorAll('#chat-map a')].map((a) => a.getBoundingClientRect().toJSON()),
+        width: window.innerWidth})""")
+    assert len(boxes["dots"]) == 8  # 2 in each of 4 ticks
+    assert all(d["width"] <= 6 and d["height"] <= 6 for d in boxes["dots"]), boxes["dots"]
+    tops = [(a["top"], a["bottom"]) for a in boxes["links"]]
+    assert all(upper[1] <= lower[0] + 0.5 for upper, lower in zip(tops, tops[1:])), tops
+    assert all(a["right"] <= boxes["width"] for a in boxes["links"])
+    page.screenshot(path=str(shot(page, f"chat-map-rail-{scheme}")))

@@ -151,7 +151,7 @@ def test_the_composer_sends_once_however_often_the_form_is_posted(client: TestCl
     made = client.post("/chats/new", data={"memory_mode": "persistent", "text": "first",
                                            "csrf": csrf})
     page = client.get(made.headers["location"]).text
-    assert 'src="/static/composer.js"' in page and 'name="client_message_id"' in page
+    assert 'src="/static/composer.js?v=' in page and 'name="client_message_id"' in page
     message_id = page.split('name="client_message_id" value="', 1)[1].split('"', 1)[0]
     key = made.headers["location"].rsplit("/", 1)[1]
     form = {"text": "hello from the page", "client_message_id": message_id, "csrf": csrf}
@@ -215,3 +215,24 @@ def test_an_untitled_chat_is_called_by_its_first_words(client: TestClient) -> No
     assert shown in listing and "Kept name" in listing and empty in listing
     assert f'<h1 class="page-title">{shown}</h1>' in client.get(f"/chats/{untitled}").text
     assert '<h1 class="page-title">Kept name</h1>' in client.get(f"/chats/{titled}").text
+
+
+def test_a_page_names_each_static_file_by_its_content_and_the_browser_always_asks_again(
+        client: TestClient) -> None:
+    """A gateway upgraded must never have its new pages drawn with an old stylesheet a
+    browser kept (the chat map's rail once drew as large circles that way)."""
+    import hashlib
+    import re
+
+    from hearth.web.pages.ui import STATIC
+
+    sign_in(client)
+    page = client.get("/").text
+    named = dict(re.findall(r'/static/([a-z_]+\.(?:css|js|svg))\?v=([0-9a-f]{10})"', page))
+    assert {"hearth.css", "shell.js", "hearth.svg"} <= set(named)
+    for name, digest in named.items():
+        assert digest == hashlib.sha256((STATIC / name).read_bytes()).hexdigest()[:10]
+    first = client.get("/static/hearth.css")
+    assert first.headers["cache-control"] == "no-cache" and first.headers["etag"]
+    again = client.get("/static/hearth.css", headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304

@@ -203,7 +203,7 @@ def test_the_dashboard_offers_the_download_and_the_import(api: Api,
     page = api.http.get(f"/chats/{key}")
     assert f'href="/api/sessions/{key}/export?format=jsonl"' in page.text
     listing = api.http.get("/chats")
-    assert "data-import-form" in listing.text and 'src="/static/import.js"' in listing.text
+    assert "data-import-form" in listing.text and 'src="/static/import.js?v=' in listing.text
     assert api.http.get("/static/import.js").status_code == 200
 
 

@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.staticfiles import StaticFiles
 
 from hearth import __version__, allocations, masking
 from hearth.channels import setup
@@ -40,6 +39,7 @@ from hearth.web.http.auth import require_token
 from hearth.web.http.headers import SecurityHeaders
 from hearth.web.http.limits import BodyLimit, BodyTimeout
 from hearth.web.http.starting import Starting
+from hearth.web.http.static_files import RevalidatedFiles
 from hearth.web.pages import (
     agent_files as agent_files_page,
     approvals as approvals_page,
@@ -103,7 +103,7 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.add_middleware(SecurityHeaders)
     app.state.quotas = quotas.AppQuotas()  # what each app used (web.quotas)
     app.add_middleware(quotas.ReleaseAtEnd)  # an app's stream counted down however it ends
-    app.mount("/static", StaticFiles(directory=dashboard.STATIC), name="static")
+    app.mount("/static", RevalidatedFiles(directory=dashboard.STATIC), name="static")
     _include_api(app, engine, channels, starting)
     _include_pages(app)
     return app

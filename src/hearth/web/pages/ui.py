@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse
 from hearth.engine.views import UNREADABLE, moment
 from hearth.sessions.naming import shown_name
 from hearth.web.http import signin
+from hearth.web.http.static_files import asset_url
 from hearth.web.pages import markdown
 from hearth.web.pages.icons import icon
 
@@ -69,7 +70,8 @@ def templates() -> Environment:
     from jinja2 import Environment, FileSystemLoader
 
     made = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-    made.globals.update(markdown=markdown.render, icon=icon, nav=NAV, shown_name=shown_name)
+    made.globals.update(markdown=markdown.render, icon=icon, nav=NAV, shown_name=shown_name,
+                        asset=functools.partial(asset_url, STATIC))
     made.filters.update(utc=utc, local=local)
     return made
 
