@@ -154,10 +154,11 @@ def test_the_chat_map_rail_draws_small_marks_that_never_overlap(
     page.goto(f"{gateway.url}/chats/{key}")
     rail = page.get_by_role("navigation", name="Chat map")
     expect(rail.get_by_role("link")).to_have_count(12)
-    boxes = page.evaluate("""() => ({
-        dots: [...document.querySelectorAll('#chat-map .dot')].map((d) => d.getBoundingClientRect().toJSON()),
-        links: [...document.querySelectorAll('#chat-map a')].map((a) => a.getBoundingClientRect().toJSON()),
-        width: window.innerWidth})""")
+    boxes = page.evaluate("""() => {
+        const at = (sel) => [...document.querySelectorAll(sel)]
+            .map((e) => e.getBoundingClientRect().toJSON());
+        return {dots: at('#chat-map .dot'), links: at('#chat-map a'), width: innerWidth};
+    }""")
     assert len(boxes["dots"]) == 8  # 2 in each of 4 ticks
     assert all(d["width"] <= 6 and d["height"] <= 6 for d in boxes["dots"]), boxes["dots"]
     tops = [(a["top"], a["bottom"]) for a in boxes["links"]]
