@@ -162,6 +162,7 @@ def test_the_chat_map_rail_draws_small_marks_that_never_overlap(
     assert len(boxes["dots"]) == 8  # 2 in each of 4 ticks
     assert all(d["width"] <= 6 and d["height"] <= 6 for d in boxes["dots"]), boxes["dots"]
     tops = [(a["top"], a["bottom"]) for a in boxes["links"]]
-    assert all(upper[1] <= lower[0] + 0.5 for upper, lower in zip(tops, tops[1:], strict=False)), tops
+    pairs = zip(tops, tops[1:], strict=False)
+    assert all(upper[1] <= lower[0] + 0.5 for upper, lower in pairs), tops
     assert all(a["right"] <= boxes["width"] for a in boxes["links"])
     page.screenshot(path=str(shot(page, f"chat-map-rail-{scheme}")))
