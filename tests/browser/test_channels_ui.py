@@ -213,7 +213,7 @@ def test_settings_show_a_channels_error_in_its_sentence(
     page = signed_in(gateway)
     set_theme(page, gateway, "dark")
     page.set_viewport_size(PHONE)
-    page.goto(f"{gateway.url}/settings")
+    page.goto(f"{gateway.url}/settings#channels")
     row = page.locator("#channels .channel-row")
     expect(row.locator(".channel-state")).to_have_text("error")
     said = health["sentence"].split(" (next try")[0]  # the pause grows while the page loads

@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
+from tests.support.browser import DESKTOP, PHONE, no_sideways_scroll, set_theme
 
 Shot = Callable[[Page, str], Path]
 
@@ -166,3 +167,76 @@ def test_the_chat_map_rail_draws_small_marks_that_never_overlap(
     assert all(upper[1] <= lower[0] + 0.5 for upper, lower in pairs), tops
     assert all(a["right"] <= boxes["width"] for a in boxes["links"])
     page.screenshot(path=str(shot(page, f"chat-map-rail-{scheme}")))
+
+
+def _in_view_below_the_top_bar(page: Page, selector: str) -> bool:
+    return bool(page.evaluate("""(sel) => {
+        const box = document.querySelector(sel).getBoundingClientRect();
+        const bar = document.querySelector('.topbar').getBoundingClientRect();
+        const nav = document.querySelector('.settings-nav').getBoundingClientRect();
+        const cover = nav.width > innerWidth / 2 ? nav.bottom : bar.bottom;  // a phone's tabs
+        return box.top >= cover - 1 && box.bottom <= innerHeight;
+    }""", selector))
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_after_add_model_the_confirmation_is_in_view_below_the_top_bar(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        size: dict[str, int]) -> None:
+    page = signed_in(gateway)
+    page.set_viewport_size(size)
+    page.goto(f"{gateway.url}/settings#add-model")
+    page.get_by_label("Id", exact=True).fill("spare")
+    page.get_by_label("Model name").fill("fake-model")
+    page.get_by_label("Base URL").fill(model_server.openai_base_url)
+    page.get_by_role("button", name="Add model").click()
+    notice = page.locator(".notice.saved")
+    expect(notice).to_contain_text("The model is added")
+    assert _in_view_below_the_top_bar(page, ".notice.saved")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_settings_show_one_section_at_a_time_and_deep_links_open_theirs(
+        gateway: Gateway, signed_in: Callable[..., Page], shot: Shot, scheme: str) -> None:
+    page = signed_in(gateway)
+    set_theme(page, gateway, scheme)
+    nav = page.get_by_role("navigation", name="Settings sections")
+    page.goto(f"{gateway.url}/settings")
+    expect(nav.get_by_role("link")).to_have_text(
+        ["Models", "Agents", "Channels", "Apps", "Jobs", "Shell sandbox", "Account"])
+    expect(page.locator("#models")).to_be_visible()
+    expect(page.locator("#apps")).to_be_hidden()
+    nav.get_by_role("link", name="Apps").click()
+    expect(page.locator("#apps")).to_be_visible()
+    expect(page.locator("#models")).to_be_hidden()
+    expect(nav.get_by_role("link", name="Apps")).to_have_attribute("aria-current", "page")
+    shot(page, f"settings-sections-{scheme}")
+    page.goto(f"{gateway.url}/settings#agents")  # a deep link, loaded anew
+    page.reload()
+    expect(page.locator("#agents")).to_be_visible()
+    expect(page.locator("#models")).to_be_hidden()
+    page.goto(f"{gateway.url}/settings#chain")  # a place inside a section opens that section
+    page.reload()
+    expect(page.locator("#models")).to_be_visible()
+    expect(page.locator("#chain")).to_be_in_viewport()
+    page.set_viewport_size(PHONE)
+    page.goto(f"{gateway.url}/settings#account")
+    page.reload()
+    expect(page.locator("#account")).to_be_visible()
+    box = nav.bounding_box()
+    assert box is not None and box["width"] <= PHONE["width"]  # tabs, not a column
+    tabs = nav.get_by_role("link")
+    assert tabs.nth(0).bounding_box()["y"] == tabs.nth(1).bounding_box()["y"]  # in a row
+    no_sideways_scroll(page)
+    shot(page, f"settings-sections-phone-{scheme}")
+
+
+def test_a_refused_settings_form_opens_its_own_section(
+        gateway: Gateway, signed_in: Callable[..., Page]) -> None:
+    page = signed_in(gateway)
+    page.goto(f"{gateway.url}/settings#agent-form")
+    page.get_by_label("Name", exact=True).fill("bad name!")
+    page.get_by_role("button", name="Save the agent").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    expect(page.locator("#agents")).to_be_visible()
+    expect(page.locator("#models")).to_be_hidden()

@@ -41,7 +41,8 @@ def shots(page: Page, gateway: Gateway, shot: Shot, path: str, name: str, *,
         for size, suffix in ((DESKTOP, ""), (PHONE, "-phone")):
             page.set_viewport_size(size)
             page.goto(f"{gateway.url}{address}")
-            if fragment:
+            if fragment:  # a place a page shows in sections (Settings) is opened by its hash
+                page.evaluate("(place) => { window.location.hash = place; }", fragment)
                 page.locator(f"#{fragment}").scroll_into_view_if_needed()
             if then is not None:
                 then(page)

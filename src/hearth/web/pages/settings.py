@@ -45,6 +45,12 @@ SAVED = {
     "name": "Your name is saved; the agent is told it from your next message.",
     "app_revoked": "The app is revoked: its token is refused from now on.",
 }
+# where each saved change's sentence is shown (the anchor the page opens at)
+SAVED_AT = {"model": "models", "removed": "models", "chain": "chain", "agent": "agents",
+            "name": "you", "app_revoked": "apps"}
+# the section a form posted to /settings/<first segment> belongs to: a refusal opens it
+SECTION_OF = {"models": "models", "chain": "models", "agents": "agents", "name": "account",
+              "apps": "apps"}
 MAX_CHAIN_SLOTS = 6
 
 
@@ -127,6 +133,8 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
     slots = max(1, min(len(choices), MAX_CHAIN_SLOTS))
     shown.setdefault("model_form", {})
     shown.setdefault("agent_form", {})
+    posted = request.url.path.removeprefix("/settings/").split("/", 1)[0]
+    shown.setdefault("section", SECTION_OF.get(posted))
     return await page(
         request, engine, "settings.html", status=status, problem=problem,
         models=_rows(snapshot, kept), kinds=forms.KINDS,
@@ -134,7 +142,8 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
         agents=sorted(config.agents.items()), profiles=forms.PROFILES,
         user_name=config.agent.user_name or "", sandbox=engine.placement,
-        channels=channels_view.rows(request), apps=await engine.reads.apps(), **shown)
+        channels=channels_view.rows(request), apps=await engine.reads.apps(),
+        jobs_count=len(await engine.jobs.listing(None)), **shown)
 
 
 @pages.get("/settings")
@@ -143,6 +152,7 @@ async def settings_page(request: Request, engine: EngineDep,
                         agent: Annotated[str | None, Query(max_length=40)] = None) -> Response:
     editing = engine.config.agents.get(agent) if agent else None
     return await _page(request, engine, saved=SAVED.get(saved or ""), saved_what=saved,
+                 saved_at=SAVED_AT.get(saved or ""),
                  agent_form={"name": agent if editing else "",
                              "system_prompt": (editing.system_prompt or "") if editing else "",
                              "voice": (editing.voice or "") if editing else "",
