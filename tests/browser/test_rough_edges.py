@@ -240,3 +240,42 @@ def test_a_refused_settings_form_opens_its_own_section(
     expect(page.get_by_role("alert")).to_be_visible()
     expect(page.locator("#agents")).to_be_visible()
     expect(page.locator("#models")).to_be_hidden()
+
+
+CODE_ANSWER = ("Here it is:\n\n```python\ndef greet(name):\n    # say hello\n"
+               "    return f\"Hello, {name}!\"\n```\n\nAnd the shell:\n\n```\nls -la\n```")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_code_blocks_are_coloured_and_named_live_and_after_a_reload_alike(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot, scheme: str) -> None:
+    page = signed_in(gateway)
+    set_theme(page, gateway, scheme)
+    key = gateway.client().new_chat()
+    page.goto(f"{gateway.url}/chats/{key}")
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    model_server.push(Reply(text=CODE_ANSWER, chunks=8, delay=0.05))
+    page.get_by_label("Message").fill("show me code")
+    page.get_by_label("Message").press("Enter")
+    blocks = page.locator(".item.assistant .code-block")
+    expect(blocks).to_have_count(2)
+    expect(blocks.first.locator(".code-lang")).to_have_text("python")
+    expect(blocks.nth(1).locator(".code-lang")).to_have_count(0)
+    for block in (blocks.first, blocks.nth(1)):
+        copy = block.locator(".code-head").get_by_role("button", name="Copy the code")
+        expect(copy).to_be_visible()
+    keyword = blocks.first.locator(".k").first
+    plain = blocks.first.locator(".n").first
+    assert keyword.evaluate("e => getComputedStyle(e).color") != \
+        plain.evaluate("e => getComputedStyle(e).color")
+    live = blocks.first.locator("pre").inner_html()
+    shot(page, f"code-blocks-{scheme}")
+    page.reload()
+    expect(blocks).to_have_count(2)
+    assert blocks.first.locator("pre").inner_html() == live  # one renderer
+    page.set_viewport_size(PHONE)
+    page.reload()  # drawn at the phone's width from the start: no drawer sliding away
+    expect(blocks).to_have_count(2)
+    no_sideways_scroll(page)
+    shot(page, f"code-blocks-phone-{scheme}")

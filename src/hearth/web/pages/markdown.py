@@ -4,7 +4,8 @@ CommonMark (plus tables) with raw HTML off: any tag in the text is shown as text
 parsed. Links and images go through markdown-it's link check, which refuses `javascript:`,
 `vbscript:`, `file:` and `data:` URLs (but for a few image types); a refused link stays plain
 text. The page's Content-Security-Policy is the second line: no inline script runs, and
-images load only from the gateway itself.
+images load only from the gateway itself. Code blocks are drawn by `web.pages.code`
+(the language's name, Pygments' colours).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import functools
 from typing import TYPE_CHECKING
 
 from markupsafe import Markup
+
+from hearth.web.pages import code
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -23,7 +26,10 @@ def _parser() -> MarkdownIt:
     """The one parser, made at the first text rendered (markdown-it is not imported before)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    parser = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    parser.add_render_rule("fence", code.fence)
+    parser.add_render_rule("code_block", code.code_block)
+    return parser
 
 
 def render(text: str) -> Markup:

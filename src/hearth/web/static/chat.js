@@ -99,12 +99,9 @@ function decorate(scope) {
       if (pager) pager.after(copy); else tools.prepend(copy);
     }
   }
-  for (const pre of scope.querySelectorAll(".markdown pre")) {
-    if (pre.parentElement.classList.contains("code-block")) continue;
-    const holder = document.createElement("div");
-    holder.className = "code-block";
-    pre.replaceWith(holder);
-    holder.append(pre, copyButton("the code", () => pre.innerText.replace(/\n$/, "")));
+  for (const head of scope.querySelectorAll(".markdown .code-head:not(:has(> .copy))")) {
+    const code = head.parentElement.querySelector("pre");
+    head.append(copyButton("the code", () => code.innerText.replace(/\n$/, "")));
   }
 }
 
