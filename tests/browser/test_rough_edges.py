@@ -279,3 +279,41 @@ def test_code_blocks_are_coloured_and_named_live_and_after_a_reload_alike(
     expect(blocks).to_have_count(2)
     no_sideways_scroll(page)
     shot(page, f"code-blocks-phone-{scheme}")
+
+
+def test_the_keyboard_closes_and_moves_through_menus_and_slash_searches(
+        gateway: Gateway, signed_in: Callable[..., Page], shot: Shot) -> None:
+    page = signed_in(gateway)
+    key = gateway.client().new_chat()
+    page.goto(f"{gateway.url}/chats/{key}")
+    options = page.locator(".chat-menu > summary")
+    box = options.bounding_box()
+    assert box is not None and box["width"] >= 36 and box["height"] >= 36  # a target to hit
+    text_colour = page.evaluate("getComputedStyle(document.body).color")
+    assert options.evaluate("e => getComputedStyle(e).color") == text_colour  # not pale
+    options.focus()
+    page.keyboard.press("Enter")
+    menu = page.locator("details.chat-menu")
+    expect(menu).to_have_attribute("open", "")
+    shot(page, "chat-menu-open")
+    page.keyboard.press("Tab")  # into the menu
+    first = page.evaluate("document.activeElement.outerHTML")
+    page.keyboard.press("Escape")
+    expect(menu).not_to_have_attribute("open", "")
+    expect(options).to_be_focused()  # back where it was opened
+    page.keyboard.press("Enter")
+    expect(menu).to_have_attribute("open", "")
+    page.locator(".chat-menu .menu-panel button").first.focus()
+    before = page.evaluate("document.activeElement.outerHTML")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.outerHTML") != before  # moved
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate("document.activeElement.outerHTML") == before
+    page.mouse.click(5, 400)  # outside: closes
+    expect(menu).not_to_have_attribute("open", "")
+    assert first
+    page.locator("main").click()
+    page.keyboard.press("/")
+    expect(page.locator("#chat-search")).to_be_focused()
+    page.keyboard.type("/x")  # in a text box "/" is a character
+    expect(page.locator("#chat-search")).to_have_value("/x")

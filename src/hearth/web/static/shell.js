@@ -1,6 +1,7 @@
 // The shell, live: the sidebar hidden or shown (remembered), the phone drawer, the theme
-// toggle without a reload, and New chat from the keyboard (Ctrl+Shift+O). Without this
-// script every one of them still works as a link or a form.
+// toggle without a reload, and the keyboard: New chat (Ctrl+Shift+O), / to search, and in a
+// menu Esc to close it and the arrows to move. Without this script every one of them still
+// works as a link or a form.
 
 const root = document.documentElement;
 root.classList.add("js");
@@ -36,13 +37,69 @@ for (const closer of document.querySelectorAll(".drawer-close, .drawer-backdrop"
     setDrawer(false);
   });
 }
+// --- menus (<details class="menu">): Esc closes, arrows move, a click outside closes --------
+function openMenu() {
+  return document.querySelector("details.menu[open]");
+}
+
+function closeMenu(menu, refocus) {
+  menu.open = false;
+  if (refocus) menu.querySelector(":scope > summary")?.focus();
+}
+
+const ITEMS = "button:not([disabled]), a[href]";  // what the arrows step through (a field keeps them)
+
+function moveInMenu(menu, step) {
+  const items = [...menu.querySelectorAll(`.menu-panel :is(${ITEMS})`)]
+    .filter((item) => item.offsetParent !== null);
+  if (!items.length) return;
+  const at = items.indexOf(document.activeElement);
+  items[(at + step + items.length) % items.length].focus();
+}
+
+function typing(target) {
+  return target instanceof HTMLElement
+    && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+}
+
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && root.dataset.drawer === "open") setDrawer(false);
+  const menu = openMenu();
+  if (event.key === "Escape") {
+    if (menu) { event.preventDefault(); closeMenu(menu, true); return; }
+    if (root.dataset.drawer === "open") setDrawer(false);
+  }
+  if (menu && (event.key === "ArrowDown" || event.key === "ArrowUp") && !typing(event.target)
+      && menu.contains(document.activeElement)) {
+    event.preventDefault();
+    moveInMenu(menu, event.key === "ArrowDown" ? 1 : -1);
+    return;
+  }
+  if (event.key === "/" && !typing(event.target) && !event.ctrlKey && !event.metaKey
+      && !event.altKey) {
+    const search = document.getElementById("chat-search");
+    if (search && search.offsetParent !== null) {
+      event.preventDefault();
+      search.focus();
+      return;
+    }
+  }
   if (event.key.toLowerCase() === "o" && event.shiftKey && (event.ctrlKey || event.metaKey)) {
     event.preventDefault();
     window.location.assign("/");
   }
 });
+
+document.addEventListener("click", (event) => {  // a click outside an open menu closes it
+  const menu = openMenu();
+  if (menu && !menu.contains(event.target)) closeMenu(menu, false);
+});
+document.addEventListener("toggle", (event) => {  // one menu open at a time; opened, its first item
+  const menu = event.target;
+  if (!(menu instanceof HTMLDetailsElement) || !menu.classList.contains("menu") || !menu.open) return;
+  for (const other of document.querySelectorAll("details.menu[open]")) {
+    if (other !== menu) other.open = false;
+  }
+}, true);
 
 const themeForm = document.querySelector("form[data-theme-form]");
 themeForm?.addEventListener("submit", async (event) => {
