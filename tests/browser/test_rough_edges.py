@@ -4,6 +4,7 @@ after the answer it waited behind, the sidebar follows an approval answered, and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -317,3 +318,102 @@ def test_the_keyboard_closes_and_moves_through_menus_and_slash_searches(
     expect(page.locator("#chat-search")).to_be_focused()
     page.keyboard.type("/x")  # in a text box "/" is a character
     expect(page.locator("#chat-search")).to_have_value("/x")
+
+
+def test_opening_details_leaves_the_answers_row_where_it_was(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot) -> None:
+    page = signed_in(gateway)
+    api = gateway.client()
+    key = api.new_chat()
+    model_server.push(Reply(text="An answer."))
+    api.wait(api.send(key, "hi")["run_id"])
+    page.goto(f"{gateway.url}/chats/{key}")
+    tools = page.locator(".item.assistant .answer-tools")
+    copy = tools.get_by_role("button", name="Copy the answer")
+    expect(copy).to_be_visible()
+    before = copy.bounding_box()
+    tools.locator(".turn-details > summary").click()
+    expect(tools.locator(".turn-details dl .model")).to_be_visible()
+    assert copy.bounding_box() == before
+    shot(page, "details-open")
+    page.keyboard.press("Escape")
+    expect(tools.locator(".turn-details dl")).to_be_hidden()
+
+
+def test_a_denied_call_says_why_once(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot) -> None:
+    page = signed_in(gateway)
+    api = gateway.client()
+    key = api.new_chat(trust="ask")
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "d.txt", "content": "x"})]),
+                      Reply(text="Understood, I left it."))
+    page.goto(f"{gateway.url}/chats/{key}")
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    api.send(key, "write d.txt")
+    page.get_by_role("button", name="Deny").click()
+    expect(page.locator(".item.assistant .markdown")).to_have_text("Understood, I left it.")
+    expect(page.locator(".card .receipt")).to_contain_text("denied")
+    said = "The owner denied this call"
+    assert page.locator("#transcript").inner_text().count(said) == 1
+    shot(page, "denied-live")
+    page.reload()
+    expect(page.locator(".card .receipt")).to_contain_text("denied")
+    assert page.locator("#transcript").inner_text().count(said) == 1
+
+
+def test_the_waiting_line_counts_from_when_it_was_asked_across_a_reload(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page]
+        ) -> None:
+    page = signed_in(gateway)
+    api = gateway.client()
+    key = api.new_chat(trust="ask")
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "w.txt", "content": "x"})]),
+                      Reply(text="Done."))
+    api.send(key, "write w.txt")
+    page.goto(f"{gateway.url}/chats/{key}")
+    expect(page.get_by_role("button", name="Allow once")).to_be_visible()
+    page.wait_for_timeout(3000)
+    page.reload()
+    expect(page.locator("#turn-status .what")).to_have_text("Waiting for your answer")
+    elapsed = page.locator("#turn-status .elapsed")
+    expect(elapsed).to_have_text(re.compile(r"^\d+ s$"))
+    assert int(elapsed.inner_text().split()[0]) >= 3  # not 0 again after the reload
+
+
+def test_the_chat_list_counts_what_was_said_not_tool_calls_or_notices(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page]
+        ) -> None:
+    page = signed_in(gateway)
+    api = gateway.client()
+    key = api.new_chat()
+    model_server.push(Reply(tool_calls=[Call("list_files", {"path": "."})]),
+                      Reply(text="Nothing there yet."))
+    api.wait(api.send(key, "what is in my folder?")["run_id"])
+    model_server.push(*[Reply(status=400) for _ in range(3)])  # refused: not retried
+    api.wait(api.send(key, "and now?")["run_id"])  # a failed turn: a notice, no answer
+    page.goto(f"{gateway.url}/chats")
+    row = page.locator(".chat-row", has=page.locator(f"a[href='/chats/{key}']"))
+    expect(row.locator(".said")).to_have_text("3 messages")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_usage_tables_headers_keep_their_words_whole_on_a_phone(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot, scheme: str) -> None:
+    page = signed_in(gateway)
+    set_theme(page, gateway, scheme)
+    api = gateway.client()
+    model_server.push(Reply(text="Noted.", usage=(123_456, 7_890)))
+    api.wait(api.send(api.new_chat(), "hi")["run_id"])
+    page.set_viewport_size(PHONE)
+    page.goto(f"{gateway.url}/usage")
+    headers = page.locator(".usage-table thead th")
+    expect(headers.first).to_be_visible()
+    lines = page.evaluate("""() => [...document.querySelectorAll('.usage-table th')]
+        .map((th) => { const r = document.createRange(); r.selectNodeContents(th);
+                       return [th.innerText, r.getClientRects().length]; })""")
+    assert all(count == 1 for _, count in lines), lines  # each header on one line
+    no_sideways_scroll(page)
+    shot(page, f"usage-phone-{scheme}")

@@ -292,6 +292,12 @@ async def openings(db: Database, keys: list[str]) -> dict[str, str]:
     return await db.reading(transcript.openings, keys)
 
 
+async def said_counts(db: Database, keys: list[str]) -> dict[str, int]:
+    """How many messages each chat's path holds, yours and the answers (`message_count`
+    counts every event: tool calls, results and notices too)."""
+    return await db.reading(branches.visible_counts, keys)
+
+
 @dataclass(frozen=True)
 class ChatWindow:
     """A window of a chat's path: its events, each one's variants (by event id, those with

@@ -83,6 +83,17 @@ def visible_before(conn: Connection, session_key: str, seq: int) -> int:
         _T.c.seq < seq)).scalar_one())
 
 
+def visible_counts(conn: Connection, session_keys: list[str]) -> dict[str, int]:
+    """How many messages (yours and the answers, no tool call or notice) each chat's path
+    holds; a chat with none is left out."""
+    if not session_keys:
+        return {}
+    rows = conn.execute(select(_T.c.session_key, func.count()).where(
+        _T.c.session_key.in_(session_keys), ON_PATH, _T.c.kind.in_(VISIBLE),
+    ).group_by(_T.c.session_key))
+    return {key: int(count) for key, count in rows}
+
+
 def last_of_a_run(conn: Connection, session_key: str) -> EventRow | None:
     """The path's last event written by a turn (an answer, or a failed turn's ending)."""
     row = conn.execute(select(*_EVENT_COLUMNS).where(

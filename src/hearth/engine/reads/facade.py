@@ -86,6 +86,10 @@ class Reads:
         """The first message of each of these chats (what an untitled chat is shown by)."""
         return await chats.openings(self._db, keys)
 
+    async def said_counts(self, keys: list[str]) -> dict[str, int]:
+        """How many messages (yours and the answers) each of these chats holds."""
+        return await chats.said_counts(self._db, keys)
+
     async def filing_index(self) -> FilingIndex:
         return await chats.filing_index(self._db)
 

@@ -85,9 +85,11 @@ async def _list_page(request: Request, engine: EngineDep, view: Mapping[str, str
                                        folder=folder, tag=tag, archived=archived)
     index = await engine.reads.filing_index()
     openings = await engine.reads.openings([r.key for r in rows])
+    said = await engine.reads.said_counts([r.key for r in rows])
     here = urlencode({k: v for k, v in (("q", q), ("folder", folder), ("tag", tag)) if v})
     return await page(request, engine, "chats.html", status=status, chats=rows, query=q,
-                      folder=folder, tag=tag, filing=index, openings=openings, view=here,
+                      folder=folder, tag=tag, filing=index, openings=openings, said=said,
+                      view=here,
                       archived=archived,
                       error=error, here="/chats")
 

@@ -133,6 +133,7 @@ def approval_item(view: dict[str, Any]) -> dict[str, Any]:
             "effect": view["effect"], "status": view["status"],
             "preview": view.get("preview"), "asked_by": view.get("asked_by"),
             "always_allowed": view.get("always_allowed", True) and not view.get("asked_by"),
+            "asked_at": view.get("created_at"),  # the waiting line counts from it, reloads too
             "card": card_id(view["run_id"], view["call_id"])}
 
 

@@ -106,30 +106,34 @@ function decorate(scope) {
 }
 
 // --- what the turn is doing -------------------------------------------------------------------
+// What the running turn is doing, and since when (ms; null: since the page last changed).
+// A wait on you counts from when it was asked, so a reload does not start it again.
 function runningWhat() {
   const run = list.dataset.running;
-  if (!run) return null;
+  if (!run) return [null, null];
   const mine = list.querySelectorAll(`[data-run="${CSS.escape(run)}"]`);
   for (const item of [...mine].reverse()) {
     const card = item.querySelector(".card");
     if (!card) continue;
-    if (card.querySelector(".approval-slot form")) return "Waiting for your answer";
-    if (card.querySelector(".result-slot .waiting")) return `Running ${card.dataset.tool}…`;
+    const asking = card.querySelector(".approval-slot form");
+    if (asking) return ["Waiting for your answer", Number(asking.dataset.asked) * 1000 || null];
+    if (card.querySelector(".result-slot .waiting")) return [`Running ${card.dataset.tool}…`, null];
     break;
   }
-  return "Thinking…";
+  return ["Thinking…", null];
 }
 
 function showTurnStatus() {
   if (!turnStatus) return;
-  const what = runningWhat();
+  const [what, since] = runningWhat();
   const streaming = document.getElementById("streaming");
   const quiet = Date.now() - lastChange > 600;
   turnStatus.hidden = !what || (streaming !== null && !quiet);
   if (turnStatus.hidden) return;
   turnStatus.querySelector(".what").textContent = what;
-  const seconds = Math.floor((Date.now() - lastChange) / 1000);
-  turnStatus.querySelector(".elapsed").textContent = seconds >= 1 ? `${seconds} s` : "";
+  const seconds = Math.floor((Date.now() - (since ?? lastChange)) / 1000);
+  turnStatus.querySelector(".elapsed").textContent = seconds < 1 ? ""
+    : seconds < 60 ? `${seconds} s` : `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
 }
 
 function tick(on) {
