@@ -57,6 +57,7 @@ _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in 
 
 ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("GET", "/healthz"): PUBLIC, ("GET", "/login"): PUBLIC, ("POST", "/login"): PUBLIC,
+    ("GET", "/sw.js"): PUBLIC,  # the dashboard's service worker: the gateway's own code
     ("POST", "/channels/webhook"): PUBLIC,
     **_PAGES,
     # chats

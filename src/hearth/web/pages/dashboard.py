@@ -11,7 +11,7 @@ from typing import Annotated
 from urllib.parse import parse_qs, quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import FileResponse, RedirectResponse, Response
 
 from hearth.errors import Refusal
 from hearth.sessions import chats
@@ -34,6 +34,14 @@ async def login_page(request: Request) -> Response:
     if await signed_in(request, request.cookies.get(signin.COOKIE)):
         return RedirectResponse("/", status_code=303)
     return render("login.html")
+
+
+@public.get("/sw.js")
+async def service_worker() -> Response:
+    """The dashboard's service worker (web/static/sw.js), served from the root so that it may
+    answer for every page: it keeps only the gateway's own /static/ files."""
+    return FileResponse(STATIC / "sw.js", media_type="text/javascript",
+                        headers={"Cache-Control": "no-cache"})
 
 
 @public.post("/login")

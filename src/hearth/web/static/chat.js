@@ -176,6 +176,7 @@ function streamingItem(runId) {
 }
 
 let gatewayBoot = "";
+let live = false;  // past this connection's replay (its first status): frames happen now
 
 function endStreaming() {
   document.getElementById("streaming")?.remove();
@@ -213,7 +214,20 @@ function onMessage(frame) {
   list.insertBefore(drawn, placeFor(frame.run_id));
 }
 
+// A notification while this tab is in the background, when Settings turned them on: what
+// happened, never what was said (a restricted chat's words stay on the page).
+function notify(body, tag) {
+  let on = false;
+  try { on = localStorage.getItem("hearth.notify") === "on"; } catch { /* private mode */ }
+  if (!on || document.visibilityState !== "hidden" || !("Notification" in window)
+      || Notification.permission !== "granted") return;
+  const shown = new Notification("Hearth", { body, tag: `${list.dataset.key}:${tag}`,
+                                             icon: "/static/icon-192.png" });
+  shown.onclick = () => { window.focus(); shown.close(); };
+}
+
 function onApproval(frame) {
+  if (frame.html && live) notify("A tool call waits for your answer.", "approval");
   const card = document.getElementById(frame.target);
   if (card) card.querySelector(".approval-slot").replaceChildren(fragment(frame.html));
   refresh("side");  // the chat's "Waiting" and the Approvals count, asked or answered
@@ -226,6 +240,7 @@ function setRunning(runId) {
 }
 
 function onStatus(frame) {
+  live = true;
   // another start of the gateway counts its offsets from 0 again: what streamed before the
   // restart is the store's (a kept partial comes back as a message), not the new stream's.
   // Each connection's first status says the start; the live ones after it do not.
@@ -246,6 +261,7 @@ function onStatus(frame) {
 }
 
 function onDone(frame) {
+  if (live) notify("The answer is ready.", "done");
   endStreaming();
   if (turnNote) turnNote.hidden = true;  // the answer's own line says it from now on
   let withdrawn = false;
@@ -269,6 +285,7 @@ function connect() {
   // an earlier window of the chat follows what is said from now on, never replays what
   // came after it (that is the newer page's)
   const after = Math.max(lastSeq, Number(list.dataset.liveAfter ?? 0));
+  live = false;
   source = new EventSource(`/chats/${key}/stream?after=${after}`);
   source.onopen = () => {
     retryDelay = 500;

@@ -27,3 +27,36 @@ function show(hash, fresh) {
 layout.classList.add("tabbed");
 show(window.location.hash, false);
 window.addEventListener("hashchange", () => show(window.location.hash, true));
+
+// --- notifications: off until turned on here (chat.js shows them) ---------------------------
+const NOTIFY = "hearth.notify";
+const notifyButton = document.querySelector("[data-notify]");
+const notifyState = document.querySelector("[data-notify-state]");
+
+function notifyOn() {
+  try { return localStorage.getItem(NOTIFY) === "on"; } catch { return false; }
+}
+
+function showNotify() {
+  if (!("Notification" in window)) {
+    notifyButton.hidden = true;
+    notifyState.textContent = "This browser cannot show notifications.";
+    return;
+  }
+  const on = notifyOn() && Notification.permission === "granted";
+  notifyButton.textContent = on ? "Turn off notifications" : "Turn on notifications";
+  notifyState.textContent = on ? "On in this browser."
+    : Notification.permission === "denied"
+      ? "Blocked: allow notifications for this site in the browser's settings, then turn them on."
+      : "Off.";
+}
+
+notifyButton?.addEventListener("click", async () => {
+  if (notifyOn()) {
+    localStorage.setItem(NOTIFY, "off");
+  } else if (await Notification.requestPermission() === "granted") {
+    localStorage.setItem(NOTIFY, "on");
+  }
+  showNotify();
+});
+if (notifyButton) showNotify();

@@ -116,3 +116,9 @@ themeForm?.addEventListener("submit", async (event) => {
     headers: { "X-CSRF-Token": csrf, "X-Requested-With": "fetch" },
   }).catch(() => {});
 });
+
+// The installed app's shell (sw.js: the gateway's own files, never a page or a chat). Only
+// where the browser allows one: https, or this machine's own address.
+if ("serviceWorker" in navigator && window.isSecureContext) {
+  navigator.serviceWorker.register("/sw.js").catch(() => {});
+}
