@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
-from tests.support.browser import DESKTOP, PHONE, no_sideways_scroll, set_theme
+from tests.support.browser import DESKTOP, PHONE, no_sideways_scroll, set_theme, shots
 
 Shot = Callable[[Page, str], Path]
 
@@ -31,7 +31,9 @@ def test_the_first_messages_approval_shows_while_you_watch(
     page.get_by_label("Message").press("Enter")
     expect(page.get_by_role("button", name="Allow once")).to_be_visible()
     expect(page.locator("#turn-status .what")).to_have_text("Waiting for your answer")
-    shot(page, "first-message-approval")
+    expect(page.locator(".chat-nav .pill.waiting")).to_have_text("Waiting")
+    expect(page.locator(".page-nav a[href='/approvals'] .count")).to_have_text("1")
+    shots(page, gateway, shot, page.url.removeprefix(gateway.url), "first-message-approval")
     page.get_by_role("button", name="Allow once").click()
     expect(page.locator(".item.assistant .markdown")).to_have_text("Finished.")
 
