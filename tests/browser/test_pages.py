@@ -273,6 +273,7 @@ def test_sign_in_and_new_chats_by_keyboard(gateway: Gateway, page: Page, shot: S
     shot(page, "start-page-keyboard-focus")
     page.keyboard.press("Enter")  # Enter in a form's field sends it
     expect(page.get_by_role("note")).to_contain_text("Incognito chat.")
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)  # its scripts have run
 
     page.keyboard.press("Control+Shift+O")  # New chat, from anywhere
     expect(page).to_have_url(f"{gateway.url}/")
