@@ -141,6 +141,9 @@ def _orphan(conn: Connection) -> None:
 def test_a_writer_that_cannot_commit_stops_and_says_so(db: Database) -> None:
     """Every caller of the failed transaction and every later one fails with WriterDied (no
     one is left waiting), and the gateway's callback is told once, with a sentence."""
+    if db.dialect != "sqlite":
+        pytest.skip("a commit is made to fail by a foreign key deferred to it, which SQLite "
+                    "allows any key and PostgreSQL only a key declared DEFERRABLE")
     told: list[str] = []
     db.writer.on_death = told.append
 

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from hearth.store.db import Database
 from tests.fakes.telegram_server import FakeTelegram
+from tests.support import postgres
 from tests.support.dashboard import dashboard
 from tests.support.store import migrated_store
 
@@ -24,6 +25,25 @@ def db_fixture(tmp_path: Path) -> Iterator[Database]:
     """A store in the test's folder, migrated to the newest schema, closed after the test."""
     with migrated_store(tmp_path) as database:
         yield database
+
+
+@pytest.fixture(name="db", params=["sqlite", "postgresql"])
+def db_both_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """`db` on each engine in turn: a migrated SQLite file, then a migrated database on this
+    process's PostgreSQL cluster (tests/support/postgres.py; skipped, saying why, where none
+    can run)."""
+    if request.param == "sqlite":
+        with migrated_store(tmp_path) as database:
+            yield database
+        return
+    why = postgres.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    database = postgres.database()
+    try:
+        yield database
+    finally:
+        database.close()
 
 
 @pytest.fixture(name="client")

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hearth.store.db import now
+from hearth.store.refusable import refusable
 from hearth.store.schema import channel_cursors, channel_inbound, channel_links, sessions
 
 
@@ -106,8 +107,9 @@ def take_inbound(conn: Connection, channel: str, inbound_id: str) -> bool:
     if seen is not None:
         return False
     try:
-        conn.execute(insert(channel_inbound).values(channel=channel, inbound_id=inbound_id,
-                                                    received_at=now()))
+        with refusable(conn):
+            conn.execute(insert(channel_inbound).values(channel=channel, inbound_id=inbound_id,
+                                                        received_at=now()))
     except IntegrityError:
         return False
     return True

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from hearth.masking import mask_value
 from hearth.store.db import now
 from hearth.store.errors import AlreadyAppended, SessionNotFound, WriterClaimLost
+from hearth.store.refusable import refusable
 from hearth.store.schema import sessions, transcript_events
 
 KINDS = ("user", "assistant", "tool_call", "tool_result", "notice", "summary")
@@ -121,7 +122,8 @@ def append(
         "created_at": now(),
     }
     try:
-        conn.execute(_INSERT, row)  # first: a refused insert leaves the transaction as it was
+        with refusable(conn):  # first: a refused insert leaves the transaction as it was
+            conn.execute(_INSERT, row)
     except IntegrityError:
         if idempotency_key is not None and find(conn, session_key, idempotency_key):
             raise AlreadyAppended(session_key, idempotency_key) from None

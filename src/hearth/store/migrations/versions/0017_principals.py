@@ -46,7 +46,7 @@ def _guests(bind: sa.Connection) -> None:
     rows = bind.execute(sa.text(
         "SELECT r.run_id, e.meta, e.source_channel, e.source_user FROM runs r "
         "JOIN transcript_events e ON e.session_key = r.session_key "
-        "AND e.seq = r.user_event_seq WHERE e.meta LIKE '%\"guest\"%'")).all()
+        "AND e.seq = r.user_event_seq WHERE CAST(e.meta AS TEXT) LIKE '%\"guest\"%'")).all()
     for run_id, meta, channel, user in rows:
         try:
             found = json.loads(meta) if isinstance(meta, str) else meta
