@@ -1,4 +1,4 @@
-"""The fixtures of tests/engine/: `db`, a migrated store in the test's folder (defined once in
-tests/support/fixtures.py)."""
+"""The fixtures of tests/engine/: `db`, a migrated store on each engine in turn, SQLite and
+PostgreSQL (defined once in tests/support/fixtures.py)."""
 
-from tests.support.fixtures import db_fixture  # noqa: F401 - `db`
+from tests.support.fixtures import db_both_fixture  # noqa: F401 - `db`
