@@ -161,6 +161,19 @@ def db_upgrade() -> None:
     typer.echo(f"Database is up to date: {url}")
 
 
+@db_app.command("check", cls=HearthCommand)
+def db_check() -> None:
+    """Check the database: that it answers, where its schema stands, and the settings an
+    acknowledged message's safety rests on. Changes nothing; exits 1 on a problem."""
+    from hearth.engine.compose import check_store
+
+    findings = check_store(Home.from_env())
+    for found in findings:
+        typer.echo(f"{'ok     ' if found.ok else 'PROBLEM'}  {found.name}: {found.sentence}")
+    if not all(found.ok for found in findings):
+        raise typer.Exit(1)
+
+
 @app.command(cls=HearthCommand)
 def chat(
     message: Annotated[str | None, typer.Option(

@@ -20,6 +20,7 @@ from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools
 from hearth.models import guard, setup
 from hearth.models.calls import CallRecorder
+from hearth.store.check import Finding
 from hearth.store.db import Database
 from hearth.store.upgrade import (
     MigrationFailed as MigrationFailed,  # the CLI's to catch
@@ -44,6 +45,13 @@ def upgrade_store(home: Home, config: Config) -> str:
     home.ensure()
     open_store(home.database_url(), config.store.synchronous).close()
     return home.database_url()
+
+
+def check_store(home: Home) -> list[Finding]:
+    """What `hearth db check` reports of the home's database (nothing is changed)."""
+    from hearth.store.check import check
+
+    return check(home.database_url())
 
 
 def upgrade_store_apart(home: Home, verbose: bool = False) -> None:
