@@ -159,9 +159,9 @@ def _reachable(db: Database) -> set[str] | None:
 
 def _matching_turns(db: Database, terms: list[str], exclude_key: str | None) -> list[Row[Any]]:
     """The newest user/assistant turns of persistent chats containing any of `terms`: on
-    SQLite, a word beginning with one of them, from the search index (`store.search`);
-    elsewhere, anywhere in the text, by a scan."""
-    if db.dialect == "sqlite":
+    SQLite and PostgreSQL, a word beginning with one of them, from the search index
+    (`store.search`); elsewhere, anywhere in the text, by a scan."""
+    if db.dialect in ("sqlite", "postgresql"):
         with db.read() as conn:
             return search_index.newest_with_any(conn, terms, exclude_key, MAX_SCANNED_TURNS)
     text = transcript_events.c.content["text"].as_string()

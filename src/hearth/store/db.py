@@ -147,11 +147,27 @@ class Database:
             command.upgrade(cfg, "head")
             conn.commit()
 
+    def vacuum_said(self) -> None:
+        """PostgreSQL: VACUUM the tables holding what was said, so the rows a deletion left
+        dead are pruned from their pages now rather than when autovacuum comes. What VACUUM
+        frees may keep old bytes until the space is reused, and the write-ahead log keeps
+        them until its segments are recycled (the README says so, under PostgreSQL)."""
+        _refuse_on_loop("vacuum_said")
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for table in SAID_TABLES:
+                if conn.exec_driver_sql(f"SELECT to_regclass('{table}')").scalar():
+                    conn.exec_driver_sql(f"VACUUM {table}")
+
     def truncate_wal(self, within: float = CHECKPOINT_SECONDS) -> bool:
-        """Fold the write-ahead log into the database file and truncate it to nothing (SQLite;
-        elsewhere there is none: True). A reader still on an older snapshot holds it back, so
-        it is tried again until `within` seconds have passed; False (and a warning) when it
-        could not finish by then. Blocking: call it from a thread."""
+        """After a deletion (a chat deleted, an item forgotten): on SQLite, fold the
+        write-ahead log into the database file and truncate it to nothing. A reader still on
+        an older snapshot holds it back, so it is tried again until `within` seconds have
+        passed; False (and a warning) when it could not finish by then. On PostgreSQL, VACUUM
+        the tables that hold what was said (`vacuum_said`). Blocking: call it from a
+        thread."""
+        if self.dialect == "postgresql":
+            self.vacuum_said()
+            return True
         if self.dialect != "sqlite":
             return True
         _refuse_on_loop("truncate_wal")
@@ -181,6 +197,11 @@ class Database:
                 conn.close()
             self._reader_conns.clear()
         self.engine.dispose()
+
+
+# the tables that hold what was said (a message, a summary, memory), vacuumed after a deletion
+SAID_TABLES = ("transcript_events", "chat_search_messages", "context_summaries", "memory_items",
+               "tool_calls", "approvals", "deliveries")
 
 
 def _refuse_on_loop(what: str) -> None:

@@ -14,9 +14,13 @@ word said in fewer than `WINDOW` messages is ranked over all of them, and a comm
 its most recent. Each hit has a snippet whose matched words stand between `MARK_OPEN` and
 `MARK_CLOSE` (characters no indexed text holds), made for the page's hits alone.
 
-**Elsewhere: a LIKE scan.** Other databases have no FTS5; there `search` reads the messages
-with LIKE (every term a case-insensitive substring of the text; accents not folded), newest
-first, and cuts the snippet in Python. Correct, and slow on a large store.
+**PostgreSQL: tsvector and GIN** (migration 0019): each kept message's words, folded as
+SQLite's are, in a GIN index, kept by triggers; ranked by `ts_rank`, then newest, and paged by
+offset; snippets by `ts_headline` between the same marks.
+
+**Elsewhere: a LIKE scan.** Other databases have no such index; there `search` reads the
+messages with LIKE (every term a case-insensitive substring of the text; accents not folded),
+newest first, and cuts the snippet in Python. Correct, and slow on a large store.
 
 **The path.** By default only what is on each chat's path is searched (`off_path` false): the
 chat as it reads now. An earlier answer kept as a variant, or what an edit or a rewind left
@@ -126,6 +130,8 @@ def search(conn: Connection, query: str, filters: Filters, *, limit: int = 20,
         return Found()
     if conn.dialect.name == "sqlite":
         return _indexed(conn, terms, filters, limit, below, skip)
+    if conn.dialect.name == "postgresql":
+        return _postgres(conn, terms, filters, limit, skip)
     return _scanned(conn, terms, filters, limit, skip)
 
 
@@ -322,13 +328,91 @@ _ANY = ("SELECT m.session_key, m.seq, e.kind, m.created_at, "
 
 def newest_with_any(conn: Connection, words: list[str], exclude_key: str | None,
                     limit: int) -> list[Row[Any]]:
-    """The newest `limit` indexed messages (SQLite) holding a word that begins with one of
-    `words`, newest first, off the path too, each with its text and its chat's mode and title
-    (what `memory.chat_search` ranks); none of `exclude_key`'s."""
+    """The newest `limit` indexed messages (SQLite's index, or PostgreSQL's) holding a word
+    that begins with one of `words`, newest first, off the path too, each with its text and
+    its chat's mode and title (what `memory.chat_search` ranks); none of `exclude_key`'s."""
     if not words:
         return []
+    if conn.dialect.name == "postgresql":
+        return _postgres_any(conn, words, exclude_key, limit)
     match = " OR ".join('"' + word.replace('"', '""') + '"*' for word in words)
     return list(conn.exec_driver_sql(_ANY, (match, exclude_key, limit)))
+
+
+def _postgres_any(conn: Connection, words: list[str], exclude_key: str | None,
+                  limit: int) -> list[Row[Any]]:
+    from sqlalchemy import column, or_, table
+
+    index = table("chat_search_messages", column("id"), column("session_key"), column("seq"),
+                  column("created_at"), column("words"))
+    events = transcript_events.c
+    begun = [index.c.words.op("@@")(_tsquery(Term(word, prefix=True))) for word in words
+             if _WORDY.search(word)]
+    if not begun:
+        return []
+    stmt = (select(index.c.session_key, index.c.seq, events.kind, index.c.created_at,
+                   events.content["text"].as_string().label("text"), sessions.c.memory_mode,
+                   sessions.c.title)
+            .select_from(index)
+            .join(transcript_events, (events.session_key == index.c.session_key)
+                  & (events.seq == index.c.seq))
+            .join(sessions, sessions.c.key == index.c.session_key)
+            .where(or_(*begun))
+            .order_by(index.c.id.desc()).limit(limit))
+    if exclude_key is not None:
+        stmt = stmt.where(index.c.session_key != exclude_key)
+    return list(conn.execute(stmt))
+
+
+# ---------------------------------------------------------------- PostgreSQL: tsvector + GIN
+# The index of migration 0019: each kept message's words folded (hearth_fold: lower case, no
+# accents) as a `simple` tsvector. A word is a lexeme of the same folding, a "phrase" its
+# words in a row, a `word*` a prefix; all required. Ranked by ts_rank, then newest; a page
+# is an offset into that order (the cursor's second part).
+
+def _tsquery(term: Term) -> Any:
+    folded = func.hearth_fold(term.words)
+    if term.prefix:
+        return func.to_tsquery("simple", func.concat(func.quote_literal(folded), ":*"))
+    return func.phraseto_tsquery("simple", folded)
+
+
+def _postgres(conn: Connection, terms: list[Term], filters: Filters, limit: int,
+              skip: int) -> Found:
+    from sqlalchemy import column, table
+
+    index = table("chat_search_messages", column("id"), column("session_key"), column("seq"),
+                  column("created_at"), column("off_path"), column("words"))
+    query = _tsquery(terms[0])
+    for term in terms[1:]:
+        query = query.op("&&")(_tsquery(term))
+    events = transcript_events.c
+    said = func.hearth_said(events.content)
+    options = (f"StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}, MaxWords={SNIPPET_TOKENS}, "
+               "MinWords=6, ShortWord=0, MaxFragments=1, FragmentDelimiter=…")
+    rank = func.ts_rank(index.c.words, query)
+    where: list[ColumnElement[bool]] = [index.c.words.op("@@")(query),
+                                        index.c.session_key.in_(_chats(conn, filters))]
+    if not filters.off_path:
+        where.append(index.c.off_path.is_(False))
+    if filters.since is not None:
+        where.append(index.c.created_at >= filters.since)
+    if filters.until is not None:
+        where.append(index.c.created_at < filters.until)
+    stmt = (select(events.session_key, sessions.c.title, events.seq, events.kind,
+                   func.ts_headline("simple", said, query, options),
+                   events.created_at, events.off_path, sessions.c.last_seq)
+            .select_from(index)
+            .join(transcript_events, (events.session_key == index.c.session_key)
+                  & (events.seq == index.c.seq))
+            .join(sessions, sessions.c.key == index.c.session_key)
+            .where(*where, sessions.c.memory_mode == KEPT)
+            .order_by(rank.desc(), index.c.created_at.desc(), index.c.id.desc())
+            .limit(limit + 1).offset(skip))
+    rows = conn.execute(stmt).all()
+    hits = [Hit(r[0], r[1], r[2], r[3], " ".join(str(r[4] or "").split()), r[5], bool(r[6]),
+                r[7]) for r in rows[:limit]]
+    return Found(hits, f"0.{skip + limit}" if len(rows) > limit else None)
 
 
 # ---------------------------------------------------------------- elsewhere: a LIKE scan
