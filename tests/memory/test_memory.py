@@ -134,7 +134,7 @@ def test_the_statement_screen_knows_a_memory_change() -> None:
 
 @pytest.mark.parametrize("mode", ["incognito", "temporary", "from-a-later-version"])
 def test_restricted_work_changes_no_memory_table_by_any_statement(
-        db: Database, memory: Memory, mode: str) -> None:
+        db: Database, memory: Memory, mode: str, store_locks: None) -> None:
     memory.remember(kind="fact", words="kept before", written_by="t", filed_under=None)
     before = _rows(db)
     with as_work_of("chat-1", mode):
@@ -153,7 +153,8 @@ def test_restricted_work_changes_no_memory_table_by_any_statement(
 
 
 @pytest.mark.parametrize("mode", ["incognito", "temporary"])
-def test_restricted_work_makes_no_grant_or_job_at_the_store(db: Database, mode: str) -> None:
+def test_restricted_work_makes_no_grant_or_job_at_the_store(
+        db: Database, mode: str, store_locks: None) -> None:
     grant = ("INSERT INTO grants(agent, tool, created_at) VALUES ('default', 'shell', 1)")
     with as_work_of("chat-1", mode):
         with pytest.raises(reach.RestrictedSession, match="outlast"), db.write() as conn:
@@ -168,7 +169,7 @@ def test_restricted_work_makes_no_grant_or_job_at_the_store(db: Database, mode: 
 
 
 def test_a_statement_prepared_before_is_still_refused_inside_a_restricted_scope(
-        db: Database) -> None:
+        db: Database, store_locks: None) -> None:
     """SQLite asks the authorizer only when it prepares a statement; the cached statement
     must be prepared again when the scope changes, or it would slip through."""
     with db.write() as conn:
@@ -187,7 +188,7 @@ def test_a_statement_prepared_before_is_still_refused_inside_a_restricted_scope(
 
 
 def test_incognito_reads_leave_no_mark_and_temporary_reads_nothing(
-        db: Database, memory: Memory) -> None:
+        db: Database, memory: Memory, store_locks: None) -> None:
     item = memory.remember(kind="fact", words="The boat is moored at Ribeira",
                            written_by="t", filed_under=None).item
     with as_work_of("chat-1", "incognito"):

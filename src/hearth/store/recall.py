@@ -1,5 +1,6 @@
 """Keyword recall over the memory aggregate: SQLite FTS5 ranked by BM25, over the items
-holding one of the message's rarest words (the rule and why: `recall`). Owns the message's
+holding one of the message's rarest words (the rule and why: `recall`); on PostgreSQL its
+full-text search ranked by ts_rank (`_postgres`). Owns the message's
 terms, the document counts kept between calls, the candidate budget and the two queries;
 the items themselves are `store.memory`'s.
 """
@@ -205,6 +206,8 @@ def recall(conn: Connection, words: str, *, limit: int,
     terms = message_terms(words)
     if not terms:
         return []
+    if conn.dialect.name == "postgresql":
+        return _postgres(conn, terms, limit)
     if len(terms) == 1:  # nothing to choose: the one word selects and ranks (no counting)
         plan = RecallPlan(tuple(terms), tuple(terms))
     else:
@@ -219,4 +222,20 @@ def recall(conn: Connection, words: str, *, limit: int,
             "any": _any(plan.candidates), "limit": limit})
     else:
         rows = conn.execute(_RECALL, {"match": _any(plan.candidates), "limit": limit})
+    return [Hit(MemoryItem.of(r), float(r._mapping["score"])) for r in rows]
+
+
+# PostgreSQL (migration 0020): the items whose words (English stemming, as SQLite's porter)
+# hold any of the message's, ranked by ts_rank over all of them, best first, ties to the older
+# item. A score is the rank negated, so lower is better on both engines.
+_POSTGRES = text(
+    "SELECT m.*, -ts_rank(to_tsvector('english', m.text), q) AS score "
+    "FROM memory_items AS m, to_tsquery('english', :query) AS q "
+    "WHERE to_tsvector('english', m.text) @@ q ORDER BY score, m.id LIMIT :limit"
+)
+
+
+def _postgres(conn: Connection, terms: Sequence[str], limit: int) -> list[Hit]:
+    query = " | ".join(f"'{t}'" for t in terms)  # a \w+ word holds no quote to escape
+    rows = conn.execute(_POSTGRES, {"query": query, "limit": limit})
     return [Hit(MemoryItem.of(r), float(r._mapping["score"])) for r in rows]
