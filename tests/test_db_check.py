@@ -67,3 +67,65 @@ def test_a_database_that_does_not_answer_says_why(tmp_path: Path) -> None:
     done = hearth("db", "check", home=tmp_path / "home", extra_env={"HEARTH_DATABASE_URL": url})
     assert done.returncode == 1
     assert "does not answer" in done.stdout and "pw@" not in done.stdout
+
+
+def _filled_home(tmp_path: Path) -> Path:
+    """A home whose store holds a kept chat (messages, a run), an Incognito chat and a memory
+    item, written through the store as the gateway writes them."""
+    from hearth.store import memory, sessions, transcript
+    from hearth.store.db import Database
+    from tests.support.store import seed
+
+    home = tmp_path / "home"
+    seed(home / "hearth.db")
+    store = Database(f"sqlite:///{home / 'hearth.db'}")
+    try:
+        with store.write() as conn:
+            sessions.insert(conn, key="kept", tab_id="t1", memory_mode="persistent",
+                            chat_number=1, title="Garden")
+            sessions.insert(conn, key="secret", tab_id="t2", memory_mode="incognito",
+                            chat_number=None, title=None)
+            for n in range(1200):  # more than a batch
+                transcript.append(conn, "kept", "user", {"text": f"the heron number {n}"})
+            transcript.append(conn, "secret", "user", {"text": "never-copied-words"})
+            memory.remember(conn, kind="fact", words="The shed key is blue",
+                            written_by="test", filed_under=None)
+    finally:
+        store.close()
+    return home
+
+
+def test_a_copy_to_postgresql_takes_every_kept_row_and_no_restricted_chat(
+        tmp_path: Path) -> None:
+    why = postgres.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    home = _filled_home(tmp_path)
+    cluster = postgres.cluster()
+    url = cluster.create(f"copy_{tmp_path.name[-20:].replace('-', '_')}", template=None)
+    done = hearth("db", "copy", "--to", url, home=home)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok       transcript_events: 1200 copied, 1200 there" in done.stdout
+    assert "ok       sessions: 1 copied, 1 there" in done.stdout
+    assert "Copied and verified" in done.stdout
+    from hearth.store import search
+    from hearth.store.db import Database
+
+    target = Database(url)
+    try:
+        with target.read() as conn:
+            hits = search.search(conn, "heron", search.Filters(), limit=5).hits
+            words = conn.exec_driver_sql(
+                "SELECT count(*) FROM transcript_events WHERE CAST(content AS TEXT) "
+                "LIKE '%%never-copied%%'").scalar()
+        assert hits and hits[0].session_key == "kept"  # its search index filled as it came
+        assert words == 0  # the Incognito chat stayed behind
+        with target.write() as conn:  # the id sequences stand past the ids copied
+            memory_id = conn.exec_driver_sql(
+                "INSERT INTO memory_items (kind, text, fingerprint, written_by, created_at, "
+                "updated_at) VALUES ('fact', 'new', 'f2', 't', 1, 1) RETURNING id").scalar()
+        assert memory_id == 2
+    finally:
+        target.close()
+    again = hearth("db", "copy", "--to", url, home=home)
+    assert again.returncode == 2 and "already holds rows" in again.stderr

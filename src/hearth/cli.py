@@ -174,6 +174,40 @@ def db_check() -> None:
         raise typer.Exit(1)
 
 
+@db_app.command("copy", cls=HearthCommand)
+def db_copy(
+    to: Annotated[str, typer.Option("--to", metavar="URL",
+                                    help="The empty database to copy into")],
+) -> None:
+    """Copy the database into another, empty one (to move from SQLite to PostgreSQL), with a
+    progress bar, then count each table on both sides. Incognito and Temporary chats are not
+    copied. Stop the gateway first."""
+    from rich.progress import Progress as Bar
+
+    from hearth.engine.compose import CopyRefused, copy_store
+
+    with Bar(transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def shown(table: str, done: int, total: int) -> None:
+            if table not in tasks:
+                tasks[table] = bar.add_task(table, total=max(total, 1))
+            bar.update(tasks[table], completed=done if total else 1)
+
+        try:
+            counted = copy_store(Home.from_env(), to, shown)
+        except CopyRefused as refused:
+            typer.echo(f"Nothing was copied: {refused}", err=True)
+            raise typer.Exit(2) from None
+    for each in counted:
+        if each.source or each.target:
+            typer.echo(f"{'ok     ' if each.ok else 'DIFFERS'}  {each.table}: {each.source} "
+                       f"copied, {each.target} there")
+    if not all(each.ok for each in counted):
+        raise typer.Exit(1)
+    typer.echo(f"Copied and verified: {sum(each.source for each in counted)} rows.")
+
+
 @app.command(cls=HearthCommand)
 def chat(
     message: Annotated[str | None, typer.Option(

@@ -21,6 +21,11 @@ from hearth.memory.tools import memory_tools
 from hearth.models import guard, setup
 from hearth.models.calls import CallRecorder
 from hearth.store.check import Finding
+from hearth.store.copy import (
+    CopyRefused as CopyRefused,  # the CLI names it from here
+    Counted,
+    Progress,
+)
 from hearth.store.db import Database
 from hearth.store.upgrade import (
     MigrationFailed as MigrationFailed,  # the CLI's to catch
@@ -52,6 +57,19 @@ def check_store(home: Home) -> list[Finding]:
     from hearth.store.check import check
 
     return check(home.database_url())
+
+
+def copy_store(home: Home, to_url: str, progress: Progress | None = None) -> list[Counted]:
+    """Copy the home's database into the empty one at `to_url` (`hearth db copy`); each
+    table's counts on both sides. Raises CopyRefused."""
+    from hearth.store.copy import copy
+
+    source, target = Database(home.database_url()), Database(to_url)
+    try:
+        return copy(source, target, progress)
+    finally:
+        source.close()
+        target.close()
 
 
 def upgrade_store_apart(home: Home, verbose: bool = False) -> None:
