@@ -56,6 +56,7 @@ def test_on_postgresql_a_server_without_fsync_is_a_problem(tmp_path: Path) -> No
     assert done.returncode == 1, done.stdout
     assert "PostgreSQL" in done.stdout and "The schema is current" in done.stdout
     assert "PROBLEM  fsync: fsync is off" in done.stdout
+    assert "ok       privacy roles: The roles Incognito and Temporary" in done.stdout
     assert "synchronous_commit is off" in done.stdout
     assert "s3cret-pw" not in done.stdout + done.stderr
 

@@ -1,6 +1,6 @@
 """The memory tests' fixtures: `db`, a migrated store on each engine in turn (SQLite, then
 PostgreSQL) with the memory's locks installed (hearth/privacy/stores.py), as the gateway's own
-store has them; `store_locks`, for the tests of those locks (SQLite's alone for now)."""
+store has them (SQLite's authorizer; PostgreSQL's roles, migration 0021)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,3 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     finally:
         database.close()
 
-
-@pytest.fixture
-def store_locks(db: Database) -> None:
-    """For a test of the store's own privacy locks: SQLite's authorizer holds them; their
-    PostgreSQL counterpart is not built yet, and such a test says so there."""
-    if db.dialect != "sqlite":
-        pytest.skip("the store's privacy locks on PostgreSQL are not built yet")

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.exc import DatabaseError
 
 from hearth.memory.service import Memory
@@ -20,6 +21,8 @@ from hearth.store.db import Database
 from tests.engine_harness import blocking, make_config, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
+# the database's own refusal: SQLite's authorizer, or PostgreSQL's role (migration 0021)
+REFUSED = "not authorized|prohibited|permission denied"
 INSERT = ("INSERT INTO memory_items(kind, text, fingerprint, written_by, created_at, "
           "updated_at) VALUES ('fact', 'planted', 'f', 'test', 1, 1)")
 
@@ -134,19 +137,18 @@ def test_the_statement_screen_knows_a_memory_change() -> None:
 
 @pytest.mark.parametrize("mode", ["incognito", "temporary", "from-a-later-version"])
 def test_restricted_work_changes_no_memory_table_by_any_statement(
-        db: Database, memory: Memory, mode: str, store_locks: None) -> None:
+        db: Database, memory: Memory, mode: str) -> None:
     memory.remember(kind="fact", words="kept before", written_by="t", filed_under=None)
     before = _rows(db)
     with as_work_of("chat-1", mode):
         with pytest.raises(reach.RestrictedSession), db.write() as conn:
             conn.exec_driver_sql(INSERT)  # the screen, through SQLAlchemy
-        with db.write() as conn:  # below SQLAlchemy: the SQLite authorizer
-            raw = conn.connection.dbapi_connection
-            assert raw is not None
-            for sql in (f"WITH x AS (SELECT 1) {INSERT}", "UPDATE memory_items SET text = 'x'",
-                        "DELETE FROM memory_items"):
-                with pytest.raises(Exception, match="not authorized"):
-                    raw.execute(sql)
+        for sql in (f"WITH x AS (SELECT 1) {INSERT}", "UPDATE memory_items SET text = 'x'",
+                    "DELETE FROM memory_items"):  # below SQLAlchemy: the authorizer, the role
+            with pytest.raises(Exception, match=REFUSED), db.write() as conn:
+                raw = conn.connection.dbapi_connection
+                assert raw is not None
+                raw.execute(sql)
         with pytest.raises(reach.RestrictedSession):
             memory.remember(kind="fact", words="not kept", written_by="t", filed_under=None)
     assert _rows(db) == before
@@ -154,7 +156,7 @@ def test_restricted_work_changes_no_memory_table_by_any_statement(
 
 @pytest.mark.parametrize("mode", ["incognito", "temporary"])
 def test_restricted_work_makes_no_grant_or_job_at_the_store(
-        db: Database, mode: str, store_locks: None) -> None:
+        db: Database, mode: str) -> None:
     grant = ("INSERT INTO grants(agent, tool, created_at) VALUES ('default', 'shell', 1)")
     with as_work_of("chat-1", mode):
         with pytest.raises(reach.RestrictedSession, match="outlast"), db.write() as conn:
@@ -162,14 +164,14 @@ def test_restricted_work_makes_no_grant_or_job_at_the_store(
         with db.write() as conn:
             raw = conn.connection.dbapi_connection
             assert raw is not None
-            with pytest.raises(Exception, match="not authorized"):
+            with pytest.raises(Exception, match=REFUSED):
                 raw.execute(f"WITH x AS (SELECT 1) {grant}")
     with db.write() as conn:  # the positive control: the owner's answer makes one
         conn.exec_driver_sql(grant)
 
 
 def test_a_statement_prepared_before_is_still_refused_inside_a_restricted_scope(
-        db: Database, store_locks: None) -> None:
+        db: Database) -> None:
     """SQLite asks the authorizer only when it prepares a statement; the cached statement
     must be prepared again when the scope changes, or it would slip through."""
     with db.write() as conn:
@@ -179,7 +181,7 @@ def test_a_statement_prepared_before_is_still_refused_inside_a_restricted_scope(
     with as_work_of("chat-1", "incognito"), db.write() as conn:
         raw = conn.connection.dbapi_connection
         assert raw is not None
-        with pytest.raises(Exception, match="not authorized"):
+        with pytest.raises(Exception, match=REFUSED):
             raw.execute(INSERT)
     with db.write() as conn:  # and the gateway's own work may change memory again after
         raw = conn.connection.dbapi_connection
@@ -188,7 +190,7 @@ def test_a_statement_prepared_before_is_still_refused_inside_a_restricted_scope(
 
 
 def test_incognito_reads_leave_no_mark_and_temporary_reads_nothing(
-        db: Database, memory: Memory, store_locks: None) -> None:
+        db: Database, memory: Memory) -> None:
     item = memory.remember(kind="fact", words="The boat is moored at Ribeira",
                            written_by="t", filed_under=None).item
     with as_work_of("chat-1", "incognito"):
@@ -199,7 +201,7 @@ def test_incognito_reads_leave_no_mark_and_temporary_reads_nothing(
     with as_work_of("chat-2", "temporary"):
         with pytest.raises(reach.RestrictedSession):
             memory.recall("boat")
-        with pytest.raises(DatabaseError, match="prohibited"), db.read() as conn:
+        with pytest.raises(DatabaseError, match=REFUSED), db.read() as conn:
             recall_store.recall(conn, "boat", limit=5)  # the store itself reads nothing for it
         assert memory.context_for("boat").block is None
 
@@ -284,3 +286,34 @@ def _final_meta(engine: object, key: str) -> dict[str, object]:
 
     answers = [e for e in events(engine, key) if e.kind == "assistant"]  # type: ignore[arg-type]
     return dict(answers[-1].meta)
+
+
+def role_leaks(db: Database) -> list[str]:
+    """PostgreSQL: each right a restricted role holds that it must not (migration 0021): a
+    change to a memory table or a lasting one, or for a role that reads no memory, a read."""
+    must_not = {"hearth_incognito": ({"INSERT", "UPDATE", "DELETE"}, True),
+                "hearth_sealed": ({"SELECT", "INSERT", "UPDATE", "DELETE"}, True),
+                "hearth_memoryless": ({"SELECT", "INSERT", "UPDATE", "DELETE"}, False)}
+    found = []
+    with db.read() as conn:
+        tables = conn.exec_driver_sql("SELECT tablename FROM pg_tables WHERE schemaname = "
+                                      "'public'").scalars().all()
+        for role, (rights, lasting_too) in must_not.items():
+            for table in tables:
+                memory = table.startswith("memory_")
+                lasting = lasting_too and table in ("grants", "jobs")
+                for right in rights if memory else ({"INSERT", "UPDATE", "DELETE"}
+                                                    if lasting else set()):
+                    if conn.execute(text("SELECT has_table_privilege(:r, :t, :p)"),
+                                    {"r": role, "t": table, "p": right}).scalar():
+                        found.append(f"{role} {right} {table}")
+    return sorted(found)
+
+
+def test_census_the_restricted_roles_hold_no_right_they_must_not(db: Database) -> None:
+    if db.dialect != "postgresql":
+        pytest.skip("the roles are PostgreSQL's (SQLite's authorizer holds the line there)")
+    assert role_leaks(db) == []
+    with db.write() as conn:  # the positive control: a later memory table that forgot
+        conn.exec_driver_sql("CREATE TABLE memory_planted (id integer)")
+    assert "hearth_incognito INSERT memory_planted" in role_leaks(db)

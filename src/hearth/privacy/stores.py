@@ -6,12 +6,13 @@ database): a change to one of those tables from work that keeps nothing raises
 `RestrictedSession`.
 On SQLite the connection's authorizer holds the same line below SQLAlchemy — raw SQL, a
 trigger, a CTE-prefixed write — and, for work that may read no memory (Temporary,
-unreadable), refuses reads of those tables too. Work whose principal may not use the owner's
-memory (an app without `manage_memory`, a guest) is refused the memory tables both ways, in
-any mode. SQLite consults the authorizer when it
-prepares a statement, and cached statements are not prepared again; setting an authorizer
-expires every prepared statement, so the authorizer is set afresh whenever a transaction
-begins in a different scope than the connection last served.
+unreadable), refuses reads of those tables too. On PostgreSQL a role of less privilege does
+(migration 0021: each such transaction begins with `SET LOCAL ROLE`). Work whose principal
+may not use the owner's memory (an app without `manage_memory`, a guest) is refused the
+memory tables both ways, in any mode. SQLite consults the authorizer when it prepares a
+statement, and cached statements are not prepared again; setting an authorizer expires every
+prepared statement, so the authorizer is set afresh whenever a transaction begins in a
+different scope than the connection last served.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ def protect(db: Database) -> None:
     event.listen(db.engine, "before_cursor_execute", _screen, retval=False)
     if db.dialect == "sqlite":
         event.listen(db.engine, "begin", _set_authorizer)
+    elif db.dialect == "postgresql":
+        event.listen(db.engine, "begin", _set_role)
 
 
 def _screen(_conn: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -84,6 +87,35 @@ def _set_authorizer(conn: Connection) -> None:
     assert raw is not None
     raw.set_authorizer(None if state == (None, False) else _authorizer(*state))
     record.info[_STATE] = state
+
+
+def role_for(mode: Mode | None, no_memory: bool) -> str | None:
+    """The PostgreSQL role restricted work runs as (migration 0021), None for the owner's
+    own work and a persistent chat's: the same line as `_authorizer`'s."""
+    if mode is not None and not reads_memory(mode):
+        return "hearth_sealed"
+    if mode is not None:
+        return "hearth_sealed" if no_memory else "hearth_incognito"
+    return "hearth_memoryless" if no_memory else None
+
+
+def _set_role(conn: Connection) -> None:
+    """PostgreSQL: the transaction of restricted work takes its role of less privilege
+    (`SET LOCAL ROLE`, undone when the transaction ends). Where the role was never made (no
+    CREATEROLE when migrating), such work is refused here: the line holds closed."""
+    scope = work_scope.current()
+    mode = None if scope is None or keeps_memory(scope.mode) else scope.mode
+    role = role_for(mode, scope is not None and not scope.memory)
+    if role is None:
+        return
+    exists = conn.exec_driver_sql(
+        f"SELECT pg_has_role(current_user, '{role}', 'USAGE') "
+        f"FROM pg_roles WHERE rolname = '{role}'").scalar()
+    if not exists:
+        raise reach.RestrictedSession(
+            f"This work keeps nothing, and the database cannot hold it to that: its role "
+            f"{role} is missing (run `hearth db check`).")
+    conn.exec_driver_sql(f"SET LOCAL ROLE {role}")
 
 
 def _authorizer(mode: Mode | None, no_memory: bool) -> Callable[..., int]:

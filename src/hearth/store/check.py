@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, create_engine, make_url
+from sqlalchemy import Connection, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from hearth.store import migrate
@@ -88,6 +88,28 @@ def _settings(conn: Connection) -> list[Finding]:
                         "journal_mode is wal." if mode == "wal" else
                         f"journal_mode is {mode}, not wal: the gateway sets it at start; a "
                         "database another program changed should be opened by the gateway.")]
+    return [*_durability(conn), _roles(conn)]
+
+
+ROLES = ("hearth_incognito", "hearth_sealed", "hearth_memoryless")
+
+
+def _roles(conn: Connection) -> Finding:
+    """PostgreSQL: the roles restricted work runs as (migration 0021), and this user's right
+    to take them; without them such work is refused at the store."""
+    missing = [role for role in ROLES if not conn.execute(text(
+        "SELECT pg_has_role(current_user, rolname, 'USAGE') FROM pg_roles "
+        "WHERE rolname = :r"), {"r": role}).scalar()]
+    if not missing:
+        return Finding("privacy roles", True, "The roles Incognito and Temporary chats' work "
+                                              "runs as are there.")
+    return Finding("privacy roles", False, f"The roles {', '.join(missing)} are missing (or "
+                   "this user may not take them), so Incognito and Temporary chats are refused "
+                   "at the store. A user with CREATEROLE must run the statements of "
+                   "migration 0021 (store/migrations/versions/0021_postgresql_privacy_roles.py).")
+
+
+def _durability(conn: Connection) -> list[Finding]:
     fsync = str(conn.exec_driver_sql("SHOW fsync").scalar_one())
     commit = str(conn.exec_driver_sql("SHOW synchronous_commit").scalar_one())
     return [
