@@ -13,7 +13,7 @@ Fixtures:
   errors (a CSP violation is a console error), each `console: <text> [<url>]` or
   `pageerror: <error>`; the browser's own /favicon.ico request is left out.
 - `signed_in` (function): `signed_in(gateway) -> Page` opens `/login` on `page`, types the
-  token and submits; returns `page` on the front page (a new chat).
+  token and submits; returns `page` on the front page (a new chat), its composer ready.
 - `shot` (function): `shot(page, name) -> Path` saves a full-page screenshot to
   `test-artifacts/screenshots/<name>.png` under the repository root.
 """
@@ -100,6 +100,8 @@ def signed_in(page: Page) -> Callable[[Gateway], Page]:
         page.get_by_role("button", name="Sign in").click()
         expect(page).to_have_url(f"{gateway.url}/")
         expect(page.get_by_role("heading", name="New chat")).to_be_visible()
+        # the composer's script has run: Enter sends (before it, Enter starts a new line)
+        expect(page.locator("#text[data-ready]")).to_have_count(1)
         return page
 
     return sign_in

@@ -16,4 +16,5 @@ if (box) {
   });
   box.addEventListener("input", fit);
   box.form.addEventListener("reset", () => requestAnimationFrame(fit));
+  box.dataset.ready = "true";  // Enter sends from now on (a page's tests wait for it)
 }
