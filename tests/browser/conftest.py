@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.gateway import TOKEN, Gateway
+from tests.gateway import Gateway
 
 try:
     from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -94,17 +94,9 @@ def console_errors(page: Page) -> list[str]:
 
 @pytest.fixture
 def signed_in(page: Page) -> Callable[[Gateway], Page]:
-    def sign_in(gateway: Gateway) -> Page:
-        page.goto(f"{gateway.url}/login")
-        page.get_by_label("Token").fill(TOKEN)
-        page.get_by_role("button", name="Sign in").click()
-        expect(page).to_have_url(f"{gateway.url}/")
-        expect(page.get_by_role("heading", name="New chat")).to_be_visible()
-        # the composer's script has run: Enter sends (before it, Enter starts a new line)
-        expect(page.locator("#text[data-ready]")).to_have_count(1)
-        return page
+    from tests.support.browser import sign_in
 
-    return sign_in
+    return lambda gateway: sign_in(page, gateway)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ the keyboard reaches."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,9 @@ pytest.importorskip("playwright.sync_api", reason="the playwright package is not
 
 from playwright.sync_api import Browser, Page, expect  # noqa: E402
 
-from tests.browser.conftest import TIMEOUT_MS  # noqa: E402
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
-from tests.gateway import TOKEN, Gateway  # noqa: E402
-from tests.support.browser import set_theme  # noqa: E402
+from tests.gateway import Gateway  # noqa: E402
+from tests.support.browser import set_theme, signed_in_context  # noqa: E402
 
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 SERIOUS = ("serious", "critical")
@@ -27,21 +27,9 @@ SERIOUS = ("serious", "critical")
 def checked(browser: Browser) -> Iterator[Callable[[Gateway], Page]]:
     """A signed-in page whose context lets axe's script in (the pages' CSP refuses any script
     not the gateway's own: `bypass_csp` is for the check alone)."""
-    context = browser.new_context(bypass_csp=True)
-    context.set_default_timeout(TIMEOUT_MS)
-
-    def sign_in(gateway: Gateway) -> Page:
-        page = context.new_page()
-        page.goto(f"{gateway.url}/login")
-        page.get_by_label("Token").fill(TOKEN)
-        page.get_by_role("button", name="Sign in").click()
-        expect(page.get_by_role("heading", name="New chat")).to_be_visible()
-        return page
-
-    try:
-        yield sign_in
-    finally:
-        context.close()
+    with ExitStack() as contexts:
+        yield lambda gateway: contexts.enter_context(
+            signed_in_context(browser, gateway, bypass_csp=True))
 
 
 def violations(page: Page) -> list[dict[str, Any]]:

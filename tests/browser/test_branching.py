@@ -6,10 +6,8 @@ file runs again, another tab's regenerate shows up live, and the controls fit a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,9 +15,9 @@ pytest.importorskip("playwright.sync_api", reason="the playwright package is not
 
 from playwright.sync_api import Browser, Locator, Page, expect  # noqa: E402
 
-from tests.browser.conftest import TIMEOUT_MS  # noqa: E402
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer  # noqa: E402
-from tests.gateway import TOKEN, Api, Gateway  # noqa: E402
+from tests.gateway import Api, Gateway  # noqa: E402
+from tests.support.browser import open_chat, same_document, signed_in_context  # noqa: E402
 
 Shot = Callable[[Page, str], Path]
 SignedIn = Callable[[Gateway], Page]
@@ -31,14 +29,6 @@ def _answered(api: Api, server: ScriptedModelServer, key: str, text: str, reply:
     assert api.wait(api.send(key, text)["run_id"])["status"] == "complete"
 
 
-def _open(page: Page, gateway: Gateway, key: str) -> None:
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
-    page.evaluate("window.__sameDocument = true")  # gone if the page ever reloads
-
-
-def _same_document(page: Page) -> bool:
-    return bool(page.evaluate("window.__sameDocument === true"))
 
 
 def _answers(page: Page) -> Locator:
@@ -50,21 +40,6 @@ def _said(api: Api, key: str) -> list[tuple[str, str]]:
             if m["kind"] in ("user", "assistant")]
 
 
-@contextmanager
-def _page_in(browser: Browser, gateway: Gateway, **options: Any) -> Iterator[Page]:
-    """A signed-in page in a fresh browser context made with `options`."""
-    context = browser.new_context(**options)
-    context.set_default_timeout(TIMEOUT_MS)
-    try:
-        page = context.new_page()
-        page.goto(f"{gateway.url}/login")
-        page.get_by_label("Token").fill(TOKEN)
-        page.get_by_role("button", name="Sign in").click()
-        expect(page.get_by_role("heading", name="New chat")).to_be_visible()
-        yield page
-    finally:
-        context.close()
-
 
 def test_regenerate_then_flip_the_variants_and_a_reload_keeps_the_choice(
         gateway: Gateway, model_server: ScriptedModelServer, signed_in: SignedIn,
@@ -73,7 +48,7 @@ def test_regenerate_then_flip_the_variants_and_a_reload_keeps_the_choice(
     api = gateway.client()
     key = api.new_chat()
     _answered(api, model_server, key, "name a colour", "Red.")
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     answer = page.locator(".item.assistant")
     regenerate = answer.get_by_role("button", name="Regenerate")
     expect(regenerate).to_have_css("opacity", "0")  # quiet until the answer is pointed at
@@ -92,7 +67,7 @@ def test_regenerate_then_flip_the_variants_and_a_reload_keeps_the_choice(
     expect(_answers(page)).to_have_text(["Red."])
     expect(page.locator(".item.assistant .pager-at")).to_have_text("1/2")
     expect(page.get_by_role("button", name="Previous variant")).to_be_disabled()
-    assert _same_document(page)
+    assert same_document(page)
     assert _said(api, key)[-1] == ("assistant", "Red.")  # the head moved, not only the page
     page.reload()
     expect(_answers(page)).to_have_text(["Red."])
@@ -114,7 +89,7 @@ def test_edit_a_message_and_send_it_as_a_new_branch(
     key = api.new_chat()
     _answered(api, model_server, key, "hello", "Hi.")
     _answered(api, model_server, key, "tell me about cats", "Cats purr.")
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     mine = page.locator(".item.user").nth(1)
     mine.hover()
     mine.get_by_role("button", name="Edit").click()
@@ -133,7 +108,7 @@ def test_edit_a_message_and_send_it_as_a_new_branch(
     expect(page.locator(".item.user .text")).to_have_text(["hello", "tell me about dogs"])
     expect(_answers(page)).to_have_text(["Hi.", "Dogs bark."])
     expect(page.locator(".item.user").nth(1).locator(".pager-at")).to_have_text("2/2")
-    assert _same_document(page)
+    assert same_document(page)
     assert _said(api, key)[2:] == [("user", "tell me about dogs"), ("assistant", "Dogs bark.")]
     page.locator(".item.user").nth(1).get_by_role("button", name="Previous variant").click()
     expect(_answers(page)).to_have_text(["Hi.", "Cats purr."])
@@ -148,7 +123,7 @@ def test_fork_from_a_message_opens_a_new_chat_with_the_messages_up_to_there(
     _answered(api, model_server, key, "plan a trip", "Where to?")
     _answered(api, model_server, key, "Rome", "Rome it is.")
     _answered(api, model_server, key, "and then?", "Florence.")
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     mine = page.locator(".item.user").nth(1)
     mine.hover()
     mine.get_by_label("More actions for what you said").click()
@@ -170,14 +145,14 @@ def test_rewind_to_an_answer_sets_the_rest_aside_and_runs_nothing(
     _answered(api, model_server, key, "one", "First.")
     _answered(api, model_server, key, "two", "Second.")
     asked = len(model_server.requests)
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     first_answer = page.locator(".item.assistant").first
     first_answer.hover()
     first_answer.locator("summary[aria-label='More actions for this answer']").click()
     first_answer.get_by_role("button", name="Rewind to here").click()
     expect(page.locator(".item.user .text")).to_have_text(["one"])
     expect(_answers(page)).to_have_text(["First."])
-    assert _same_document(page)
+    assert same_document(page)
     assert _said(api, key) == [("user", "one"), ("assistant", "First.")]
     assert len(model_server.requests) == asked  # at an answer, nothing runs
 
@@ -194,7 +169,7 @@ def test_the_map_rail_jumps_to_a_message(
     assert api.wait(api.send(key, "the first question")["run_id"])["status"] == "complete"
     for n in range(2, 7):
         _answered(api, model_server, key, f"question number {n}", long)
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     rail = page.get_by_role("navigation", name="Chat map")
     ticks = rail.get_by_role("link")
     expect(ticks).to_have_count(6)
@@ -208,7 +183,7 @@ def test_the_map_rail_jumps_to_a_message(
     first.click()
     expect(target).to_be_in_viewport()
     expect(first).to_have_attribute("aria-current", "location")
-    assert _same_document(page)
+    assert same_document(page)
     model_server.push(Reply(text="Seventh."))  # a new exchange: the rail grows after its turn
     api.wait(api.send(key, "a seventh")["run_id"])
     expect(ticks).to_have_count(7)
@@ -224,7 +199,7 @@ def test_the_repeat_guard_asks_before_a_regenerate_runs_a_write_again(
                       Reply(text="Wrote it."))
     assert api.wait(api.send(key, "write a.txt")["run_id"])["status"] == "complete"
     asked = len(model_server.requests)
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     answer = page.locator(".item.assistant")
     answer.hover()
     answer.get_by_role("button", name="Regenerate").click()
@@ -239,7 +214,7 @@ def test_the_repeat_guard_asks_before_a_regenerate_runs_a_write_again(
     answer.get_by_role("button", name="Regenerate anyway").click()
     expect(_answers(page)).to_have_text(["Again, without writing."])
     expect(page.locator(".item.assistant .pager-at")).to_have_text("2/2")
-    assert _same_document(page)
+    assert same_document(page)
     assert [e for e in console_errors if "409 (Conflict)" not in e] == []  # (the question)
 
 
@@ -249,13 +224,13 @@ def test_another_tabs_regenerate_shows_up_live(
     api = gateway.client()
     key = api.new_chat()
     _answered(api, model_server, key, "a question", "One answer.")
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     model_server.push(Reply(text="Another answer."))
     again = api.http.post(f"/api/sessions/{key}/regenerate", json={})
     assert again.status_code == 202, again.text
     expect(_answers(page)).to_have_text(["Another answer."])
     expect(page.locator(".item.assistant .pager-at")).to_have_text("2/2")
-    assert _same_document(page)
+    assert same_document(page)
 
 
 def test_the_controls_fit_a_phone_and_show_without_hover(
@@ -266,9 +241,9 @@ def test_the_controls_fit_a_phone_and_show_without_hover(
     _answered(api, model_server, key, "a question a phone asks, a little long " * 2, "Red.")
     model_server.push(Reply(text="Blue, said at some length so that it wraps. " * 3))
     api.wait(api.http.post(f"/api/sessions/{key}/regenerate", json={}).json()["run_id"])
-    with _page_in(browser, gateway, viewport=PHONE, color_scheme="light", has_touch=True,
+    with signed_in_context(browser, gateway, viewport=PHONE, color_scheme="light", has_touch=True,
                   is_mobile=True) as page:
-        _open(page, gateway, key)
+        open_chat(page, gateway, key)
         expect(page.get_by_role("navigation", name="Chat map")).to_be_hidden()
         regenerate = page.get_by_role("button", name="Regenerate")
         expect(regenerate).to_have_css("opacity", "1")  # no hover on touch: always shown
@@ -292,7 +267,7 @@ def test_a_turn_that_said_something_before_a_tool_call_has_its_actions_on_its_la
     model_server.push(Reply(text="Let me look.", tool_calls=[Call("list_files", {})]),
                       Reply(text="Nothing there."))
     assert api.wait(api.send(key, "what is here?")["run_id"])["status"] == "complete"
-    _open(page, gateway, key)
+    open_chat(page, gateway, key)
     said, answered = page.locator(".item.assistant").first, page.locator(".item.assistant").last
     expect(said.locator(".markdown")).to_have_text("Let me look.")
     said.hover()

@@ -24,6 +24,7 @@ from tests.support.browser import (  # noqa: E402
     PHONE,
     Shot,
     no_sideways_scroll,
+    open_chat,
     set_theme,
     shots,
 )
@@ -51,11 +52,6 @@ def channel_gateway(gateway_factory: Callable[..., Gateway], telegram: FakeTeleg
     return gateway
 
 
-def _open_chat(page: Page, gateway: Gateway, key: str) -> None:
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
-    page.evaluate("window.__sameDocument = true")  # gone if the page ever reloads
-
 
 def _menu(page: Page) -> Locator:
     """The chat's menu, opened."""
@@ -73,7 +69,7 @@ def test_continue_on_telegram_shows_the_badge_and_answer_here_only_takes_it_away
     key = api.new_chat()
     assert api.http.patch(f"/api/sessions/{key}", json={"title": "Trip plans"}).is_success
     page = signed_in(channel_gateway)
-    _open_chat(page, channel_gateway, key)
+    open_chat(page, channel_gateway, key)
     badge = page.locator("#link-badge")
     expect(badge).to_be_hidden()
     menu = _menu(page)
@@ -108,7 +104,7 @@ def test_a_refusal_is_said_in_the_menu_and_nothing_changes(
     api = channel_gateway.client()
     key = api.new_chat()
     page = signed_in(channel_gateway)
-    _open_chat(page, channel_gateway, key)
+    open_chat(page, channel_gateway, key)
     menu = _menu(page)
     assert api.http.delete(f"/api/sessions/{key}").status_code in (200, 204)
     dialogs: list[str] = []
@@ -129,7 +125,7 @@ def test_a_restricted_chats_menu_offers_no_continue(
     page = signed_in(channel_gateway)
     for mode in ("incognito", "temporary"):
         key = api.new_chat(memory_mode=mode)
-        _open_chat(page, channel_gateway, key)
+        open_chat(page, channel_gateway, key)
         menu = _menu(page)
         expect(menu.get_by_role("link", name="Delete…")).to_be_visible()  # the menu is open
         expect(menu.get_by_text("Continue on")).to_have_count(0)
@@ -146,7 +142,7 @@ def test_channel_messages_say_who_sent_them_live_and_the_badge_where_it_answers(
     key = chat_of_thread(api, str(GROUP))
     assert api.http.patch(f"/api/sessions/{key}", json={"title": "Family picnic"}).is_success
     page = signed_in(channel_gateway)
-    _open_chat(page, channel_gateway, key)
+    open_chat(page, channel_gateway, key)
     expect(page.locator("#link-badge")).to_have_text("Answers on Telegram")  # not the owner's DM
     mine = page.locator(".item.user").first
     expect(mine.locator(".via")).to_have_text("via Telegram")

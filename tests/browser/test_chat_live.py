@@ -17,18 +17,11 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.browser import open_chat, same_document
 
 SlowText = " ".join(f"w{i}" for i in range(60))
 
 
-def _open_chat(page: Page, gateway: Gateway, key: str) -> None:
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
-    page.evaluate("window.__sameDocument = true")  # gone if the page ever reloads
-
-
-def _same_document(page: Page) -> bool:
-    return bool(page.evaluate("window.__sameDocument === true"))
 
 
 def test_a_message_sent_from_the_page_streams_its_answer_in(
@@ -37,7 +30,7 @@ def test_a_message_sent_from_the_page_streams_its_answer_in(
     page = signed_in(gateway)
     key = gateway.client().new_chat()
     model_server.push(Reply(text=SlowText + " **end**", chunks=30, delay=0.08))
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     page.get_by_label("Message").fill("tell me a long thing")
     page.get_by_label("Message").press("Enter")
     expect(page.locator(".item.user .text")).to_have_text("tell me a long thing")
@@ -50,7 +43,7 @@ def test_a_message_sent_from_the_page_streams_its_answer_in(
     expect(page.locator("#streaming")).to_have_count(0)
     expect(page.locator(".turn-details .model")).to_have_text("fake-model")
     expect(page.get_by_role("button", name="Stop")).to_be_hidden()
-    assert _same_document(page) and page.get_by_label("Message").input_value() == ""
+    assert same_document(page) and page.get_by_label("Message").input_value() == ""
     shot(page, "chat-answered")
     assert console_errors == []
 
@@ -63,12 +56,12 @@ def test_a_tool_card_fills_in_with_its_receipt_live(
     key = api.new_chat()
     model_server.push(Reply(tool_calls=[Call("write_file", {"path": "n.txt", "content": "hi"})]),
                       Reply(text="Written."))
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     api.send(key, "write n.txt")
     card = page.get_by_role("article", name="Tool call write_file")
     expect(card.locator(".receipt")).to_contain_text("n.txt")
     expect(page.locator(".item.assistant .markdown")).to_have_text("Written.")
-    assert _same_document(page)
+    assert same_document(page)
     shot(page, "chat-tool-card")
 
 
@@ -77,7 +70,7 @@ def _approval_turn(gateway: Gateway, model_server: ScriptedModelServer, page: Pa
     key = api.new_chat(trust="ask")
     model_server.push(Reply(tool_calls=[Call("write_file", {"path": "a.txt", "content": "x"})]),
                       Reply(text="Finished."))
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     api.send(key, "write a.txt")
     expect(page.get_by_role("button", name="Allow once")).to_be_visible()
     return api
@@ -113,7 +106,7 @@ def test_stop_ends_the_turn_and_retry_runs_it_again(
     key = api.new_chat()
     started = threading.Event()
     model_server.push(Reply(text=SlowText, chunks=60, delay=0.2, started=started))
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     api.send(key, "go on at length")
     expect(page.locator("#streaming .text")).to_contain_text("w1")
     page.get_by_role("button", name="Stop").click()
@@ -126,7 +119,7 @@ def test_stop_ends_the_turn_and_retry_runs_it_again(
     notice.get_by_role("button", name="Retry").click()
     expect(page.locator(".item.assistant:not(.partial) .markdown")).to_have_text(
         "Short this time.")
-    assert _same_document(page)
+    assert same_document(page)
 
 
 def test_a_reload_mid_turn_shows_the_answer_so_far_and_keeps_streaming(
@@ -136,7 +129,7 @@ def test_a_reload_mid_turn_shows_the_answer_so_far_and_keeps_streaming(
     api = gateway.client()
     key = api.new_chat()
     model_server.push(Reply(text=SlowText + " last", chunks=30, delay=0.15))
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     api.send(key, "stream slowly")
     expect(page.locator("#streaming .text")).to_contain_text("w5")
     page.reload()
@@ -154,7 +147,7 @@ def test_a_dropped_connection_resumes_from_the_last_seq_without_duplicates(
     key = api.new_chat()
     model_server.push(Reply(text="first answer"))
     api.wait(api.send(key, "one")["run_id"])
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     expect(page.locator(".item")).to_have_count(2)
     gateway.stop()  # the connection drops; the page keeps trying
     expect(page.locator("html[data-stream=reconnecting]")).to_have_count(1)
@@ -165,7 +158,7 @@ def test_a_dropped_connection_resumes_from_the_last_seq_without_duplicates(
     api.wait(api.send(key, "two")["run_id"])
     expect(page.locator(".item.assistant")).to_have_count(2)
     expect(page.locator(".item")).to_have_count(4)  # nothing drawn twice
-    assert _same_document(page)
+    assert same_document(page)
 
 
 def test_an_answer_streaming_across_a_gateway_restart_is_drawn_once(
@@ -179,7 +172,7 @@ def test_an_answer_streaming_across_a_gateway_restart_is_drawn_once(
     model_server.push(Reply(text="a long first part, then more", chunks=2, stall=10,
                             stall_after=1))
     model_server.default = Reply(text="short, then the rest", chunks=2, stall=6, stall_after=1)
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     gateway.client().send(key, "go on")
     expect(page.locator("#streaming .text")).to_have_text("a long first p")  # half (by chars)
     gateway.kill()  # the running turn is left to the next start, which resumes it
@@ -189,7 +182,7 @@ def test_an_answer_streaming_across_a_gateway_restart_is_drawn_once(
     answers = page.locator(".item.assistant:not(.partial) .markdown")
     expect(answers).to_have_text("short, then the rest", timeout=20_000)
     expect(page.locator("#streaming")).to_have_count(0)
-    assert _same_document(page)
+    assert same_document(page)
 
 
 def test_hostile_tool_output_is_inert_live(
@@ -204,7 +197,7 @@ def test_hostile_tool_output_is_inert_live(
     model_server.push(Reply(tool_calls=[write]),
                       Reply(tool_calls=[Call("read_file", {"path": "h.html"})]),
                       Reply(text=f"[click](javascript:window.__pwned=4) {hostile}"))
-    _open_chat(page, gateway, key)
+    open_chat(page, gateway, key)
     api.send(key, "write and read it")
     expect(page.locator(".item.assistant")).to_have_count(1)
     expect(page.locator("pre.output").last).to_contain_text("<script>window.__pwned=1</script>")

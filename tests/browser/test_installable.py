@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
+from tests.support.browser import open_chat  # noqa: E402
 
 Shot = Callable[[Page, str], Path]
 SECRET = "the-heron-nests-by-the-third-willow"
@@ -115,8 +116,7 @@ def test_notifications_say_what_happened_only_once_turned_on(
     page.add_init_script(NOTICES)  # the browser's Notification API, recorded
     api = gateway.client()
     key = api.new_chat()
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    open_chat(page, gateway, key)
     page.evaluate("window.__hidden = true")  # the tab in the background
     model_server.push(Reply(text=f"Here: {SECRET}"))
     api.wait(api.send(key, "first")["run_id"])
@@ -127,8 +127,7 @@ def test_notifications_say_what_happened_only_once_turned_on(
     expect(page.get_by_role("button", name="Turn off notifications")).to_be_visible()
     expect(page.locator("[data-notify-state]")).to_have_text("On in this browser.")
     shot(page, "settings-notifications")
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    open_chat(page, gateway, key)
     assert page.evaluate("window.__notices") == []  # the replay on connect says nothing
     page.evaluate("window.__hidden = true")
     model_server.push(Reply(text=f"Again: {SECRET}"))

@@ -16,7 +16,14 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
-from tests.support.browser import DESKTOP, PHONE, no_sideways_scroll, set_theme, shots
+from tests.support.browser import (
+    DESKTOP,
+    PHONE,
+    no_sideways_scroll,
+    open_chat,
+    set_theme,
+    shots,
+)
 
 Shot = Callable[[Page, str], Path]
 
@@ -46,8 +53,7 @@ def test_the_sidebar_follows_an_approval_asked_and_answered(
     key = api.new_chat(trust="ask")
     model_server.push(Reply(tool_calls=[Call("write_file", {"path": "b.txt", "content": "x"})]),
                       Reply(text="Finished."))
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    open_chat(page, gateway, key)
     link = page.locator(f".chat-nav a[href='/chats/{key}']")
     badge = page.locator(".page-nav a[href='/approvals'] .count")
     expect(badge).to_have_count(0)
@@ -79,8 +85,7 @@ def test_a_message_sent_while_a_turn_runs_is_drawn_after_the_answer_it_waited_be
     slow = " ".join(f"w{i}" for i in range(40))
     model_server.push(Reply(text=slow + " first", chunks=20, delay=0.1),
                       Reply(text="second answer"))
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    open_chat(page, gateway, key)
     box = page.get_by_label("Message")
     box.fill("question one")
     box.press("Enter")
@@ -107,8 +112,7 @@ def test_editing_the_first_message_leaves_no_earlier_messages_link(
     key = api.new_chat()
     model_server.push(Reply(text="Hi."))
     assert api.wait(api.send(key, "hello")["run_id"])["status"] == "complete"
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    open_chat(page, gateway, key)
     mine = page.locator(".item.user").first
     mine.hover()
     mine.get_by_role("button", name="Edit").click()
@@ -256,8 +260,7 @@ def test_code_blocks_are_coloured_and_named_live_and_after_a_reload_alike(
     page = signed_in(gateway)
     set_theme(page, gateway, scheme)
     key = gateway.client().new_chat()
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    open_chat(page, gateway, key)
     model_server.push(Reply(text=CODE_ANSWER, chunks=8, delay=0.05))
     page.get_by_label("Message").fill("show me code")
     page.get_by_label("Message").press("Enter")
@@ -351,8 +354,7 @@ def test_a_denied_call_says_why_once(
     key = api.new_chat(trust="ask")
     model_server.push(Reply(tool_calls=[Call("write_file", {"path": "d.txt", "content": "x"})]),
                       Reply(text="Understood, I left it."))
-    page.goto(f"{gateway.url}/chats/{key}")
-    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    open_chat(page, gateway, key)
     api.send(key, "write d.txt")
     page.get_by_role("button", name="Deny").click()
     expect(page.locator(".item.assistant .markdown")).to_have_text("Understood, I left it.")

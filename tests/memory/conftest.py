@@ -11,26 +11,11 @@ import pytest
 
 from hearth.privacy.stores import protect
 from hearth.store.db import Database
-from tests.support import postgres
-from tests.support.store import migrated_store
+from tests.support.fixtures import ENGINES, store_on
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    """On each engine in turn (tests/support/postgres.py: skipped, saying why, where no
-    PostgreSQL can run)."""
-    if request.param == "sqlite":
-        with migrated_store(tmp_path) as database:
-            protect(database)
-            yield database
-        return
-    why = postgres.unavailable()
-    if why is not None:
-        pytest.skip(why)
-    database = postgres.database()
-    try:
+    with store_on(request.param, tmp_path) as database:
         protect(database)
         yield database
-    finally:
-        database.close()
-

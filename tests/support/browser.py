@@ -1,20 +1,61 @@
-"""What the browser tests (tests/browser, Playwright) share: the two viewport sizes, the theme a
-page is drawn in, that a page does not scroll sideways on a phone, and `shots`, a page saved in
-light and dark on a desktop and a phone. Imported only by modules that skip when Playwright is
+"""What the browser tests (tests/browser, Playwright) share: signing in, a chat's page opened
+with its stream live, the two viewport sizes, the theme a page is drawn in, that a page does
+not scroll sideways on a phone, and `shots`, a page saved in light and dark on a desktop and a
+phone. Imported only by modules that skip when Playwright is
 not installed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page, expect
 
-from tests.gateway import Gateway
+from tests.gateway import TOKEN, Gateway
 
 Shot = Callable[[Page, str], Path]
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
+
+
+def sign_in(page: Page, gateway: Gateway) -> Page:
+    """Sign `page` in with the token; it is left on the front page (a new chat), its composer
+    ready (before its script runs, Enter starts a new line instead of sending)."""
+    page.goto(f"{gateway.url}/login")
+    page.get_by_label("Token").fill(TOKEN)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{gateway.url}/")
+    expect(page.get_by_role("heading", name="New chat")).to_be_visible()
+    expect(page.locator("#text[data-ready]")).to_have_count(1)
+    return page
+
+
+@contextmanager
+def signed_in_context(browser: Browser, gateway: Gateway, **options: Any) -> Iterator[Page]:
+    """A signed-in page in a fresh browser context made with `options` (closed after)."""
+    from tests.browser.conftest import TIMEOUT_MS
+
+    context = browser.new_context(**options)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield sign_in(context.new_page(), gateway)
+    finally:
+        context.close()
+
+
+def open_chat(page: Page, gateway: Gateway, key: str) -> None:
+    """The chat's page, its stream open, marked so that a reload would show
+    (`same_document`)."""
+    page.goto(f"{gateway.url}/chats/{key}")
+    expect(page.locator("html[data-stream=open]")).to_have_count(1)
+    page.evaluate("window.__sameDocument = true")  # gone if the page ever reloads
+
+
+def same_document(page: Page) -> bool:
+    """The page was never loaded again since `open_chat`."""
+    return bool(page.evaluate("window.__sameDocument === true"))
 
 
 def set_theme(page: Page, gateway: Gateway, theme: str) -> None:

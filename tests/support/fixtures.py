@@ -8,6 +8,7 @@ never shadows a test's parameter."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,13 +28,16 @@ def db_fixture(tmp_path: Path) -> Iterator[Database]:
         yield database
 
 
-@pytest.fixture(name="db", params=["sqlite", "postgresql"])
-def db_both_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    """`db` on each engine in turn: a migrated SQLite file, then a migrated database on this
-    process's PostgreSQL cluster (tests/support/postgres.py; skipped, saying why, where none
-    can run)."""
-    if request.param == "sqlite":
-        with migrated_store(tmp_path) as database:
+ENGINES = ["sqlite", "postgresql"]
+
+
+@contextmanager
+def store_on(engine: str, folder: Path) -> Iterator[Database]:
+    """A migrated store on `engine`: a SQLite file in `folder`, or a database on this
+    process's PostgreSQL cluster (tests/support/postgres.py; the test is skipped, saying why,
+    where none can run). Closed when the block ends."""
+    if engine == "sqlite":
+        with migrated_store(folder) as database:
             yield database
         return
     why = postgres.unavailable()
@@ -44,6 +48,13 @@ def db_both_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
         yield database
     finally:
         database.close()
+
+
+@pytest.fixture(name="db", params=ENGINES)
+def db_both_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """`db` on each engine in turn (`store_on`)."""
+    with store_on(request.param, tmp_path) as database:
+        yield database
 
 
 @pytest.fixture(name="client")

@@ -20,11 +20,12 @@ from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools
 from hearth.models import guard, setup
 from hearth.models.calls import CallRecorder
-from hearth.store.check import Finding
+from hearth.store.check import Finding, check
 from hearth.store.copy import (
     CopyRefused as CopyRefused,  # the CLI names it from here
     Counted,
     Progress,
+    copy,
 )
 from hearth.store.db import Database
 from hearth.store.upgrade import (
@@ -54,16 +55,12 @@ def upgrade_store(home: Home, config: Config) -> str:
 
 def check_store(home: Home) -> list[Finding]:
     """What `hearth db check` reports of the home's database (nothing is changed)."""
-    from hearth.store.check import check
-
     return check(home.database_url())
 
 
 def copy_store(home: Home, to_url: str, progress: Progress | None = None) -> list[Counted]:
     """Copy the home's database into the empty one at `to_url` (`hearth db copy`); each
     table's counts on both sides. Raises CopyRefused."""
-    from hearth.store.copy import copy
-
     source, target = Database(home.database_url()), Database(to_url)
     try:
         return copy(source, target, progress)

@@ -38,6 +38,7 @@ _CHANGE = re.compile(
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
 LASTING_TABLES = frozenset({"grants", "jobs"})  # work that outlasts the chat that made it
 _STATE = "hearth_authorizer"  # on the pooled connection's info: the mode it was set for
+_ROLES = "hearth_roles"  # on a PostgreSQL pooled connection's info: the roles it may take
 
 
 def changed_table(statement: str) -> str | None:
@@ -108,10 +109,12 @@ def _set_role(conn: Connection) -> None:
     role = role_for(mode, scope is not None and not scope.memory)
     if role is None:
         return
-    exists = conn.exec_driver_sql(
-        f"SELECT pg_has_role(current_user, '{role}', 'USAGE') "
-        f"FROM pg_roles WHERE rolname = '{role}'").scalar()
-    if not exists:
+    taken = conn.connection.info.setdefault(_ROLES, set())  # the pooled connection's
+    if role not in taken and conn.exec_driver_sql(
+            f"SELECT pg_has_role(current_user, '{role}', 'USAGE') "
+            f"FROM pg_roles WHERE rolname = '{role}'").scalar():
+        taken.add(role)  # asked once a connection: a role made is not taken away in use
+    if role not in taken:
         raise reach.RestrictedSession(
             f"This work keeps nothing, and the database cannot hold it to that: its role "
             f"{role} is missing (run `hearth db check`).")

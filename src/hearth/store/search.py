@@ -36,7 +36,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, func, select
+from sqlalchemy import ColumnElement, Connection, Row, column, func, or_, select, table
 
 from hearth.store.schema import sessions, transcript_events
 
@@ -341,10 +341,7 @@ def newest_with_any(conn: Connection, words: list[str], exclude_key: str | None,
 
 def _postgres_any(conn: Connection, words: list[str], exclude_key: str | None,
                   limit: int) -> list[Row[Any]]:
-    from sqlalchemy import column, or_, table
-
-    index = table("chat_search_messages", column("id"), column("session_key"), column("seq"),
-                  column("created_at"), column("words"))
+    index = _PG_INDEX
     events = transcript_events.c
     begun = [index.c.words.op("@@")(_tsquery(Term(word, prefix=True))) for word in words
              if _WORDY.search(word)]
@@ -370,6 +367,11 @@ def _postgres_any(conn: Connection, words: list[str], exclude_key: str | None,
 # words in a row, a `word*` a prefix; all required. Ranked by ts_rank, then newest; a page
 # is an offset into that order (the cursor's second part).
 
+# PostgreSQL's index table (migration 0019), outside the schema every engine shares
+_PG_INDEX = table("chat_search_messages", column("id"), column("session_key"), column("seq"),
+                  column("created_at"), column("off_path"), column("words"))
+
+
 def _tsquery(term: Term) -> Any:
     folded = func.hearth_fold(term.words)
     if term.prefix:
@@ -379,10 +381,7 @@ def _tsquery(term: Term) -> Any:
 
 def _postgres(conn: Connection, terms: list[Term], filters: Filters, limit: int,
               skip: int) -> Found:
-    from sqlalchemy import column, table
-
-    index = table("chat_search_messages", column("id"), column("session_key"), column("seq"),
-                  column("created_at"), column("off_path"), column("words"))
+    index = _PG_INDEX
     query = _tsquery(terms[0])
     for term in terms[1:]:
         query = query.op("&&")(_tsquery(term))
