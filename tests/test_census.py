@@ -100,7 +100,7 @@ def test_the_guard_is_what_the_loop_calls() -> None:
     assert "guard.stream(" in loop
 
 
-PROMISES = {"record_started", "admit", "requeue_interrupted", "finish", "insert"}
+PROMISES = {"record_started", "admit", "take_back", "finish", "insert"}
 
 
 def promises_written_without_sync(name: str, tree: ast.Module) -> list[str]:

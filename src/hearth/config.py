@@ -81,6 +81,9 @@ class GatewayConfig(_Section):
     # opening); each wait for more of its body may last this long (see web.server, web.limits)
     header_timeout_seconds: float = Field(15.0, gt=0)
     body_timeout_seconds: float = Field(30.0, gt=0)
+    # PostgreSQL's replicas: a gateway renews its lease every third of this; one not renewed
+    # for this long is dead, and another resumes its turns (engine/background/replica.py)
+    lease_seconds: float = Field(30.0, ge=1.5, le=600)
 
 
 class ModelConfig(_Section):

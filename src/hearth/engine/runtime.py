@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,10 @@ from hearth.engine.access.desk import Access
 from hearth.engine.background import helper_agents, idle_summaries
 from hearth.engine.background.chores import Chores
 from hearth.engine.background.job_desk import Jobs
+from hearth.engine.background.replica import Replica
 from hearth.engine.background.scheduler import Scheduler
 from hearth.engine.delivery.events import Bus
+from hearth.engine.delivery.relay import Relay
 from hearth.engine.intake import admission, first_message, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.operations import branching, deletion
@@ -32,9 +35,9 @@ from hearth.engine.operations.deletion import DeleteReport
 from hearth.engine.operations.owner_files import OwnerFiles
 from hearth.engine.reads.facade import Reads
 from hearth.engine.snapshot import Snapshot
-from hearth.engine.turn import agent_cli_calls, endings, recovery, steering
+from hearth.engine.turn import agent_cli_calls, endings, steering
 from hearth.engine.turn.approval.desk import ApprovalDesk
-from hearth.engine.turn.runner import TurnDeps, run_turn
+from hearth.engine.turn.runner import TurnDeps, run_next
 from hearth.engine.turn.supervise import ActiveTurns
 from hearth.memory.desk import MemoryDesk
 from hearth.memory.service import Memory
@@ -97,9 +100,16 @@ class Engine:
         self._mcp_listed = False
         self._mcp_lock = asyncio.Lock()
         self.lanes: Lanes | None = None
+        # this gateway among those serving the database; the bus across them (PostgreSQL)
+        self.replica = Replica(db, self.bus, str(self.chats_dir.parent),
+                               config.gateway.lease_seconds)
+        self.deps = replace(self.deps, replica=self.replica.id)
+        self.relay: Relay | None = None
         self.accepting = False
         self._sweeper: asyncio.Task[None] | None = None
         self._summarizer: asyncio.Task[None] | None = None
+        self._leader: asyncio.Task[None] | None = None  # waits to lead (PostgreSQL)
+        self._waiting_to_lead: set[asyncio.Task[None]] = set()
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
         self.helper_runs: set[str] = set()  # helper runs not ended yet: their end is reported
@@ -143,19 +153,55 @@ class Engine:
         install_default_executor(asyncio.get_running_loop())
         await asyncio.to_thread(self.memory.start)
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
-        await self.db.writing(session_store.release_all_writers)
+        replica = self.replica
+        await replica.join()
+        if not replica.shared:
+            await self.db.writing(session_store.release_all_writers)
         # a Temporary chat a previous process left (it crashed, or its last stop failed) ended
-        # with that process: forgotten before recovery could resume anything of it
-        forgotten = await deletion.forget_temporary(self, "restart")
-        requeued, abandoned = await recovery.requeue_at_boot(
-            self.db, self.bus, self.config.limits.recovery_attempts)
+        # with that process: forgotten before recovery could resume anything of it (with
+        # other replicas serving, it may be theirs: their idle sweep ends it)
+        alone = await replica.alone()
+        forgotten = await deletion.forget_temporary(self, "restart") if alone else []
+        taken = await replica.take_back(self.config.limits.recovery_attempts)
         await helper_agents.watch_active(self)  # before any runs: a helper's end is reported
+        if replica.shared:
+            await self._relay()
         waiting = await self.db.reading(run_store.sessions_with_admitted)
         for session_key in waiting:
             self.lanes.dispatch(session_key)
         self.accepting = True
         self.bus.tap(helper_agents.heard(self, self._reports))  # a helper's end is told its chat
-        await helper_agents.sweep(self)  # and any a crash left untold
+        replica.start(lambda: self.config.limits.recovery_attempts, self.dispatch,
+                      self._lapsed)
+        if replica.leading.is_set():
+            await self._lead()
+        else:
+            self._leader = asyncio.create_task(replica.when_leading(self._lead),
+                                               name="replicas:leader")
+        if forgotten:
+            log.info("forgot %d temporary chat(s) left by the previous process", len(forgotten))
+        if taken.requeued or taken.past_budget or waiting:
+            log.info("recovered in %.0f ms: %d interrupted run(s) resumed, %d abandoned, "
+                     "%d chat(s) with waiting messages", (time.monotonic() - begun) * 1000,
+                     len(taken.requeued), len(taken.past_budget), len(waiting))
+
+    def on_leading(self, then: Callable[[], None]) -> None:
+        """Call `then` (on the loop) once this gateway leads: at once on SQLite, and on
+        PostgreSQL when it holds the leader's lease (the chat channels start so)."""
+        if self.replica.leading.is_set():
+            then()
+            return
+
+        async def later() -> None:
+            await self.replica.leading.wait()
+            then()
+
+        self._waiting_to_lead.add(asyncio.create_task(later(), name="replicas:on-leading"))
+
+    async def _lead(self) -> None:
+        """What runs on one gateway only (the leader: at once on SQLite): the helpers' reports
+        a crash left untold, the sweepers, the scheduler and the owed chores."""
+        await helper_agents.sweep(self)
         self._sweeper = asyncio.create_task(
             deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
             name="sweep:temporary")
@@ -164,12 +210,33 @@ class Engine:
         self._summarizer = asyncio.create_task(
             idle_summaries.sweep_forever(lambda: self.deps, self.chores),
             name="sweep:idle-summaries")
-        if forgotten:
-            log.info("forgot %d temporary chat(s) left by the previous process", len(forgotten))
-        if requeued or abandoned or waiting:
-            log.info("recovered in %.0f ms: %d interrupted run(s) resumed, %d abandoned, "
-                     "%d chat(s) with waiting messages", (time.monotonic() - begun) * 1000,
-                     requeued, abandoned, len(waiting))
+
+    async def _relay(self) -> None:
+        """The live bus across replicas: another's frames published here, a lane waiting on
+        a chat woken when its turn ended there, a call waiting on an approval answered there
+        woken, and a Stop for a turn running here done when asked there."""
+        self.relay = Relay(self.bus, self.replica.id, self.db.url)
+        self.relay.on_frame.append(self._heard_elsewhere)
+        self.relay.ops["stop"] = self.active.stop
+        await self.relay.start()
+
+    def _heard_elsewhere(self, session_key: str, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "done" and self.lanes is not None and self.lanes.busy(session_key):
+            self.lanes.dispatch(session_key)
+        elif kind == "approval":
+            approval = frame.get("approval") or {}
+            if approval.get("status") != "pending" and approval.get("id"):
+                self.desk.wake([str(approval["id"])])
+
+    def _lapsed(self, sentence: str) -> None:
+        """This gateway's lease ran out (another replica may resume its turns): it ends as
+        when the writer fails, saying why."""
+        on_death = self.db.writer.on_death
+        if on_death is not None:
+            on_death(sentence)
+        else:
+            log.critical("%s", sentence)
 
     async def warm(self) -> None:
         """Build the chat chain's head model now, off the loop: importing its SDK takes a
@@ -240,6 +307,9 @@ class Engine:
         if stopped is not None:
             return stopped
         waiting = await self.db.reading(run_store.current, session_key)
+        if waiting is not None and waiting.status == "running" and self.relay is not None:
+            self.relay.tell("stop", session_key)  # its turn runs on another replica
+            return waiting.run_id
         if waiting is None or waiting.status != "admitted" or self.lanes is None:
             return None
         if not self.lanes.busy(session_key):
@@ -248,12 +318,8 @@ class Engine:
                        ending=endings.stopped())
         return waiting.run_id
 
-    async def _run_next(self, session_key: str) -> bool:
-        run = await self.db.reading(run_store.next_admitted, session_key)
-        if run is None:
-            return False
-        await run_turn(self.deps, run)
-        return True
+    async def _run_next(self, session_key: str) -> bool | None:
+        return await run_next(self.deps, session_key)
 
     async def _list_mcp_tools(self) -> None:
         """Start the MCP servers (the first time a turn may use their tools) and add their
@@ -341,14 +407,18 @@ class Engine:
         """Stop admitting; give running turns the grace period, then leave them to resume."""
         self.stop_admitting()
         await self.scheduler.close()
-        for sweeper in (self._sweeper, self._summarizer):
+        for sweeper in (self._leader, self._sweeper, self._summarizer, *self._waiting_to_lead):
             if sweeper is not None:
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeper
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds)
-        await deletion.forget_temporary(self, "temporary_ended")  # a Temporary chat ends here
+        if await self.replica.alone():  # a Temporary chat ends here, unless others serve it
+            await deletion.forget_temporary(self, "temporary_ended")
+        if self.relay is not None:
+            await self.relay.close()
+        await self.replica.leave()
         self.deps.context.clear()
         await self.chores.close()
         if self.mcp is not None:

@@ -3,7 +3,12 @@
 The queue itself is durable (a session's admitted runs in the store); a lane is only the task
 that drains it. `dispatch` wakes a session's lane; the lane asks `run_next` to take and run the
 session's oldest admitted run until none is left. The global lane bounds how many turns run at
-once across all sessions.
+once across all sessions of this gateway.
+
+Across gateways (PostgreSQL's replicas) the store's claim keeps the order: `run_next` answers
+None when another gateway's turn holds the chat, and the lane waits, outside the global bound,
+until it is woken (`dispatch`: that turn's end was heard) or `BUSY_POLL_SECONDS` pass, then
+looks again.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-RunNext = Callable[[str], Awaitable[bool]]
+RunNext = Callable[[str], Awaitable[bool | None]]  # ran one | none waits | None: held elsewhere
+BUSY_POLL_SECONDS = 2.0
 
 
 class Lanes:
@@ -21,6 +27,7 @@ class Lanes:
         self._run_next = run_next
         self._drainers: dict[str, asyncio.Task[None]] = {}
         self._woken: set[str] = set()
+        self._wakers: dict[str, asyncio.Event] = {}  # lanes waiting on another gateway's turn
         self._closed = False
 
     def dispatch(self, session_key: str) -> None:
@@ -28,6 +35,9 @@ class Lanes:
         if self._closed:
             return
         self._woken.add(session_key)
+        waker = self._wakers.get(session_key)
+        if waker is not None:
+            waker.set()
         task = self._drainers.get(session_key)
         if task is None or task.done():
             self._drainers[session_key] = asyncio.get_running_loop().create_task(
@@ -44,11 +54,24 @@ class Lanes:
                 self._woken.discard(session_key)
                 async with self._global:
                     took = await self._run_next(session_key)
-                if not took and session_key not in self._woken:
+                if took is None:
+                    await self._held_elsewhere(session_key)
+                elif not took and session_key not in self._woken:
                     return
         finally:
             if self._drainers.get(session_key) is asyncio.current_task():
                 del self._drainers[session_key]
+
+    async def _held_elsewhere(self, session_key: str) -> None:
+        """Until woken, or the poll's pause: another gateway's turn holds the chat."""
+        waker = self._wakers.setdefault(session_key, asyncio.Event())
+        try:
+            if session_key not in self._woken:
+                await asyncio.wait_for(waker.wait(), BUSY_POLL_SECONDS)
+        except TimeoutError:
+            pass
+        finally:
+            self._wakers.pop(session_key, None)
 
     async def close(self, grace: float = 0.0) -> None:
         """Take no more runs; let the running ones finish within `grace` seconds, then cancel

@@ -131,6 +131,15 @@ class Database:
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
+    @contextmanager
+    def beside(self) -> Iterator[Connection]:
+        """A transaction on a connection of its own, beside the writer: for the replicas'
+        heartbeat (`engine/background/replica.py`), which must not wait behind the writer's
+        queue, nor the writer behind it. Blocking: from a thread."""
+        _refuse_on_loop("beside")
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
     def upgrade(self) -> None:
         """Apply every Alembic migration not yet applied (idempotent). A database already at
         the newest migration is seen so without importing Alembic (`store/migrate.py`)."""

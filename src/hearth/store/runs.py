@@ -18,6 +18,9 @@ from hearth.store.schema import runs, sessions
 
 ACTIVE = ("admitted", "running")
 FINAL = ("complete", "error", "stopped", "abandoned")
+# the kinds of run a turn resumes after its gateway died (an agent CLI's call is not: its caller
+# is gone with the gateway)
+RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery", "api")
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,8 @@ _CURRENT = (
 _MARK_RUNNING = (
     update(runs)
     .where(runs.c.run_id == bindparam("b_run"), runs.c.status == "admitted")
-    .values(status="running", started_at=func.coalesce(runs.c.started_at, bindparam("b_at")))
+    .values(status="running", started_at=func.coalesce(runs.c.started_at, bindparam("b_at")),
+            replica=bindparam("b_replica"))
 )
 _CHECKPOINT = (
     update(runs)
@@ -156,27 +160,16 @@ def current(conn: Connection, session_key: str) -> RunRow | None:
     return RunRow.of(row) if row else None
 
 
-def mark_running(conn: Connection, run_id: str) -> bool:
-    return conn.execute(_MARK_RUNNING, {"b_run": run_id, "b_at": now()}).rowcount == 1
+def mark_running(conn: Connection, run_id: str, replica: str | None = None) -> bool:
+    """An admitted run is now running, on the gateway `replica` (store/replicas.py)."""
+    return conn.execute(_MARK_RUNNING, {"b_run": run_id, "b_at": now(),
+                                        "b_replica": replica}).rowcount == 1
 
 
 def checkpoint(conn: Connection, run_id: str, text: str | None) -> None:
     """Keep (or clear, with None) the text of the answer streaming now."""
     conn.execute(_CHECKPOINT, {"b_run": run_id, "b_text": text,
                                "b_at": now() if text else None})
-
-
-def requeue_interrupted(conn: Connection, budget: int) -> tuple[int, list[RunRow]]:
-    """At boot: count one more recovery attempt on every run left running, put those within
-    the budget back in their queue, and answer how many were and the runs past it."""
-    conn.execute(update(runs).where(runs.c.status == "running")
-                 .values(recovery_attempts=runs.c.recovery_attempts + 1))
-    requeued = conn.execute(
-        update(runs)
-        .where(runs.c.status == "running", runs.c.recovery_attempts <= budget)
-        .values(status="admitted")
-    ).rowcount
-    return requeued, with_status(conn, "running")
 
 
 def set_user_event_seq(conn: Connection, run_id: str, seq: int) -> None:

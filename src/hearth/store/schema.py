@@ -99,6 +99,7 @@ runs = Table(
     Column("partial_at", Float),
     Column("ended_seq", Integer),  # the chat's last seq when the run ended (done replay)
     Column("principal", String(300), nullable=False, server_default="owner"),  # on whose behalf
+    Column("replica", String(64)),  # the gateway running it (store/replicas.py); None: none
     Index("ix_runs_queue", "session_key", "status", "id"),
     Index("ix_runs_status", "status", "id"),
     Index("ix_runs_ended", "session_key", "ended_seq"),
@@ -383,3 +384,29 @@ apps = Table(
     Column("last_used_at", Float),
     Column("revoked_at", Float),
 )
+
+# The gateways serving this database (store/replicas.py): each renews its row every third of
+# its lease; a row not renewed for a whole lease is a dead replica, whose running runs another
+# takes back. Times are the database's clock, one clock for every replica.
+replicas = Table(
+    "replicas",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("place", String(500), nullable=False),  # host:home of the gateway
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("beat_at", Float, nullable=False),
+)
+
+# Named leases, each held by one live replica at a time (the leader's: the scheduler, the
+# sweepers and the chat channels run on one replica only).
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(40), primary_key=True),
+    Column("holder", String(64), nullable=False),
+    Column("until_at", Float, nullable=False),
+)
+
+# Tables of the gateways at work, not of what is kept: never copied (`hearth db copy`).
+RUNTIME_TABLES = frozenset({"replicas", "leases"})

@@ -14,6 +14,10 @@ batch `synchronous=FULL`; bookkeeping alone commits at `NORMAL`.
 A blocking write (`Database.write()`, for code already on a thread) borrows the same
 connection under the same lock, so there is still one writer; it does not batch.
 
+On PostgreSQL's replicas a gateway whose lease may have run out must write nothing more (another
+replica may be resuming its turns): `fence`, when set, is asked before every commit, and a
+sentence from it stops the writer as a failed commit does, the batch rolled back.
+
 When a commit fails the transaction's fate is unknown and nothing after it can be trusted, so
 the writer stops: every waiting caller, and every later one, fails with `WriterDied`, and the
 `on_death` callback (the gateway's: it ends the process with the sentence) is told once.
@@ -64,6 +68,7 @@ class Writer:
         self._synchronous = synchronous
         self._sqlite = sqlite
         self.on_death = on_death
+        self.fence: Callable[[], str | None] | None = None  # why nothing may commit now
         self._lock = threading.Lock()
         self._held = threading.local()  # set while this thread holds the connection
         self._conn: Connection | None = None
@@ -137,6 +142,12 @@ class Writer:
             if alone and not batch[0].outcome[0]:
                 tx.rollback()  # its only job failed: nothing of it stays
                 _answer(batch[0])
+                return
+            fenced = self.fence() if self.fence is not None else None
+            if fenced is not None:
+                tx.rollback()
+                self._die(fenced)
+                _answer_all(batch, WriterDied(fenced))
                 return
             try:
                 tx.commit()

@@ -77,7 +77,9 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await engine.start()  # recovery: settled before anything is served
-        starting.begin({"models": engine.warm, "channels": channels.start})  # once it serves
+        starting.begin({"models": engine.warm})  # once it serves
+        # the chat channels poll from one replica only: the leader (at once on SQLite)
+        engine.on_leading(lambda: starting.begin({"channels": channels.start}))
         try:
             yield
         finally:

@@ -12,6 +12,11 @@ the bus fills them in from the answer messages it published for the run, held on
 run's `done` (nothing of a restricted chat outlives its turn here); replayed, the store's
 reader does (`engine.reads.queries`).
 
+On PostgreSQL's replicas the bus reaches every gateway: what is published here is handed to
+`relay` too (`engine/delivery/relay.py`, which sends it over LISTEN/NOTIFY), and what another
+gateway published arrives through `heard`, published here as it would be locally (its streamed
+text remembered, its `done` ending the stream and waking `/wait`), and never relayed again.
+
 The bus is published to only on the event loop: its queues and events are asyncio's, which
 are not thread-safe. A publish from a worker thread raises `PublishedOffLoop`; do the store
 work in the thread and publish after returning to the loop.
@@ -104,6 +109,7 @@ class Bus:
         self._waiters: dict[str, int] = defaultdict(int)  # run -> how many wait_run await it
         self._taps: list[Callable[[str, Frame], None]] = []
         self._answers: dict[str, tuple[str, Answer]] = {}  # chat -> (run, its answer so far)
+        self.relay: Callable[[str, Frame], None] | None = None  # to the other replicas
 
     def tap(self, listener: Callable[[str, Frame], None]) -> None:
         """Hear every frame of every chat, on the loop, as it is published (the channels'
@@ -125,6 +131,28 @@ class Bus:
     def publish(self, session_key: str, frame: Frame) -> None:
         _on_the_loop("publish")
         frame = self._noted(session_key, frame)
+        if self.relay is not None:
+            self.relay(session_key, frame)
+        self._hand_on(session_key, frame)
+
+    def heard(self, session_key: str, frame: Frame) -> None:
+        """A frame another replica published (its turn runs there): published here as it
+        was there, and not relayed back."""
+        _on_the_loop("heard")
+        kind = frame.get("type")
+        if kind == "delta":
+            run_id, so_far = self._streaming.get(session_key, (frame["run_id"], ""))
+            if run_id != frame["run_id"]:
+                so_far = ""
+            self._streaming[session_key] = (
+                str(frame["run_id"]), so_far[:int(frame["offset"])] + str(frame["text"]))
+        elif kind == "done":
+            self.end_stream(session_key)
+        self._hand_on(session_key, frame)
+        if kind == "done":
+            self.run_ended(str(frame["run_id"]))
+
+    def _hand_on(self, session_key: str, frame: Frame) -> None:
         for listener in self._taps:
             listener(session_key, frame)
         for sub in list(self._subs.get(session_key, ())):
@@ -156,6 +184,11 @@ class Bus:
     def close(self) -> None:
         """End every live stream (the gateway is stopping); clients reconnect with after=."""
         self._answers.clear()
+        self.end_streams()
+
+    def end_streams(self) -> None:
+        """End every live stream now; each client reconnects with `after=` and replays from
+        the store what it missed (the other replicas' frames were lost for a while)."""
         for subs in list(self._subs.values()):
             for sub in list(subs):
                 self.unsubscribe(sub)

@@ -1,9 +1,11 @@
 """Recovery: what a restart makes of the runs a previous process left behind.
 
-At boot, before serving: a run that cannot be resumed (a call an agent CLI asked for) is ended
-`interrupted`; every other run left running counts one more recovery attempt (durably), and
-goes back to the head of its chat's queue; a run past `limits.recovery_attempts` is ended as
-abandoned instead, and no later boot tries it again. Every ending goes through `endings`.
+At boot, before serving, and on PostgreSQL whenever a replica finds another dead (its lease ran
+out: `store/replicas.py`): a run that cannot be resumed (a call an agent CLI asked for) is
+ended `interrupted`; every other run the dead gateway left running counts one more recovery
+attempt (durably), and goes back to the head of its chat's queue; a run past
+`limits.recovery_attempts` is ended as abandoned instead, and nothing tries it again. Every
+ending goes through `endings`.
 When a resumed run's turn starts, it settles what the dead process left: a final answer
 already written ends it as complete (never written twice); a call recorded started but never
 finished is marked `unknown` and NEVER run again (the model is told it may or may not have
@@ -22,8 +24,9 @@ from hearth.engine.turn import endings
 from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.turn_state import Turn
 from hearth.models.types import ToolCall
-from hearth.store import approvals, ledger, runs as run_store, transcript
+from hearth.store import approvals, ledger, replicas, runs as run_store, transcript
 from hearth.store.db import Database
+from hearth.store.replicas import Taken
 from hearth.store.transcript import EventRow
 
 UNKNOWN_AFTER_RESTART = (
@@ -35,22 +38,22 @@ NOT_RUN_AFTER_RESTART = (
     "still needed."
 )
 RESUMED = "This turn was interrupted by a restart and resumed."
-RESUMABLE = ("chat", "regenerate", "helper", "job", "recovery", "api")
 
 
-async def requeue_at_boot(db: Database, bus: Bus, budget: int) -> tuple[int, int]:
-    """Count an attempt on each interrupted run; requeue or abandon it. (requeued, abandoned)"""
-    running = await db.reading(run_store.with_status, "running")
-    gone = [run for run in running if run.kind not in RESUMABLE]  # an agent CLI's call: gone
-    for run in gone:
-        await db.writing(ledger.mark_unknown, run.run_id, f"Unknown: {UNKNOWN_AFTER_RESTART}")
-        await endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
-                             show=False, ending=endings.interrupted(UNKNOWN_AFTER_RESTART))
-    requeued, past_budget = await db.writing(run_store.requeue_interrupted, budget)
-    for run in past_budget:
-        await endings.settle(db, bus, session_key=run.session_key, run_id=run.run_id,
-                             ending=endings.abandoned(run.recovery_attempts))
-    return requeued, len(past_budget)
+async def take_back(db: Database, bus: Bus, me: str, lease: float, budget: int) -> Taken:
+    """Take the runs dead gateways left running (at boot: the previous process's; on
+    PostgreSQL, every third of a lease: a dead replica's; see `store/replicas.py`): each
+    counts one more attempt and is requeued, or ended abandoned past `budget`; a call an
+    agent CLI asked for ends interrupted (its caller is gone)."""
+    taken = await db.writing(replicas.take_back, me, lease, budget)
+    for run_id, key in taken.gone:
+        await db.writing(ledger.mark_unknown, run_id, f"Unknown: {UNKNOWN_AFTER_RESTART}")
+        await endings.settle(db, bus, session_key=key, run_id=run_id, show=False,
+                             ending=endings.interrupted(UNKNOWN_AFTER_RESTART))
+    for run_id, key, attempts in taken.past_budget:
+        await endings.settle(db, bus, session_key=key, run_id=run_id,
+                             ending=endings.abandoned(attempts))
+    return taken
 
 
 async def resume(turn: Turn) -> Ending | list[ToolCall]:

@@ -71,6 +71,7 @@ class TurnDeps:
     chats_dir: Path | None = None  # each chat's own folder (default: beside the workspace)
     agents_dir: Path | None = None  # the agents' workspace files (default: beside it too)
     context: ContextCache = field(default_factory=ContextCache)  # chats' recent context
+    replica: str | None = None  # this gateway's id among the replicas (store/replicas.py)
 
     @property
     def config(self) -> Config:
@@ -85,12 +86,27 @@ class TurnDeps:
         return self.agents_dir or self.default_workspace.parent / "agents"
 
 
-async def run_turn(deps: TurnDeps, run: RunRow) -> None:
-    claimed = await deps.db.writing(_claim, run, deps.snapshot, durable=False)
+async def run_next(deps: TurnDeps, session_key: str) -> bool | None:
+    """Claim the chat's oldest admitted run and run its turn: True when one was taken (or
+    its place in the queue had moved: look again), False when none waits, None when another
+    gateway's turn holds the chat (on PostgreSQL's replicas; the lane waits and looks
+    again)."""
+    if await deps.db.reading(run_store.next_admitted, session_key) is None:
+        return False  # read first: a lane's last look costs no write
+    taken = await deps.db.writing(_take_next, session_key, deps.snapshot, deps.replica,
+                                  durable=False)
+    if taken is None or isinstance(taken, str):
+        return None if taken == BUSY else False
+    run, claimed = taken
     if isinstance(claimed, Ending):
         await endings.settle(deps.db, deps.bus, session_key=run.session_key,
                              run_id=run.run_id, ending=claimed, show=False)
-        return
+        return True
+    await _run_turn(deps, run, claimed)
+    return True
+
+
+async def _run_turn(deps: TurnDeps, run: RunRow, claimed: Claimed) -> None:
     crash_point("run_start")
     deps.bus.publish(run.session_key, {"type": "status", "running": True, "run_id": run.run_id})
     principal = principals.of_run(run)  # fixed at admission; read, never decided here
@@ -116,23 +132,33 @@ class Claimed:
     asked: str
 
 
-def _claim(conn: Connection, run: RunRow, snapshot: Snapshot) -> Claimed | Ending:
-    """Take ownership (running + writer claim), check the snapshot again under it, and in
-    the same write choose the model (recorded on the run) and read the message's text."""
+BUSY = "busy"  # the chat's writer claim is another gateway's turn's
+
+
+def _take_next(conn: Connection, session_key: str, snapshot: Snapshot, replica: str | None
+               ) -> tuple[RunRow, Claimed | Ending] | str | None:
+    """The chat's oldest admitted run, taken: its ownership (running on `replica`, with the
+    chat's writer claim) and its snapshot checked again under it, or the ending of a run
+    that can no longer run; BUSY when another turn holds the chat; None when none waits.
+    The claim is conditional, so two gateways never both take a chat: the one whose update
+    lands second finds the claim held and waits."""
+    run = run_store.next_admitted(conn, session_key)
+    if run is None:
+        return None
     session = session_store.get(conn, run.session_key)
     if session is None:
-        return endings.stale("its chat no longer exists.")
+        return run, endings.stale("its chat no longer exists.")
     if session.generation != run.generation or session.tab_id != run.tab_id:
-        return endings.stale("its chat was reset or replaced after it was sent.")
-    if not run_store.mark_running(conn, run.run_id):
-        return endings.stale("it was no longer waiting to run.")
+        return run, endings.stale("its chat was reset or replaced after it was sent.")
     if not session_store.claim_writer(conn, run.session_key, run.run_id):
-        return endings.stale("another turn holds its chat.")
+        return BUSY
+    if not run_store.mark_running(conn, run.run_id, replica):
+        return BUSY  # another gateway took this very run first (its claim names the same run)
     plan = failover.Plan.of(snapshot, session)
     first = plan.next(snapshot.models, needs_tools=False)
     if first is not None:
         run_store.set_model(conn, run.run_id, first.model_id)
-    return Claimed(session, plan, first, _message_in(conn, run))
+    return run, Claimed(session, plan, first, _message_in(conn, run))
 
 
 async def _run_claimed(deps: TurnDeps, run: RunRow, claimed: Claimed) -> Ending:
