@@ -137,8 +137,9 @@ def hold(conn: Connection, name: str, me: str, lease: float) -> bool:
         return True
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     made = conn.execute(insert(leases).values(name=name, holder=me, until_at=until)
-                        .on_conflict_do_nothing(index_elements=["name"])).rowcount
-    return bool(made)
+                        .on_conflict_do_nothing(index_elements=["name"])
+                        .returning(leases.c.name)).first()  # rowcount: -1 on a conflict
+    return made is not None
 
 
 def holder(conn: Connection, name: str) -> str | None:

@@ -1,0 +1,228 @@
+"""Two gateways on one PostgreSQL database (issue: several gateways on one database).
+
+Each test starts two real gateway subprocesses, A and B, with homes of their own, the same
+database, the same token and the same scripted model, with a lease of 3 s so a dead one is
+found in seconds. What they must hold together: a chat's turns in order, one at a time,
+whichever gateway took each message; a stream on one showing a turn run on the other; a
+gateway killed mid-turn or mid-tool-call resumed once by the other, no tool run again; a job
+fired once; a Telegram update handled once; an approval or a Stop given on one reaching the
+turn on the other.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from hearth.faults import EXIT_CODE
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.fakes.telegram_server import FakeTelegram
+from tests.gateway import Api, Gateway, write_config
+from tests.support import postgres
+from tests.support.fixtures import telegram_fixture  # noqa: F401 - `telegram`
+from tests.support.polling import until
+from tests.support.telegram import OWNER, chats, telegram_config
+
+pytestmark = [pytest.mark.process_gateway,
+              pytest.mark.skipif(postgres.unavailable() is not None,
+                                 reason=postgres.unavailable() or "")]
+
+LEASE = "[gateway]\nlease_seconds = 3\n"
+
+
+@pytest.fixture
+def database_url() -> str:
+    """A new database on this process's throwaway cluster, migrated."""
+    store = postgres.database()
+    url = store.url
+    store.close()
+    return url
+
+
+@pytest.fixture
+def pair(tmp_path: Path, database_url: str, model_server: ScriptedModelServer
+         ) -> Iterator[Callable[..., tuple[Gateway, Gateway]]]:
+    """Start gateways A and B on the one database (`config` added to both configs)."""
+    made: list[Gateway] = []
+
+    def start(config: str = "", env_a: dict[str, str] | None = None
+              ) -> tuple[Gateway, Gateway]:
+        both = []
+        for name, env in (("a", env_a or {}), ("b", {})):
+            home = tmp_path / name
+            write_config(home, model_server.openai_base_url, LEASE + config)
+            gateway = Gateway(home, {"HEARTH_DATABASE_URL": database_url, **env})
+            made.append(gateway)
+            both.append(gateway.start())
+        return both[0], both[1]
+
+    yield start
+    for gateway in made:
+        gateway.kill()
+
+
+def rows(url: str, sql: str, **params: Any) -> list[Any]:
+    """Read the database as any other program would."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(text(sql), params))
+    finally:
+        engine.dispose()
+
+
+def finals(api: Api, key: str) -> list[dict[str, Any]]:
+    return [m for m in api.messages(key) if m["kind"] == "assistant"
+            and not m["meta"].get("partial")]
+
+
+def test_messages_sent_to_both_are_answered_in_order_one_turn_at_a_time(
+        pair: Callable[..., tuple[Gateway, Gateway]], model_server: ScriptedModelServer,
+        database_url: str) -> None:
+    model_server.responder = lambda request: Reply(
+        text=f"answer to {request.messages[-1]['content']}", chunks=3, delay=0.05)
+    a, b = pair()
+    key = a.client().new_chat()
+    sent = [f"message {n}" for n in range(6)]
+    runs = [(a if n % 2 == 0 else b).client().send(key, said)["run_id"]
+            for n, said in enumerate(sent)]
+    for run_id in runs:
+        assert b.client().wait(run_id, timeout=30)["status"] == "complete"
+    said = [m["text"] for m in finals(a.client(), key)]
+    assert said == [f"answer to {text}" for text in sent], said
+    spans = rows(database_url, "SELECT started_at, ended_at FROM runs WHERE session_key = :k "
+                 "ORDER BY id", k=key)
+    for (_, ended), (started, _) in zip(spans, spans[1:], strict=False):
+        assert started >= ended, "two turns of one chat ran at once"
+
+
+def test_a_stream_on_one_gateway_shows_a_turn_run_on_the_other(
+        pair: Callable[..., tuple[Gateway, Gateway]],
+        model_server: ScriptedModelServer) -> None:
+    a, b = pair()
+    key = a.client().new_chat()
+    hold = threading.Event()
+    model_server.push(Reply(text="streamed across the replicas", chunks=5, delay=0.05,
+                            hold=hold))
+    frames: list[dict[str, Any]] = []
+    reader = threading.Thread(target=lambda: frames.extend(b.client().frames(
+        key, 0, lambda frame: frame["type"] == "done", timeout=30)))
+    reader.start()
+    time.sleep(0.5)  # B's stream is open before the turn starts
+    a.client().send(key, "stream it")
+    hold.set()
+    reader.join(35)
+    kinds = [frame["type"] for frame in frames]
+    assert "delta" in kinds, kinds
+    streamed = "".join(frame["text"] for frame in frames if frame["type"] == "delta")
+    assert streamed == "streamed across the replicas"
+    assert frames[-1]["answer"] == "streamed across the replicas"
+
+
+def test_a_gateway_killed_mid_turn_is_resumed_once_by_the_other(
+        pair: Callable[..., tuple[Gateway, Gateway]], model_server: ScriptedModelServer,
+        database_url: str) -> None:
+    a, b = pair()
+    api = a.client()
+    key = api.new_chat()
+    hold = threading.Event()
+    model_server.push(Reply(text="never finished", chunks=4, delay=0.05, hold=hold))
+    model_server.default = Reply(text="Resumed by the other gateway.")
+    run_id = api.send(key, "a long question")["run_id"]
+    assert model_server.wait_for_requests(1, timeout=10)
+    a.kill()  # kill -9, mid-turn
+    run = b.client().wait(run_id, timeout=30)
+    assert run["status"] == "complete" and run["recovery_attempts"] == 1
+    answers = finals(b.client(), key)
+    assert [m["text"] for m in answers] == ["Resumed by the other gateway."]
+    [(replica,)] = rows(database_url, "SELECT replica FROM runs WHERE run_id = :r", r=run_id)
+    assert [(replica,)] == rows(database_url, "SELECT id FROM replicas")  # B ran it; A is gone
+    hold.set()
+
+
+def test_a_gateway_killed_mid_tool_call_never_has_it_run_again(
+        pair: Callable[..., tuple[Gateway, Gateway]],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(tool_calls=[Call("shell", {"command": "echo w >> writes.log"})]))
+    model_server.default = Reply(text="Told it may not have run.")
+    a, b = pair(env_a={"HEARTH_CRASH_AT": "tool_ran"})
+    key = a.client().new_chat()
+    run_id = a.client().send(key, "write it")["run_id"]
+    until(lambda: a.proc is not None and a.proc.poll() is not None, timeout=20,
+          what="A dying after the tool ran")
+    assert a.proc is not None and a.proc.returncode == EXIT_CODE, a.output()
+    run = b.client().wait(run_id, timeout=30)
+    assert run["status"] == "complete"
+    calls = b.client().http.get(f"/api/runs/{run_id}").json()["tool_calls"]
+    assert [call["status"] for call in calls] == ["unknown"]
+    assert (a.home / "workspace" / "writes.log").read_text() == "w\n"
+    assert not (b.home / "workspace" / "writes.log").exists(), "the call ran again on B"
+
+
+def test_a_job_fires_once_across_the_gateways(
+        pair: Callable[..., tuple[Gateway, Gateway]], model_server: ScriptedModelServer,
+        database_url: str) -> None:
+    model_server.default = Reply(text="Job done.")
+    a, b = pair()
+    at = (datetime.now(UTC) + timedelta(seconds=3)).isoformat(timespec="seconds")
+    made = b.client().http.post("/api/jobs", json={"prompt": "the daily check", "at": at})
+    assert made.status_code in (200, 201), made.text
+    until(lambda: rows(database_url, "SELECT status FROM runs WHERE kind = 'job'")
+          and rows(database_url, "SELECT status FROM runs WHERE kind = 'job'")[0][0]
+          == "complete", timeout=30, what="the job's turn")
+    time.sleep(3)  # a second firing would have come by now
+    assert len(rows(database_url, "SELECT run_id FROM runs WHERE kind = 'job'")) == 1
+
+
+def test_a_telegram_update_is_handled_once(
+        pair: Callable[..., tuple[Gateway, Gateway]], model_server: ScriptedModelServer,
+        telegram: FakeTelegram) -> None:
+    model_server.default = Reply(text="Hello from one gateway.")
+    a, b = pair(telegram_config(telegram, poll_seconds=1))
+    telegram.push_message(OWNER, OWNER, "hello there")
+    [chat] = until(lambda: chats(a.client()), timeout=20, what="the thread's chat")
+    until(lambda: telegram.sent(OWNER), timeout=20, what="the reply")
+    time.sleep(3)  # both gateways had time to poll again
+    users = [m for m in a.client().messages(chat["key"]) if m["kind"] == "user"]
+    assert len(users) == 1
+    assert [m.plain for m in telegram.sent(OWNER)] == ["Hello from one gateway."]
+
+
+def test_an_approval_answered_on_one_gateway_wakes_the_turn_on_the_other(
+        pair: Callable[..., tuple[Gateway, Gateway]],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "n.txt",
+                                                            "content": "hi"})]),
+                      Reply(text="Written."))
+    a, b = pair()
+    key = a.client().new_chat(trust="ask")
+    run_id = a.client().send(key, "write a note")["run_id"]
+    [waiting] = until(lambda: b.client().http.get("/api/approvals").json()["approvals"],
+                      timeout=20, what="the approval")
+    answer = b.client().http.post(f"/api/approvals/{waiting['id']}",
+                                  json={"decision": "allow_once"})
+    assert answer.status_code == 200, answer.text
+    assert a.client().wait(run_id, timeout=20)["status"] == "complete"
+    assert (a.home / "workspace" / "n.txt").read_text() == "hi"
+
+
+def test_stop_on_one_gateway_ends_the_turn_running_on_the_other(
+        pair: Callable[..., tuple[Gateway, Gateway]],
+        model_server: ScriptedModelServer) -> None:
+    hold = threading.Event()
+    model_server.push(Reply(text="a very long answer", chunks=4, delay=0.05, hold=hold))
+    a, b = pair()
+    key = a.client().new_chat()
+    run_id = a.client().send(key, "take your time")["run_id"]
+    assert model_server.wait_for_requests(1, timeout=10)
+    stopped = b.client().http.post(f"/api/sessions/{key}/stop")
+    assert stopped.status_code == 200, stopped.text
+    assert a.client().wait(run_id, timeout=20)["status"] == "stopped"
+    hold.set()
