@@ -9,7 +9,8 @@ user (PostgreSQL refuses to run as root). Where no PostgreSQL binaries are found
 tests that need it skip with that sentence.
 
 The cluster trades durability for speed (fsync and synchronous_commit off): the crash tests
-run on SQLite, where a kill -9 is what the store's promise is about."""
+that run on it kill the gateway, never the server, so what the gateway committed stays
+committed; a power cut is SQLite's tests' to hold."""
 
 from __future__ import annotations
 

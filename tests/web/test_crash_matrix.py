@@ -1,5 +1,6 @@
-"""The crash matrix: every crash point × three scenarios, with a real `os._exit` in a real
-gateway subprocess, then a restart. After each: no acknowledged message lost, no answer
+"""The crash matrix: every crash point × three scenarios × both engines (SQLite, and
+PostgreSQL on the tests' own cluster), with a real `os._exit` in a real gateway subprocess,
+then a restart. After each: no acknowledged message lost, no answer
 duplicated, no side effect repeated, every run ended with a sentence, the chat still answers.
 """
 
@@ -18,6 +19,8 @@ import pytest
 from hearth.faults import EXIT_CODE, POINTS
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support import postgres
+from tests.support.fixtures import ENGINES
 
 pytestmark = pytest.mark.process_gateway  # a real os._exit at each crash point, then a restart
 
@@ -163,12 +166,27 @@ def _dies_unless_it_gives_up(gateway: Gateway, run_id: str, timeout: float = 20)
     raise AssertionError(f"the boot neither died nor gave the run up:\n{gateway.output()}")
 
 
+def _database(engine: str) -> dict[str, str]:
+    """The gateway's environment for `engine`: its home's SQLite file, or a new database on
+    the tests' PostgreSQL cluster (skipped, saying why, where none can run)."""
+    if engine == "sqlite":
+        return {}
+    why = postgres.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    store = postgres.database()
+    store.close()
+    return {"HEARTH_DATABASE_URL": store.url}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("point", sorted(set(POINTS) - CHANNEL_POINTS))
 def test_crash_then_restart_keeps_every_promise(
-        point: str, scenario: str, gateway_factory: Callable[..., Gateway],
+        point: str, scenario: str, engine: str, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:
-    gateway = gateway_factory(env={"HEARTH_CRASH_AT": point})
+    database = _database(engine)
+    gateway = gateway_factory(env={"HEARTH_CRASH_AT": point, **database})
     key, sent, acked = _drive(gateway, model_server, scenario)
     assert gateway.proc is not None
     died = gateway.proc.poll() is not None
@@ -178,7 +196,7 @@ def test_crash_then_restart_keeps_every_promise(
     gateway.kill()  # a point this scenario never passes: kill it anyway, at rest
     model_server.reset()
     model_server.default = Reply(text="Recovered answer.")
-    gateway.extra_env = {}
+    gateway.extra_env = database
     gateway.start()
     api = gateway.client()
     _check(api, key, gateway.home, sent, acked)
