@@ -262,3 +262,14 @@ def test_a_busy_port_is_one_sentence_naming_the_setting(home: Path) -> None:
     assert f"Port {port} on 127.0.0.1 is already in use" in said
     assert "`port` under [gateway] in config.toml" in said and "HEARTH_PORT" in said
     assert "serving" not in said
+
+
+def test_a_database_that_cannot_be_reached_stops_the_start_naming_it_without_its_password(
+        home: Path) -> None:
+    port = free_port()  # nothing listens there
+    done = hearth("gateway", "--port", str(free_port()), home=home, extra_env={
+        "HEARTH_DATABASE_URL": f"postgresql+psycopg://hearth:s3cret-pw@127.0.0.1:{port}/db"})
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert f"postgresql+psycopg://hearth:***@127.0.0.1:{port}/db cannot be reached" in said
+    assert "s3cret-pw" not in said and "Traceback" not in said

@@ -135,7 +135,7 @@ def migrate_apart(home: Home, verbose: bool = False) -> None:
     try:
         upgrade_store_apart(home, verbose)
     except MigrationFailed as failed:
-        typer.echo(f"Hearth cannot start: {failed}", err=True)
+        typer.echo(f"Hearth cannot start: {failed}.", err=True)
         raise typer.Exit(1) from failed
 
 

@@ -226,3 +226,57 @@ def test_stop_on_one_gateway_ends_the_turn_running_on_the_other(
     assert stopped.status_code == 200, stopped.text
     assert a.client().wait(run_id, timeout=20)["status"] == "stopped"
     hold.set()
+
+
+def _allow(url: str, allowed: bool) -> None:
+    """Let the gateway's database be connected to, or not (its connections cut)."""
+    name = url.rsplit("/", 1)[1]
+    admin = create_engine(url.rsplit("/", 1)[0] + "/postgres",
+                          isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
+            if not allowed:
+                conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                  "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": name})
+    finally:
+        admin.dispose()
+
+
+def test_a_database_lost_mid_run_answers_503_and_is_used_again_once_back(
+        tmp_path: Path, database_url: str, model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="Still here.")
+    write_config(tmp_path / "a", model_server.openai_base_url)
+    gateway = Gateway(tmp_path / "a", {"HEARTH_DATABASE_URL": database_url}).start()
+    try:
+        api = gateway.client()
+        key = api.new_chat()
+        hold = threading.Event()
+        model_server.push(Reply(text="answered while the database was away", hold=hold))
+        before = api.send(key, "before")["run_id"]
+        assert model_server.wait_for_requests(1, timeout=10)
+        _allow(database_url, False)
+        try:
+            for answer in (api.http.get("/api/sessions"),
+                           api.http.post(f"/api/sessions/{key}/messages", json={"text": "x"})):
+                assert answer.status_code == 503, answer.text
+                assert answer.json()["error"]["code"] == "store_unavailable"
+            hold.set()  # the turn in flight tries to write its answer now
+            time.sleep(1)
+        finally:
+            _allow(database_url, True)
+        ended = api.wait(before, timeout=20)
+        assert (ended["status"], ended["ending"]) == ("error", "store_lost"), ended
+        after = until(lambda: _sent(api, key, "after"), timeout=20, what="a send accepted")
+        assert api.wait(after, timeout=20)["status"] == "complete"
+        assert gateway.proc is not None and gateway.proc.poll() is None
+        users = [m["text"] for m in api.messages(key) if m["kind"] == "user"]
+        assert users == ["before", "after"]  # the refused message was never admitted
+    finally:
+        gateway.kill()
+
+
+def _sent(api: Api, key: str, text_: str) -> str | None:
+    answer = api.http.post(f"/api/sessions/{key}/messages",
+                           json={"text": text_, "client_message_id": "after-1"})
+    return str(answer.json()["run_id"]) if answer.status_code == 202 else None

@@ -18,6 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from hearth.config import Config
 from hearth.engine.access.desk import Access
 from hearth.engine.background import helper_agents, idle_summaries
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from hearth.tools.mcp_client import McpServers
 
 log = logging.getLogger(__name__)
+STORE_RETRY_SECONDS = 1.0  # a lane's pause before looking again when the store failed
 
 
 class Engine:
@@ -319,7 +322,13 @@ class Engine:
         return waiting.run_id
 
     async def _run_next(self, session_key: str) -> bool | None:
-        return await run_next(self.deps, session_key)
+        try:
+            return await run_next(self.deps, session_key)
+        except SQLAlchemyError as error:  # the database is away: its queue waits, and the
+            log.warning("could not take chat %s's next run (%s); looking again",  # lane
+                        session_key, type(error).__name__)  # looks again in a while
+            await asyncio.sleep(STORE_RETRY_SECONDS)
+            return True
 
     async def _list_mcp_tools(self) -> None:
         """Start the MCP servers (the first time a turn may use their tools) and add their

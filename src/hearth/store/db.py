@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
 
 from hearth.store import migrate
 from hearth.store.writer import Job, Writer
@@ -106,14 +107,29 @@ class Database:
         return result
 
     def _read_job(self, call: Callable[[Connection], T]) -> T:
+        """`call` in a read transaction on this reader thread's connection; once more on a
+        new one when the connection was found lost (PostgreSQL restarted since: a read is
+        safe to repeat)."""
+        try:
+            return self._read_on(self._reader_connection(), call)
+        except DBAPIError as error:
+            if not error.connection_invalidated:
+                raise
+        return self._read_on(self._reader_connection(), call)
+
+    @staticmethod
+    def _read_on(conn: Connection, call: Callable[[Connection], T]) -> T:
+        with conn.begin():
+            return call(conn)
+
+    def _reader_connection(self) -> Connection:
         conn = getattr(self._reader_local, "conn", None)
         if conn is None or conn.closed or conn.invalidated:
             conn = self.engine.connect()
             self._reader_local.conn = conn
             with self._reader_lock:
                 self._reader_conns.append(conn)
-        with conn.begin():
-            return call(conn)
+        return conn
 
     # -- blocking: for code already on a thread ------------------------------------------------
 

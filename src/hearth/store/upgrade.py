@@ -19,15 +19,19 @@ import subprocess
 import sys
 
 from sqlalchemy import create_engine
+from sqlalchemy.exc import OperationalError
 
+from hearth.masking import mask
 from hearth.store import migrate
+from hearth.store.check import shown_url
 
 URL_ENV = "HEARTH_UPGRADE_URL"
 VERBOSE_ENV = "HEARTH_UPGRADE_VERBOSE"  # the gateway's --verbose: Alembic's steps logged
 
 
 class MigrationFailed(RuntimeError):
-    """The child that applied the migrations did not finish them."""
+    """The child that applied the migrations did not finish them, or the database could not
+    be reached to ask what it needs."""
 
 
 def upgrade_apart(url: str, verbose: bool = False) -> bool:
@@ -39,6 +43,9 @@ def upgrade_apart(url: str, verbose: bool = False) -> bool:
         with engine.connect() as conn:
             if migrate.is_current(conn, migrate.head_revision()):
                 return False
+    except OperationalError as error:  # unreachable, refused, no such database
+        raise MigrationFailed(f"the database at {shown_url(url)} cannot be reached: "
+                              f"{_first_line(error)}") from None
     finally:
         engine.dispose()
     env = {**os.environ, URL_ENV: url, VERBOSE_ENV: "1" if verbose else ""}
@@ -48,6 +55,10 @@ def upgrade_apart(url: str, verbose: bool = False) -> bool:
         raise MigrationFailed(f"the database migrations failed (exit {done.returncode}); "
                               "`hearth db upgrade` shows why")
     return True
+
+
+def _first_line(error: OperationalError) -> str:
+    return mask(str(error.orig or error).strip().splitlines()[0])[:300]
 
 
 def main() -> None:

@@ -18,6 +18,8 @@ On PostgreSQL's replicas a gateway whose lease may have run out must write nothi
 replica may be resuming its turns): `fence`, when set, is asked before every commit, and a
 sentence from it stops the writer as a failed commit does, the batch rolled back.
 
+A connection lost before the commit (PostgreSQL restarting) fails the whole batch, each caller
+answered with the error (nothing of it was committed), and the next batch connects again.
 When a commit fails the transaction's fate is unknown and nothing after it can be trusted, so
 the writer stops: every waiting caller, and every later one, fails with `WriterDied`, and the
 `on_death` callback (the gateway's: it ends the process with the sentence) is told once.
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from hearth.store.errors import WriterDied
 from hearth.threads import start_daemon
@@ -129,16 +131,22 @@ class Writer:
 
     def _commit(self, batch: list[Job]) -> None:
         with self._lock, self._holding():
-            conn = self._connection()
             try:
+                conn = self._connection()
                 tx = self._begin(conn, any(job.durable for job in batch))  # synced if one is
-            except SQLAlchemyError as error:  # the write lock could not be had: fail this batch
+            except SQLAlchemyError as error:  # no connection, or the write lock could not be
+                # had: fail this batch
                 self._discard_connection()  # and start the next on a fresh connection
                 _answer_all(batch, error)
                 return
             alone, durable = len(batch) == 1, any(job.durable for job in batch)
             for job in batch:
                 _run_job(conn, job, alone=alone)
+            lost = _connection_lost(batch)
+            if lost is not None:  # nothing of the batch was committed: it fails whole, and
+                self._discard_connection()  # the next batch takes a fresh connection
+                _answer_all(batch, lost)
+                return
             if alone and not batch[0].outcome[0]:
                 tx.rollback()  # its only job failed: nothing of it stays
                 _answer(batch[0])
@@ -235,13 +243,27 @@ def _run_job(conn: Connection, job: Job, *, alone: bool) -> None:
     try:
         result = job.context.run(job.fn, conn, *job.args)
     except Exception as error:  # noqa: BLE001 - the job's own failure, handed to its caller
-        if savepoint is not None:
-            savepoint.rollback()
         job.outcome = (False, error)
+        if savepoint is not None:
+            try:
+                savepoint.rollback()
+            except DBAPIError as lost:  # the connection went with it: the batch fails whole
+                if not lost.connection_invalidated:
+                    raise
         return
     if savepoint is not None:
         savepoint.commit()
     job.outcome = (True, result)
+
+
+def _connection_lost(batch: list[Job]) -> BaseException | None:
+    """The error of a job whose connection was lost (the server restarted, the network
+    failed): before the commit, so nothing of the transaction stands."""
+    for job in batch:
+        ok, error = job.outcome
+        if not ok and isinstance(error, DBAPIError) and error.connection_invalidated:
+            return error
+    return None
 
 
 def _answer(job: Job) -> None:

@@ -32,6 +32,7 @@ CODES = frozenset({
     "complete", "no_model", "cut_off", "model_error", "output_cap", "no_answer",
     "model_call_limit", "tool_call_limit", "stale", "interrupted", "abandoned", "stopped",
     "connection_lost", "no_progress", "time_limit", "internal_error", "steered",
+    "store_lost",
 })
 OUTCOMES = frozenset(run_store.FINAL)
 
@@ -188,6 +189,14 @@ def time_limit(seconds: float) -> Ending:
         "time_limit", "error",
         f"The agent did not finish within the turn's time limit ({seconds:g} s), so the turn "
         "was stopped. What it did is above; its late answer is dropped.",
+    )
+
+
+def store_lost() -> Ending:
+    return Ending(
+        "store_lost", "error",
+        "The database could not be reached while this turn ran, so it ended; what it wrote "
+        "before is kept. Send the message again once Hearth answers.",
     )
 
 

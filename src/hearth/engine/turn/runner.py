@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
 
 from hearth.config import Config
 from hearth.engine.access import principals
@@ -49,6 +50,7 @@ from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import Placement
 
 log = logging.getLogger(__name__)
+SETTLE_RETRY_SECONDS = 1.0  # between tries of an ending the database did not take
 MODEL_FAILURES = frozenset({"model_error", "cut_off", "connection_lost"})  # count on breakers
 
 
@@ -115,8 +117,16 @@ async def _run_turn(deps: TurnDeps, run: RunRow, claimed: Claimed) -> None:
     with as_work_of(session.key, session.memory_mode, principal, memory=memory), \
             held_calls() as held:  # every task and thread of the turn; its last call's row
         ending = await _run_claimed(deps, run, claimed)
-    await endings.settle(deps.db, deps.bus, session_key=run.session_key, run_id=run.run_id,
-                         ending=ending, show=ending.code != "stale", calls=held.take())
+    calls = held.take()
+    while True:
+        try:
+            await endings.settle(deps.db, deps.bus, session_key=run.session_key,
+                                 run_id=run.run_id, ending=ending,
+                                 show=ending.code != "stale", calls=calls)
+            break
+        except OperationalError:  # the ending waits for the database to come back (the
+            await asyncio.sleep(SETTLE_RETRY_SECONDS)  # chat waits behind it; a stop leaves
+            # the run to be taken back by the next start)
     if ending.code == "complete":
         deps.after_turn(run, session)
 
@@ -197,6 +207,9 @@ async def _run_on(deps: TurnDeps, run: RunRow, claimed: Claimed, provider: Provi
                                                        claimed.asked))
     except WriterClaimLost:
         return endings.stale("it lost its hold on the chat while it ran.")
+    except OperationalError:  # the database went away (PostgreSQL restarting, the network)
+        log.warning("turn %s lost the database", run.run_id)
+        return endings.store_lost()
     except Exception as error:  # the turn boundary: a bug must end the turn, not wedge the chat
         log.exception("turn %s failed", run.run_id)
         return endings.internal(error)

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hearth.errors import Limited, Refusal
@@ -163,6 +164,20 @@ def install(app: FastAPI, framed: Framed) -> None:
             return openai_envelope(exc.status_code, code, message,
                                    headers=getattr(exc, "headers", None))
         return envelope(exc.status_code, code, message, getattr(exc, "headers", None))
+
+    @app.exception_handler(OperationalError)
+    async def _unreachable(request: Request, exc: OperationalError) -> JSONResponse:
+        """The database went away under a request (PostgreSQL restarting, the network):
+        503, and the client tries again; nothing acknowledged was lost (acknowledging waits
+        for the commit)."""
+        log.warning("the database failed under %s %s: %s", request.method, request.url.path,
+                    type(exc.orig or exc).__name__)
+        sentence = ("The database cannot be reached just now; nothing was changed. Try "
+                    "again shortly.")
+        headers = {"Retry-After": "5"}
+        if is_openai(request):
+            return openai_envelope(503, "store_unavailable", sentence, headers=headers)
+        return envelope(503, "store_unavailable", sentence, headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
