@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, Connection, Table, func, select, text
 
 from hearth.store.db import Database
-from hearth.store.schema import metadata, sessions
+from hearth.store.schema import RUNTIME_TABLES, metadata, runs, sessions
 
 BATCH = 500  # rows read and written at a time
 KEPT = "persistent"
@@ -52,12 +52,17 @@ def copy(source: Database, target: Database, progress: Progress | None = None
         if held:
             raise CopyRefused(f"The target already holds rows ({held}): copy into an empty "
                               "database.")
-        for table in metadata.sorted_tables:
+        for table in _kept_tables():
             _copy_table(read, write, table, progress)
         _advance_sequences(write)
     with source.engine.connect() as read, target.engine.connect() as written:
         return [Counted(t.name, _count(read, t), int(written.execute(
-            select(func.count()).select_from(t)).scalar_one())) for t in metadata.sorted_tables]
+            select(func.count()).select_from(t)).scalar_one())) for t in _kept_tables()]
+
+
+def _kept_tables() -> list[Table]:
+    """The tables a copy takes: not the gateways' own (which replicas run, who leads)."""
+    return [t for t in metadata.sorted_tables if t.name not in RUNTIME_TABLES]
 
 
 def _kept(table: Table) -> list[ColumnElement[bool]]:
@@ -83,6 +88,8 @@ def _copy_table(read: Connection, write: Connection, table: Table,
     if progress is not None:
         progress(table.name, done, total)
     for batch in _batches(read, table):
+        if table is runs:  # no gateway of the target runs them yet: its first start takes
+            batch = [{**row, "replica": None} for row in batch]  # back those left running
         write.execute(table.insert(), batch)
         done += len(batch)
         if progress is not None:
