@@ -50,6 +50,7 @@ bench: install-dev
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/channels.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/soak.py
 
 clean:
