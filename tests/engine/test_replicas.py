@@ -280,3 +280,19 @@ def _sent(api: Api, key: str, text_: str) -> str | None:
     answer = api.http.post(f"/api/sessions/{key}/messages",
                            json={"text": text_, "client_message_id": "after-1"})
     return str(answer.json()["run_id"]) if answer.status_code == 202 else None
+
+
+def test_when_the_leader_dies_another_leads_and_fires_the_jobs(
+        pair: Callable[..., tuple[Gateway, Gateway]], model_server: ScriptedModelServer,
+        database_url: str) -> None:
+    model_server.default = Reply(text="Fired by the new leader.")
+    a, b = pair()  # A started first: A leads
+    [(leader,)] = rows(database_url, "SELECT holder FROM leases WHERE name = 'leader'")
+    a.kill()
+    at = (datetime.now(UTC) + timedelta(seconds=2)).isoformat(timespec="seconds")
+    made = b.client().http.post("/api/jobs", json={"prompt": "after the leader", "at": at})
+    assert made.status_code in (200, 201), made.text
+    until(lambda: [r for r in rows(database_url, "SELECT status FROM runs WHERE kind = 'job'")
+                   if r[0] == "complete"], timeout=30, what="the job fired by B")
+    [(now_leading,)] = rows(database_url, "SELECT holder FROM leases WHERE name = 'leader'")
+    assert now_leading != leader

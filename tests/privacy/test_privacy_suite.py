@@ -9,13 +9,13 @@ set up on a background model. Afterwards: no new or changed rows in the memory t
 the turn's (counted at the scripted model server), no grant, no job, no approval asked for a
 refused call, no hit in the chat list, its search or another chat's chat_search, and no
 audit row carrying the chat's words. The same script in a persistent chat is the positive
-control: there every path does write.
+control: there every path does write. Each runs on both engines: SQLite, where the store's
+locks are its authorizer, and PostgreSQL, where they are the roles of less privilege.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from hearth.tools.sandbox import bwrap_works
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support import postgres
+from tests.support.fixtures import ENGINES
 
 WORD = "zanzibarquux"  # the chat's secret: it must end up nowhere
 SEEDED = "The owner's favourite colour is teal"
@@ -80,15 +83,26 @@ READERS = ("memory_recall", "memory_list", "chat_search")  # refused where nothi
 # ---------------------------------------------------------------- what a chat could leave
 
 
-def _db(home: Path) -> sqlite3.Connection:
-    return sqlite3.connect(home / "hearth.db", timeout=30)
+class Store:
+    """The gateway's database, read as any other program would: its home's SQLite file, or
+    the PostgreSQL database it was pointed at."""
+
+    def __init__(self, home: Path, url: str | None) -> None:
+        self.home = home
+        self.url = url or f"sqlite:///{home / 'hearth.db'}"
+
+    def rows(self, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+        engine = create_engine(self.url)
+        try:
+            with engine.begin() as conn:
+                return [tuple(row) for row in conn.execute(text(sql), params)]
+        finally:
+            engine.dispose()
 
 
-def _memory_rows(home: Path) -> list[tuple[Any, ...]]:
-    with _db(home) as conn:
-        return conn.execute(
-            "SELECT id, kind, text, filed_under, recall_count, last_recalled_at "
-            "FROM memory_items ORDER BY id").fetchall()
+def _memory_rows(store: Store) -> list[tuple[Any, ...]]:
+    return store.rows("SELECT id, kind, text, filed_under, recall_count, last_recalled_at "
+                      "FROM memory_items ORDER BY id")
 
 
 def _documents(home: Path) -> dict[str, str]:
@@ -97,21 +111,18 @@ def _documents(home: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def _count(home: Path, table: str) -> int:
-    with _db(home) as conn:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+def _count(store: Store, table: str) -> int:
+    return int(store.rows(f"SELECT count(*) FROM {table}")[0][0])
 
 
-def _audit_details(home: Path, key: str) -> list[str]:
-    with _db(home) as conn:
-        return [str(r[0]) for r in conn.execute(
-            "SELECT detail FROM audit WHERE session_key = ?", (key,))]
+def _audit_details(store: Store, key: str) -> list[str]:
+    return [str(r[0]) for r in store.rows("SELECT detail FROM audit WHERE session_key = :k",
+                                          k=key)]
 
 
-def _approved_tools(home: Path, run_id: str) -> list[str]:
-    with _db(home) as conn:
-        return [r[0] for r in conn.execute(
-            "SELECT tool FROM approvals WHERE run_id = ? ORDER BY created_at", (run_id,))]
+def _approved_tools(store: Store, run_id: str) -> list[str]:
+    return [r[0] for r in store.rows(
+        "SELECT tool FROM approvals WHERE run_id = :r ORDER BY created_at", r=run_id)]
 
 
 # ---------------------------------------------------------------- the owner at the desk
@@ -149,16 +160,15 @@ class Owner(threading.Thread):
 # ---------------------------------------------------------------- one chat through it all
 
 
-def _make_chat(api: Api, home: Path, mode: str) -> str:
+def _make_chat(api: Api, store: Store, mode: str) -> str:
     recorded = "persistent" if mode == "unreadable" else mode
     key = api.new_chat(memory_mode=recorded, trust="ask")
     if recorded == "persistent":  # titled, so its one background call is the learning chore
         titled = api.http.patch(f"/api/sessions/{key}", json={"title": "The control chat"})
         assert titled.status_code == 200, titled.text
     if mode == "unreadable":  # a mode this build does not know: nothing can say what it is
-        with _db(home) as conn:
-            conn.execute("UPDATE sessions SET memory_mode = 'from-a-later-version' "
-                         "WHERE key = ?", (key,))
+        store.rows("UPDATE sessions SET memory_mode = 'from-a-later-version' "
+                   "WHERE key = :k RETURNING key", k=key)
     return key
 
 
@@ -166,16 +176,17 @@ def _run_script(gateway: Gateway, server: ScriptedModelServer, mode: str
                 ) -> dict[str, Any]:
     api = gateway.client()
     home = gateway.home
+    store = Store(home, gateway.extra_env.get("HEARTH_DATABASE_URL"))
     seeded = api.http.post("/api/memory", json={"text": SEEDED, "kind": "preference"})
     assert seeded.status_code == 201, seeded.text
     other = api.new_chat()  # an ordinary chat, to search from and to be found by
-    key = _make_chat(api, home, mode)
+    key = _make_chat(api, store, mode)
     calls = _calls(int(seeded.json()["id"]))
     server.push(Reply(tool_calls=calls), Reply(text="All done."), model="fake-model")
     server.push_chore(Reply(text=LEARNED), model="bg-model", kind="learning")
 
-    before = {"rows": _memory_rows(home), "docs": _documents(home),
-              "grants": _count(home, "grants"), "jobs": _count(home, "jobs")}
+    before = {"rows": _memory_rows(store), "docs": _documents(home),
+              "grants": _count(store, "grants"), "jobs": _count(store, "jobs")}
     owner = Owner(api)
     owner.start()
     try:
@@ -185,8 +196,9 @@ def _run_script(gateway: Gateway, server: ScriptedModelServer, mode: str
         owner.done.set()
         owner.join(5)
     assert run["status"] == "complete", run
-    return {"api": api, "home": home, "key": key, "other": other, "run_id": sent["run_id"],
-            "before": before, "owner": owner, "messages": api.messages(key)}
+    return {"api": api, "home": home, "store": store, "key": key, "other": other,
+            "run_id": sent["run_id"], "before": before, "owner": owner,
+            "messages": api.messages(key)}
 
 
 def _results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -200,30 +212,40 @@ def _search_from(api: Api, other: str, words: str) -> str:
     return str(answer.json()["output"])
 
 
-@pytest.fixture
-def privacy_gateway(gateway_factory: Callable[..., Gateway],
+@pytest.fixture(params=ENGINES)
+def privacy_gateway(request: pytest.FixtureRequest, gateway_factory: Callable[..., Gateway],
                     model_server: ScriptedModelServer) -> Gateway:
-    return gateway_factory(BACKGROUND.format(url=model_server.openai_base_url))
+    """A gateway on each engine in turn: its home's SQLite file, then a database on the
+    tests' PostgreSQL cluster (where the store's locks are the roles of less privilege)."""
+    env = {}
+    if request.param == "postgresql":
+        why = postgres.unavailable()
+        if why is not None:
+            pytest.skip(why)
+        database = postgres.database()
+        database.close()
+        env["HEARTH_DATABASE_URL"] = database.url
+    return gateway_factory(BACKGROUND.format(url=model_server.openai_base_url), env=env)
 
 
 @pytest.mark.parametrize("mode", ["incognito", "temporary", "unreadable"])
 def test_a_restricted_chat_leaves_nothing_behind(
         mode: str, privacy_gateway: Gateway, model_server: ScriptedModelServer) -> None:
     done = _run_script(privacy_gateway, model_server, mode)
-    home, key, api = done["home"], done["key"], done["api"]
+    home, key, api, store = done["home"], done["key"], done["api"], done["store"]
     time.sleep(1.5)  # time for an after-turn chore to run, were one (wrongly) started
 
-    assert _memory_rows(home) == done["before"]["rows"]  # no new row, no recall count
+    assert _memory_rows(store) == done["before"]["rows"]  # no new row, no recall count
     assert _documents(home) == done["before"]["docs"]  # not a byte changed
     assert {c.model for c in model_server.every_call()} == {"fake-model"}  # the turn's only
-    assert _count(home, "grants") == done["before"]["grants"]
-    assert _count(home, "jobs") == done["before"]["jobs"]
+    assert _count(store, "grants") == done["before"]["grants"]
+    assert _count(store, "jobs") == done["before"]["jobs"]
     assert done["owner"].always_status == 403
     assert done["owner"].always_error == "restricted_session"
     # every refused call was refused before anyone was asked: the approvals asked for are the
     # ordinary change and the disguised command the screen cannot read (the sandbox holds it)
     # (a temporary chat's file calls are asked about too: they go to its own private folder)
-    asked = _approved_tools(home, done["run_id"])
+    asked = _approved_tools(store, done["run_id"])
     assert not set(asked) & {*KEEPERS, *READERS}
     disguised = ["shell"] if bwrap_works() else []
     if mode != "temporary":
@@ -240,7 +262,7 @@ def test_a_restricted_chat_leaves_nothing_behind(
     if mode != "temporary":  # a temporary chat works in a private folder with no memory in it
         assert said in outputs["write_file"][0] and said in outputs["edit_file"][0]
         assert said in outputs["shell"][0]
-    assert WORD not in "".join(_audit_details(home, key))
+    assert WORD not in "".join(_audit_details(store, key))
 
     listed = api.http.get("/api/sessions").json()["sessions"]
     assert key not in [s["key"] for s in listed]
@@ -253,23 +275,23 @@ def test_the_same_paths_write_in_a_persistent_chat(
         privacy_gateway: Gateway, model_server: ScriptedModelServer) -> None:
     """The positive control: the suite would see a leak if the fence let one through."""
     done = _run_script(privacy_gateway, model_server, "persistent")
-    home, key, api = done["home"], done["key"], done["api"]
+    home, key, api, store = done["home"], done["key"], done["api"], done["store"]
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and not any(
-            "learning:" in str(r) for r in _learned(home)):
+            "learning:" in str(r) for r in _learned(store)):
         time.sleep(0.2)
 
-    rows = _memory_rows(home)
+    rows = _memory_rows(store)
     assert rows != done["before"]["rows"]
     texts = [r[2] for r in rows]
     assert f"The owner's secret word is {WORD}" in texts  # memory_remember
     assert SEEDED not in texts  # memory_forget
-    assert _learned(home), "the after-turn chore wrote nothing"
+    assert _learned(store), "the after-turn chore wrote nothing"
     docs = _documents(home)
     assert docs["MEMORY.md"] != done["before"]["docs"]["MEMORY.md"]
     assert "bg-model" in {c.model for c in model_server.every_call()}
-    assert _count(home, "grants") == done["before"]["grants"] + 1
-    assert _count(home, "jobs") == done["before"]["jobs"] + 1
+    assert _count(store, "grants") == done["before"]["grants"] + 1
+    assert _count(store, "jobs") == done["before"]["jobs"] + 1
     assert done["owner"].always_status == 200
     assert key in [s["key"] for s in api.http.get("/api/sessions").json()["sessions"]]
     assert key in _search_from(api, done["other"], WORD)
@@ -277,8 +299,6 @@ def test_the_same_paths_write_in_a_persistent_chat(
         assert WORD in (home / "workspace" / "memory" / "projects.md").read_text()
 
 
-def _learned(home: Path) -> list[tuple[Any, ...]]:
-    with _db(home) as conn:
-        return conn.execute(
-            "SELECT id, written_by FROM memory_items WHERE written_by LIKE 'learning:%'"
-        ).fetchall()
+def _learned(store: Store) -> list[tuple[Any, ...]]:
+    return store.rows(
+        "SELECT id, written_by FROM memory_items WHERE written_by LIKE 'learning:%'")

@@ -68,7 +68,9 @@ class Replica:
         """Make this gateway's row (at boot, before anything is served), forgetting those of
         the gateways that ended before it; lead if nobody does."""
         self._loop = asyncio.get_running_loop()
-        if await self.db.writing(self._join):
+        leads = await self.db.writing(self._join)
+        self._renewed = time.monotonic()  # the row is new: the lease runs from here
+        if leads:
             self.leading.set()
 
     async def take_back(self, budget: int) -> Taken:
@@ -88,7 +90,10 @@ class Replica:
         """Whether no other gateway serves this database now (on SQLite: always)."""
         if not self.shared:
             return True
-        return await self.db.reading(replicas.live, self.lease) in ([], [self.id])
+        try:
+            return await self.db.reading(replicas.live, self.lease) in ([], [self.id])
+        except SQLAlchemyError:  # unsure (the database is away): as if others served it
+            return False
 
     def start(self, budget: Callable[[], int], dispatch: Callable[[str], None],
               on_lapse: Callable[[str], None]) -> None:
