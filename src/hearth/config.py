@@ -94,6 +94,7 @@ class ModelConfig(_Section):
     api_key: str | None = Field(None, repr=False)
     model: str = Field(min_length=1)
     tools: bool = True
+    vision: bool = False  # it reads images (sent as image parts); else a notice says so
     context_window: int = Field(128_000, ge=1024)
     max_output_tokens: int = Field(8192, ge=1)
     timeout_seconds: float = Field(600.0, gt=0)
@@ -251,6 +252,22 @@ class AppsConfig(_Section):
     fd_reserve: int = Field(128, ge=0)
 
 
+class AttachmentsConfig(_Section):
+    """Files, images and voice notes sent with a message (see sessions/attachments.py)."""
+
+    max_file_mb: float = Field(25.0, gt=0, le=1024)  # one file, more is refused (413)
+    max_message_mb: float = Field(50.0, gt=0, le=4096)  # every file one message names
+    text_chars: int = Field(20_000, ge=1000, le=1_000_000)  # read of a text file or PDF
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 1024 * 1024)
+
+    @property
+    def max_message_bytes(self) -> int:
+        return int(self.max_message_mb * 1024 * 1024)
+
+
 class Config(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -264,6 +281,7 @@ class Config(_Section):
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     apps: AppsConfig = Field(default_factory=AppsConfig)
+    attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
 
     @model_validator(mode="after")
     def _chains_name_known_models(self) -> Config:

@@ -32,6 +32,7 @@ from hearth.engine.delivery.relay import Relay
 from hearth.engine.intake import admission, first_message, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.operations import branching, deletion
+from hearth.engine.operations.attachment_desk import AttachmentDesk
 from hearth.engine.operations.chat_desk import Chats
 from hearth.engine.operations.deletion import DeleteReport
 from hearth.engine.operations.owner_files import OwnerFiles
@@ -125,6 +126,7 @@ class Engine:
         self.access = Access(db)
         self.memory_desk = MemoryDesk(self.memory)
         self.files = OwnerFiles(self.deps.agents_folder, self.prompts_dir)
+        self.attachments = AttachmentDesk(db, self.chats_dir, lambda: self.config.attachments)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -252,9 +254,11 @@ class Engine:
         client_message_id: str | None = None,
         source_channel: str | None = None, kind: str = "chat", dispatch: bool = True,
         meta: dict[str, Any] | None = None, idempotency_key: str | None = None,
+        files: tuple[str, ...] = (),
     ) -> Admitted:
-        """Admit a message. With `dispatch=False` the caller wakes the lane itself (`dispatch`)
-        once it has acknowledged, so the acknowledgement goes out before the turn's work."""
+        """Admit a message (with `files`: the chat's uploads it sends, `engine.attachments`).
+        With `dispatch=False` the caller wakes the lane itself (`dispatch`) once it has
+        acknowledged, so the acknowledgement goes out before the turn's work."""
         if not self.accepting:
             raise AdmissionError(
                 "shutting_down", 503,
@@ -269,7 +273,10 @@ class Engine:
                                    principal=principal, client_message_id=client_message_id,
                                    source_channel=source_channel, kind=kind, meta=mention.meta,
                                    idempotency_key=idempotency_key,
-                                   steer=steering.may_steer(self.active.turn_of(session_key)))
+                                   steer=steering.may_steer(self.active.turn_of(session_key)),
+                                   files=admission.Files(
+                                       files, self.config.attachments.max_message_bytes)
+                                   if files else None)
         await mentions.tell(self.db, self.bus, admitted, mention)
         if dispatch and not admitted.duplicate:
             self.dispatch(session_key)

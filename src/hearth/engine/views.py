@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hearth.store.approvals import GrantRow
+from hearth.store.attachments import AttachmentRow
 from hearth.store.branches import Variants
 from hearth.store.ledger import CallRow
 from hearth.store.runs import RunRow
@@ -156,6 +157,20 @@ def message_view(event: EventRow, *, visible_index: int | None = None,
         "created_at": iso(event.created_at),
     }
     return _marked(view, unreadable + unreadable_times(created_at=event.created_at))
+
+
+def attachment_ref(row: AttachmentRow) -> dict[str, Any]:
+    """An attachment as its message's meta names it (`meta.attachments`): enough to show it
+    and to find its bytes, nothing of its contents."""
+    return {"id": row.id, "name": row.name, "type": row.content_type, "size": row.size,
+            "sha256": row.sha256}
+
+
+def attachment_view(row: AttachmentRow) -> dict[str, Any]:
+    """An attachment as the API serves it: held (uploaded, not sent yet) or sent with the
+    message at `index`."""
+    return {**attachment_ref(row), "index": row.event_seq, "sent": row.event_seq is not None,
+            "created_at": iso(row.created_at)}
 
 
 def session_view(row: SessionRow) -> dict[str, Any]:

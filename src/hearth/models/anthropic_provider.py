@@ -260,7 +260,10 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
                 "is_error": message.is_error,
             }
         ]
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = [
+        {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                     "data": image.data}}
+        for image in message.images]  # images first, as Anthropic advises
     if message.text:
         blocks.append({"type": "text", "text": message.text})
     if message.role == "assistant":

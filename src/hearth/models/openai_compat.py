@@ -188,6 +188,11 @@ def to_wire(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
     wire: dict[str, Any] = {"role": message.role, "content": message.text}
+    if message.images:  # content parts: the text, then each image as a data URL
+        wire["content"] = [{"type": "text", "text": message.text}, *(
+            {"type": "image_url",
+             "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+            for image in message.images)]
     if message.tool_calls:
         wire["tool_calls"] = [
             {

@@ -35,6 +35,28 @@ class Message:
     tool_call_id: str | None = None  # for role == "tool": which call this answers
     tool_name: str | None = None  # for role == "tool"
     is_error: bool = False  # for role == "tool": the call failed or was refused
+    images: tuple[ImagePart, ...] = ()  # for role == "user": what it shows a model with vision
+    attached: tuple[Attached, ...] = ()  # files it sent, resolved before a call (images, text)
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image as a model reads it: its type and its bytes in base64."""
+
+    media_type: str
+    data: str
+
+
+@dataclass(frozen=True)
+class Attached:
+    """A file a user message sent, as the transcript names it (`meta.attachments`): read into
+    the message (text, or an image part) just before a model call, off the event loop."""
+
+    seq: int
+    name: str
+    content_type: str
+    size: int
+    sha256: str
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from hearth.store.db import Database, now
 from hearth.store.runs import ACTIVE
 from hearth.store.schema import (
     approvals,
+    attachments,
     audit,
     model_calls,
     runs,
@@ -47,6 +48,7 @@ PARTS: tuple[tuple[str, Table, str], ...] = (
     ("runs", runs, "its turns"),
     ("tool_calls", tool_calls, "its tool-call records"),
     ("approvals", approvals, "its approvals"),
+    ("attachments", attachments, "its attachments' records"),  # their bytes: its folder
 )
 
 
@@ -56,6 +58,7 @@ class Removed:
     runs: int = 0
     tool_calls: int = 0
     approvals: int = 0
+    attachments: int = 0
     folder: bool = False
 
     def add(self, part: str, count: int) -> None:

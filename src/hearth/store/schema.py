@@ -408,5 +408,22 @@ leases = Table(
     Column("until_at", Float, nullable=False),
 )
 
+# Files sent with a message (sessions/attachments.py keeps the bytes, content-addressed, in the
+# chat's own folder): held once uploaded, then the message that names it (`event_seq`) at its
+# admission. The name is the one the sender gave, cleaned; `content_type` is sniffed.
+attachments = Table(
+    "attachments",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("session_key", String(200), ForeignKey("sessions.key"), nullable=False),
+    Column("event_seq", Integer),  # the message it was sent with; None: not sent yet
+    Column("sha256", String(64), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("content_type", String(100), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_attachments_chat", "session_key", "event_seq"),
+)
+
 # Tables of the gateways at work, not of what is kept: never copied (`hearth db copy`).
 RUNTIME_TABLES = frozenset({"replicas", "leases"})

@@ -19,6 +19,7 @@ from hearth.home import Home
 from hearth.web.api import (
     approvals as approvals_api,
     apps as apps_api,
+    attachments as attachments_api,
     branching as branching_api,
     channels as channels_api,
     events as events_api,
@@ -62,7 +63,7 @@ log = logging.getLogger(__name__)
 # the token-protected API's modules, the busiest first (a turn's own requests)
 PROTECTED_API = (sessions_api, runs_api, events_api, branching_api, approvals_api, memory_api,
                  jobs_api, usage_api, grants_api, prompts_api, import_api, search_api,
-                 search_page, channels_api, apps_api)
+                 search_page, channels_api, apps_api, attachments_api)
 # each dashboard page module (its signed-in routes are `pages`)
 PAGES = (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
          agent_files_page, jobs_page, memory_page, usage_page, settings_page, shell)

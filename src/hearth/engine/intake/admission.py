@@ -20,10 +20,18 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Bus, message_frame
+from hearth.engine.views import attachment_ref
 from hearth.errors import Refusal
 from hearth.faults import crash_point
 from hearth.privacy.principal import Principal
-from hearth.store import runs as run_store, sessions as session_store, steers, transcript
+from hearth.store import (
+    attachments as attachment_store,
+    runs as run_store,
+    sessions as session_store,
+    steers,
+    transcript,
+)
+from hearth.store.attachments import AttachmentRow
 from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 
@@ -45,8 +53,9 @@ class Admitted:
     into: str | None = None
 
 
-def validate(text: object, client_message_id: object) -> None:
-    if not isinstance(text, str) or not text.strip():
+def validate(text: object, client_message_id: object, files: Files | None = None) -> None:
+    """A message's text (it may be empty when it sends files) and its client id."""
+    if not isinstance(text, str) or (not text.strip() and not (files and files.ids)):
         raise AdmissionError("empty_message", 422, "The message is empty; write something to send.")
     try:
         size = len(text.encode("utf-8"))
@@ -83,15 +92,16 @@ async def admit(
     meta: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
     steer: bool = False,
+    files: Files | None = None,
 ) -> Admitted:
     """Persist the message and its run (a promise: on disk when this returns, committed with
     whatever else the writer took at the same moment); the caller dispatches the session's
     lane after. With `steer`, a message sent while the chat's turn runs is sent into it, to be
     read at its next step (`engine.turn.steering`)."""
-    validate(text, client_message_id)
+    validate(text, client_message_id, files)
     idem = idempotency_key or (f"client:{client_message_id}" if client_message_id else None)
     admitted, event = await db.writing(admit_in, session_key, text, idem, source_channel, kind,
-                                       meta, steer, principal=principal)
+                                       meta, steer, principal=principal, files=files)
     if event is None:
         return admitted
     crash_point("admitted" if admitted.status == "started" else "queued")
@@ -102,11 +112,13 @@ async def admit(
 def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
              source_channel: str | None, kind: str, meta: dict[str, Any] | None,
              steer: bool = False, source: tuple[str, str] | None = None, *,
-             principal: Principal) -> tuple[Admitted, EventRow | None]:
+             principal: Principal, files: Files | None = None
+             ) -> tuple[Admitted, EventRow | None]:
     """The user's event and its run, in the caller's transaction (`text` already validated);
     the event is None when `idem` names a message already admitted (the same run again).
     `source` is a channel message's (thread, sender), written on the line once. The run is
-    `principal`'s, or the app's in a chat an app started."""
+    `principal`'s, or the app's in a chat an app started. `files`: the chat's uploads the
+    message sends, named on its meta and linked to it here (a duplicate links nothing)."""
     session = session_store.get(conn, session_key)
     if session is None:
         raise AdmissionError(
@@ -121,6 +133,9 @@ def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
     queued = run_store.any_active(conn, session_key)
     into = steers.offer_in(conn, session_key) if steer and kind == "chat" else None
     meta = steers.offered_meta(meta, into)
+    sent = _held_files(conn, session_key, files) if files is not None else []
+    if sent:
+        meta = {**(meta or {}), "attachments": [attachment_ref(row) for row in sent]}
     # The one writer runs this whole job at once, so the lookup above and this append are one
     # step; the unique (session, idempotency_key) constraint holds the rule even if they were
     # not.
@@ -132,8 +147,36 @@ def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
     run_store.insert(conn, run_id=run_id, session_key=session_key, tab_id=session.tab_id,
                      generation=session.generation, user_event_seq=event.seq, kind=kind,
                      principal=principal.within(session.created_by_app).encode())
+    attachment_store.link(conn, session_key, [row.id for row in sent], event.seq)
     status = "steered" if into else "queued" if queued else "started"
     return Admitted(run_id, status, False, session_key, event.seq, into), event
+
+
+@dataclass(frozen=True)
+class Files:
+    """The uploads a message sends (their ids, as the chat holds them), and the most they
+    may weigh together."""
+
+    ids: tuple[str, ...]
+    max_bytes: int
+
+
+def _held_files(conn: Connection, session_key: str, files: Files) -> list[AttachmentRow]:
+    """The uploads `files` names, each held by this chat and not sent yet (else refused)."""
+    wanted = list(dict.fromkeys(files.ids))
+    held = attachment_store.held(conn, session_key, wanted)
+    if len(held) != len(wanted):
+        missing = sorted(set(wanted) - {row.id for row in held})
+        raise AdmissionError("attachment_not_found", 404,
+                             f"This chat holds no unsent upload {missing[0]!r}: upload the "
+                             "file to this chat first, and send each upload once.")
+    total = sum(row.size for row in held)
+    if total > files.max_bytes:
+        raise AdmissionError("attachments_too_large", 413,
+                             f"The files of this message weigh {total // (1024 * 1024)} MB "
+                             f"together; a message may send at most "
+                             f"{files.max_bytes // (1024 * 1024)} MB.")
+    return held
 
 
 def again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted:

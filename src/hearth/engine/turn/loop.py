@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine.turn import endings, failover, steering, writes
+from hearth.engine.turn import attached, endings, failover, steering, writes
 from hearth.engine.turn.compaction import in_turn
 from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.toolbatch import run_batch
@@ -132,7 +132,7 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
 
 async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
     specs = [ToolSpec(t.name, t.description, t.parameters) for t in turn.offered()]
-    request = ModelRequest(messages=messages, tools=specs)
+    request = ModelRequest(messages=await attached.for_model(turn, messages), tools=specs)
     turn.streamed = ""
     done: Completed | None = None
     keeper = StreamKeeper(turn)

@@ -38,7 +38,7 @@ from hearth.models.calls import held_calls
 from hearth.models.registry import Candidate, ModelRegistry
 from hearth.models.types import Message, Provider, ToolCall
 from hearth.privacy.scope import answered_by, as_work_of
-from hearth.sessions import folders
+from hearth.sessions import attachments as attachment_files, folders
 from hearth.store import runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.errors import WriterClaimLost
@@ -251,7 +251,8 @@ def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, 
     )
     return {"db": deps.db, "bus": deps.bus, "tools": deps.tools, "config": deps.config,
             "desk": deps.desk, "run": run, "workspace": workspace, "context": context_for_tools,
-            "agent": session.agent, "trust": session.trust}
+            "agent": session.agent, "trust": session.trust,
+            "attachments_dir": attachment_files.folder_of(chats_dir, session.key)}
 
 
 async def _work(deps: TurnDeps, turn: Turn, plan: failover.Plan,

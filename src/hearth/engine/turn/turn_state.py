@@ -41,6 +41,7 @@ class CallScope:
     context: ToolContext
     agent: str = "default"
     trust: str = "ask"
+    attachments_dir: Path | None = None  # where the chat's attachments' bytes are
     started: float = field(default_factory=time.monotonic)
     last_progress: float = field(default_factory=time.monotonic)
     tools_running: int = 0  # while a call runs, an unattended turn's idle clock stands still

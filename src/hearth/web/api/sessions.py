@@ -22,6 +22,7 @@ from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import AppName, PrincipalDep, app_of
 
 router = APIRouter()
+MAX_FILES = 20  # uploads one message may send
 MAX_SEQ = 2**62  # sequence numbers are SQLite integers; larger is not a place in any chat
 
 
@@ -66,8 +67,11 @@ class PatchSession(BaseModel):
 
 class SendMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: str
+    text: str = ""  # may be empty when the message sends files
     client_message_id: str | None = None
+    # uploads to this chat (POST /api/sessions/{key}/attachments) the message sends
+    attachments: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=list, max_length=MAX_FILES)
 
 
 @router.post("/api/sessions")
@@ -182,7 +186,8 @@ async def send_message(
     key: str, body: SendMessage, engine: EngineDep, principal: PrincipalDep
 ) -> JSONResponse:
     admitted = await engine.send(key, body.text, principal=principal,
-                                 client_message_id=body.client_message_id, dispatch=False)
+                                 client_message_id=body.client_message_id, dispatch=False,
+                                 files=tuple(body.attachments))
     payload = {"run_id": admitted.run_id, "status": admitted.status, "seq": admitted.seq,
                "duplicate": admitted.duplicate}
     # persist, acknowledge, then dispatch: the turn starts once the 202 is on its way

@@ -1,5 +1,7 @@
 """Limits on request bodies, answered with the envelope before any route reads them: a cap on
-their size (`BodyLimit`, 413) and on each wait for more of one (`BodyTimeout`, 408).
+their size (`BodyLimit`, 413) and on each wait for more of one (`BodyTimeout`, 408). An
+upload (`STREAMED`) is not held here: its route streams it to disk under the attachments'
+own limits, as large as those allow.
 
 A client that sends its headers and then a body slowly, or never, would otherwise hold its
 connection (a file descriptor) for as long as it liked; a few hundred of them exhaust the
@@ -10,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# an upload's body is streamed to disk by its route, under the attachments' own limits
+STREAMED = re.compile(r"^/api/sessions/[^/]+/attachments$")
 BODY_TIMEOUT_SECONDS = 30.0
 UNREAD = ("GET", "HEAD", "OPTIONS")  # methods whose body no route reads
 
@@ -50,6 +55,9 @@ class BodyLimit:
             # to hold the connection), and the answer says so: a client that kept the
             # connection for its next request would get a reset instead of an answer.
             await self.app(scope, receive, _closing(send))
+            return
+        if scope["method"] == "POST" and STREAMED.match(scope["path"]):
+            await self.app(scope, receive, send)
             return
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:

@@ -1,0 +1,110 @@
+"""What the model reads of the files a message sent, made just before each model call.
+
+The context holds each user message's files as names (`Message.attached`, from its
+`meta.attachments`); here, off the event loop, they become what the model reads:
+- an image, an image part (its bytes in base64) for a model whose config says `vision = true`;
+  for one without, a line in the message saying an image was sent and not shown, and, for the
+  turn's own message, a notice in the chat saying so (never dropped in silence);
+- a text file or a PDF, its text, cut to `[attachments] text_chars` with a line saying how
+  much was read;
+- anything else (audio, an archive), a line naming it.
+Nothing is cached: the bytes are read for the call and let go after it, so a chat's images
+never sit in the context cache. The files are the chat's own (its folder), so a restricted
+chat's reach only the model its turn runs on (the call guard holds that rule for every call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from hearth.engine.turn import writes
+from hearth.engine.turn.turn_state import Turn
+from hearth.models.types import Attached, ImagePart, Message
+from hearth.sessions.attachments import read_text
+
+TEXT_TYPES = ("text/plain", "application/pdf")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the resolution needs: where the bytes are, whether the model sees images, the
+    text budget per file."""
+
+    folder: Path
+    vision: bool
+    budget: int
+
+
+async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
+    """`messages` with their files read in (the same list when none sent any)."""
+    if turn.attachments_dir is None or not any(m.attached for m in messages):
+        return messages
+    vision = bool(turn.model_config and turn.model_config.vision)
+    reading = Reading(turn.attachments_dir, vision, turn.config.attachments.text_chars)
+    resolved, unseen = await asyncio.to_thread(_resolve, messages, reading,
+                                               turn.run.user_event_seq)
+    if unseen and not turn.notes.get("images_unseen"):
+        turn.notes["images_unseen"] = ", ".join(unseen)
+        await writes.append(turn, "notice", {"text": (
+            f"{turn.provider.model_id} cannot see images, so {', '.join(unseen)} "
+            "was not shown to it. Pick a model whose config says vision = true to have "
+            "images read.")}, meta={"images_unseen": unseen})
+    return resolved
+
+
+def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
+             ) -> tuple[list[Message], list[str]]:
+    """Each message's files read in; the names of the turn's own images the model cannot
+    see. Blocking: run in a thread."""
+    out: list[Message] = []
+    unseen: list[str] = []
+    for message in messages:
+        if not message.attached:
+            out.append(message)
+            continue
+        lines: list[str] = []
+        images: list[ImagePart] = []
+        for file in message.attached:
+            if file.content_type.startswith("image/"):
+                if reading.vision:
+                    images.append(_image(reading.folder, file))
+                    continue
+                lines.append(f"[Hearth: the image {file.name} was sent with this message; "
+                             "this model cannot see images, so it is not shown.]")
+                if file.seq == own_seq:
+                    unseen.append(file.name)
+            elif file.content_type in TEXT_TYPES:
+                lines.append(_text(reading, file))
+            else:
+                lines.append(f"[Hearth: the file {file.name} ({file.content_type}, "
+                             f"{_size(file.size)}) was sent with this message.]")
+        text = "\n\n".join([message.text, *lines]) if message.text else "\n\n".join(lines)
+        out.append(replace(message, text=text, images=tuple(images), attached=()))
+    return out, unseen
+
+
+def _image(folder: Path, file: Attached) -> ImagePart:
+    data = (folder / file.sha256).read_bytes()
+    return ImagePart(file.content_type, base64.b64encode(data).decode("ascii"))
+
+
+def _text(reading: Reading, file: Attached) -> str:
+    try:
+        text, whole = read_text(reading.folder / file.sha256, file.content_type,
+                                reading.budget)
+    except OSError:
+        return f"[Hearth: the file {file.name} could not be read.]"
+    said = f"[Hearth: the file {file.name} ({_size(file.size)})"
+    if not text:
+        return f"{said} holds no text Hearth could read.]"
+    cut = "" if whole else f", its first {len(text):,} characters"
+    return f"{said}{cut}:]\n{text}"
+
+
+def _size(size: int) -> str:
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    return f"{max(1, size // 1024)} KB"

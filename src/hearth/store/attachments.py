@@ -1,0 +1,101 @@
+"""Attachments' rows: a file sent with a message, its bytes kept by `sessions/attachments.py`.
+
+An upload is *held* (a row with no message yet); admitting the message that names it links it
+(`link`, in the admission's transaction, so the file is promised with the message). A held
+attachment is the chat's alone: another chat's id links nothing. The rows go with their chat
+(`sessions/forget.py`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from hearth.store.db import now
+from hearth.store.schema import attachments
+
+
+@dataclass(frozen=True)
+class AttachmentRow:
+    id: str
+    session_key: str
+    event_seq: int | None
+    sha256: str
+    name: str
+    content_type: str
+    size: int
+    created_at: float
+
+    @classmethod
+    def of(cls, row: Any) -> AttachmentRow:
+        m = row._mapping
+        return cls(**{name: m[name] for name in cls.__dataclass_fields__})
+
+    @property
+    def is_image(self) -> bool:
+        return self.content_type.startswith("image/")
+
+    @property
+    def is_audio(self) -> bool:
+        return self.content_type.startswith("audio/")
+
+
+def new_id() -> str:
+    return "att_" + uuid.uuid4().hex
+
+
+def hold(conn: Connection, session_key: str, sha256: str, name: str, content_type: str,
+         size: int) -> AttachmentRow:
+    """A file uploaded to the chat, not sent yet."""
+    row = AttachmentRow(id=new_id(), session_key=session_key, event_seq=None, sha256=sha256,
+                        name=name, content_type=content_type, size=size, created_at=now())
+    conn.execute(attachments.insert().values(**asdict(row)))
+    return row
+
+
+def held(conn: Connection, session_key: str, ids: list[str]) -> list[AttachmentRow]:
+    """Of `ids`, those held by this chat and not sent yet, in the order asked."""
+    if not ids:
+        return []
+    rows = {row.id: AttachmentRow.of(row) for row in conn.execute(
+        select(attachments).where(attachments.c.session_key == session_key,
+                                  attachments.c.id.in_(ids),
+                                  attachments.c.event_seq.is_(None)))}
+    return [rows[i] for i in ids if i in rows]
+
+
+def link(conn: Connection, session_key: str, ids: list[str], seq: int) -> None:
+    """The held attachments `ids` are now the message at `seq`'s."""
+    if ids:
+        conn.execute(update(attachments).where(
+            attachments.c.session_key == session_key, attachments.c.id.in_(ids),
+            attachments.c.event_seq.is_(None)).values(event_seq=seq))
+
+
+def of_messages(conn: Connection, session_key: str, seqs: list[int]
+                ) -> dict[int, list[AttachmentRow]]:
+    """The attachments of the chat's messages at `seqs`, by seq, each in upload order."""
+    if not seqs:
+        return {}
+    found: dict[int, list[AttachmentRow]] = {}
+    for row in conn.execute(select(attachments).where(
+            attachments.c.session_key == session_key, attachments.c.event_seq.in_(seqs))
+            .order_by(attachments.c.created_at, attachments.c.id)):
+        found.setdefault(int(row.event_seq), []).append(AttachmentRow.of(row))
+    return found
+
+
+def of_chat(conn: Connection, session_key: str) -> list[AttachmentRow]:
+    """Every attachment of the chat, sent or held, oldest first."""
+    return [AttachmentRow.of(row) for row in conn.execute(
+        select(attachments).where(attachments.c.session_key == session_key)
+        .order_by(attachments.c.created_at, attachments.c.id))]
+
+
+def get(conn: Connection, session_key: str, attachment_id: str) -> AttachmentRow | None:
+    row = conn.execute(select(attachments).where(
+        attachments.c.session_key == session_key, attachments.c.id == attachment_id)).first()
+    return AttachmentRow.of(row) if row else None

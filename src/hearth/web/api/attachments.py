@@ -1,0 +1,40 @@
+"""A chat's attachments: `POST /api/sessions/{key}/attachments?name=…` uploads one file (the
+request's body, any content type: the gateway sniffs it from the bytes), answered 201 with
+its id; a message sends it by naming that id (`POST /api/sessions/{key}/messages`,
+`attachments: [id]`). `GET …/attachments` lists the chat's files, sent and held;
+`GET …/attachments/{id}` answers one's bytes, as a download, never rendered as a page.
+The body is streamed to disk as it arrives (`engine.attachments`), never held whole."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, JSONResponse
+
+from hearth.engine.views import attachment_view
+from hearth.web.http.deps import EngineDep
+
+router = APIRouter()
+
+
+@router.post("/api/sessions/{key}/attachments")
+async def upload(key: str, request: Request, engine: EngineDep,
+                 name: str | None = Query(default=None, max_length=1000)) -> JSONResponse:
+    row = await engine.attachments.receive(key, name, request.stream())
+    return JSONResponse(attachment_view(row), status_code=201)
+
+
+@router.get("/api/sessions/{key}/attachments")
+async def listed(key: str, engine: EngineDep) -> dict[str, Any]:
+    return {"attachments": [attachment_view(row)
+                            for row in await engine.attachments.listed(key)]}
+
+
+@router.get("/api/sessions/{key}/attachments/{attachment_id}")
+async def download(key: str, attachment_id: str, engine: EngineDep) -> FileResponse:
+    row, path = await engine.attachments.opened(key, attachment_id)
+    return FileResponse(path, media_type=row.content_type, headers={
+        "Content-Disposition": f"attachment; filename*=UTF-8''{quote(row.name)}",
+        "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})

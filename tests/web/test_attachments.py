@@ -1,0 +1,233 @@
+"""Attachments through the real gateway: a file uploaded to a chat (streamed to its folder,
+sniffed, checked), sent by the message that names it, read by the model (an image as an image
+part to a model with vision, a line and a notice for one without; a text file or a PDF as
+text, cut to its budget), listed and downloaded, refused with a sentence when too large, not
+what it says or a bomb (nothing of it kept), and gone with its chat."""
+
+from __future__ import annotations
+
+import base64
+import io
+import zlib
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from PIL import Image
+
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.gateway import Api, Gateway, module_gateway
+from tests.support.http import error_of
+
+EYES = """
+[[models]]
+id = "eyes"
+provider = "openai"
+base_url = "{url}"
+api_key = "sk-test"
+model = "eyes-model"
+vision = true
+
+[attachments]
+max_file_mb = 0.05
+max_message_mb = 0.08
+text_chars = 1000
+"""
+
+server, gateway, api = module_gateway(
+    "attachments", lambda s: EYES.format(url=s.openai_base_url))
+
+
+@pytest.fixture(autouse=True)
+def answers(server: ScriptedModelServer) -> None:
+    server.reset()
+    server.default = Reply(text="I looked.")
+
+
+def png(colour: str = "red", size: tuple[int, int] = (8, 8)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, colour).save(out, "PNG")
+    return out.getvalue()
+
+
+def upload(api: Api, key: str, data: bytes, name: str = "photo.png") -> httpx.Response:
+    return api.http.post(f"/api/sessions/{key}/attachments", params={"name": name},
+                         content=data)
+
+
+def sent(api: Api, key: str, ids: list[str], text: str = "what is this?",
+         **extra: Any) -> dict[str, Any]:
+    answer = api.http.post(f"/api/sessions/{key}/messages",
+                           json={"text": text, "attachments": ids, **extra})
+    assert answer.status_code == 202, answer.text
+    return dict(answer.json())
+
+
+def user_content(server: ScriptedModelServer) -> Any:
+    return [m for m in server.requests[-1].messages if m["role"] == "user"][-1]["content"]
+
+
+def folder(gateway: Gateway, key: str) -> Path:
+    return gateway.home / "sessions" / key / "attachments"
+
+
+def test_an_image_reaches_a_model_with_vision_as_an_image_part(
+        api: Api, server: ScriptedModelServer, gateway: Gateway) -> None:
+    key = api.new_chat(model="eyes")
+    image = png()
+    made = upload(api, key, image)
+    assert made.status_code == 201, made.text
+    held = made.json()
+    assert (held["type"], held["size"], held["sent"]) == ("image/png", len(image), False)
+    run = sent(api, key, [held["id"]])
+    assert api.wait(run["run_id"])["status"] == "complete"
+    parts = user_content(server)
+    assert parts[0] == {"type": "text", "text": "what is this?"}
+    assert parts[1]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(
+        image).decode()
+    [message] = [m for m in api.messages(key) if m["kind"] == "user"]
+    assert [a["name"] for a in message["meta"]["attachments"]] == ["photo.png"]
+    [listed] = api.http.get(f"/api/sessions/{key}/attachments").json()["attachments"]
+    assert listed["sent"] and listed["index"] == message["index"]
+    assert (folder(gateway, key) / held["sha256"]).read_bytes() == image
+
+
+def test_a_model_without_vision_is_told_and_the_chat_says_so(
+        api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat()
+    held = upload(api, key, png("blue")).json()
+    run = sent(api, key, [held["id"]])
+    assert api.wait(run["run_id"])["status"] == "complete"
+    content = user_content(server)
+    assert isinstance(content, str) and "cannot see images" in content
+    notices = [m["text"] for m in api.messages(key) if m["kind"] == "notice"]
+    assert any("cannot see images" in n and "photo.png" in n for n in notices), notices
+
+
+def test_a_text_file_is_read_as_text_cut_to_its_budget(
+        api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat()
+    short = upload(api, key, b"The meeting is on Tuesday.\n", "notes.txt").json()
+    long = upload(api, key, ("word " * 600).encode(), "long.txt").json()
+    assert short["type"] == "text/plain"
+    run = sent(api, key, [short["id"], long["id"]], text="")
+    assert api.wait(run["run_id"])["status"] == "complete"
+    content = user_content(server)
+    assert "The meeting is on Tuesday." in content
+    assert "long.txt" in content and "its first 1,000 characters" in content
+
+
+def test_a_pdf_is_read_as_text(api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat()
+    held = upload(api, key, pdf("Quarterly figures rose"), "report.pdf").json()
+    assert held["type"] == "application/pdf"
+    run = sent(api, key, [held["id"]])
+    assert api.wait(run["run_id"])["status"] == "complete"
+    assert "Quarterly figures rose" in user_content(server)
+
+
+def test_what_is_refused_leaves_nothing_behind(api: Api, gateway: Gateway) -> None:
+    key = api.new_chat()
+    error_of(upload(api, key, b"x" * 60_000, "big.txt"), 413, "attachment_too_large",
+             "nothing of it was kept")
+    error_of(upload(api, key, b"\x89PNG\r\n\x1a\n" + b"not really an image" * 10), 415,
+             "attachment_unreadable")
+    error_of(upload(api, key, png_claiming(8_000, 8_000)), 413, "attachment_too_large",
+             "8000 x 8000 pixels")  # past Hearth's limit
+    error_of(upload(api, key, png_claiming(50_000, 50_000)), 413, "attachment_too_large",
+             "far larger when opened")  # past Pillow's own
+    error_of(upload(api, key, b""), 422, "empty_attachment")
+    kept = folder(gateway, key)
+    assert not kept.exists() or list(kept.iterdir()) == []
+    assert api.http.get(f"/api/sessions/{key}/attachments").json()["attachments"] == []
+
+
+def test_names_are_cleaned_and_bytes_kept_once(api: Api, gateway: Gateway) -> None:
+    key = api.new_chat()
+    first = upload(api, key, b"same bytes", "../../etc/pass\x00wd\n.txt").json()
+    second = upload(api, key, b"same bytes", "again.txt").json()
+    assert first["name"] == "passwd.txt"
+    assert first["sha256"] == second["sha256"] and first["id"] != second["id"]
+    assert [p.name for p in folder(gateway, key).iterdir()] == [first["sha256"]]
+
+
+def test_an_upload_is_sent_once_and_only_by_its_own_chat(api: Api) -> None:
+    key, other = api.new_chat(), api.new_chat()
+    held = upload(api, key, b"hello", "a.txt").json()
+    refused = api.http.post(f"/api/sessions/{other}/messages",
+                            json={"text": "mine?", "attachments": [held["id"]]})
+    error_of(refused, 404, "attachment_not_found")
+    first = sent(api, key, [held["id"]], client_message_id="m-1")
+    again = sent(api, key, [held["id"]], client_message_id="m-1")
+    assert again["duplicate"] and again["run_id"] == first["run_id"]
+    reused = api.http.post(f"/api/sessions/{key}/messages",
+                           json={"text": "twice", "attachments": [held["id"]]})
+    assert reused.status_code == 404
+    api.wait(first["run_id"])
+
+
+def test_a_message_may_not_send_more_than_its_limit(api: Api) -> None:
+    key = api.new_chat()
+    ids = [upload(api, key, bytes([n]) * 45_000, f"{n}.bin").json()["id"] for n in (1, 2)]
+    answer = api.http.post(f"/api/sessions/{key}/messages", json={"text": "both",
+                                                                   "attachments": ids})
+    error_of(answer, 413, "attachments_too_large")
+    assert [m for m in api.messages(key) if m["kind"] == "user"] == []
+
+
+def test_a_download_is_served_as_a_file_never_as_a_page(api: Api) -> None:
+    key = api.new_chat()
+    held = upload(api, key, b"<script>alert(1)</script>", "page.html").json()
+    assert held["type"] == "text/plain"
+    got = api.http.get(f"/api/sessions/{key}/attachments/{held['id']}")
+    assert got.status_code == 200 and got.content == b"<script>alert(1)</script>"
+    assert got.headers["content-type"].startswith("text/plain")
+    assert got.headers["content-disposition"].startswith("attachment;")
+    assert got.headers["content-security-policy"].startswith("sandbox")  # and the app's own
+    missing = api.http.get(f"/api/sessions/{key}/attachments/att_nothing")
+    assert missing.status_code == 404
+
+
+def test_deleting_the_chat_leaves_no_byte_of_its_files(api: Api, gateway: Gateway) -> None:
+    key = api.new_chat()
+    held = upload(api, key, png("green")).json()
+    api.wait(sent(api, key, [held["id"]])["run_id"])
+    assert folder(gateway, key).exists()
+    assert api.http.delete(f"/api/sessions/{key}").status_code == 200
+    assert not (gateway.home / "sessions" / key).exists()
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A small PNG whose header claims `width` x `height` pixels (a decompression bomb)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return len(data).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+
+    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+
+
+def pdf(words: str) -> bytes:
+    """A one-page PDF saying `words` in Helvetica."""
+    stream = f"BT /F1 24 Tf 72 720 Td ({words}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    table = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, table)
+    return bytes(out)
