@@ -28,7 +28,7 @@ from hearth.store.db import Database
 if TYPE_CHECKING:
     from tests.gateway import Gateway
 
-CHILD_TABLES = ("transcript_events", "runs", "tool_calls", "approvals")
+CHILD_TABLES = ("transcript_events", "runs", "tool_calls", "approvals", "attachments")
 _TEMPLATE: list[Path] = []
 
 

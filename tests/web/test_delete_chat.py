@@ -64,6 +64,9 @@ def test_delete_purges_every_record_of_the_chat_and_nothing_of_another(
     key, other = api.new_chat(trust="ask"), api.new_chat(trust="ask")
     talk_with_a_tool_and_an_approval(api, model_server, key)
     talk_with_a_tool_and_an_approval(api, model_server, other)
+    for chat in (key, other):  # an upload each: its row and its bytes in the chat's folder
+        assert api.http.post(f"/api/sessions/{chat}/attachments", params={"name": "a.txt"},
+                             content=b"attached words").status_code == 201
     own = gateway.home / "sessions" / key
     (own / "scratch").mkdir(parents=True)
     (own / "scratch" / "draft.md").write_text("draft")
@@ -76,7 +79,8 @@ def test_delete_purges_every_record_of_the_chat_and_nothing_of_another(
     assert answer.json() == {"deleted": True, "key": key, "removed": {
         "messages": before["transcript_events"], "runs": before["runs"],
         "tool_calls": before["tool_calls"], "approvals": before["approvals"],
-        "memory_items": 0, "folder": True, "helpers": 0}}
+        "attachments": before["attachments"], "memory_items": 0, "folder": True,
+        "helpers": 0}}
     assert set(rows_of(gateway.home, key).values()) == {0}
     assert not own.exists() and (gateway.home / "sessions").is_dir()
     assert rows_of(gateway.home, other) == other_before  # another chat keeps everything
