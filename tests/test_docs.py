@@ -42,6 +42,7 @@ CAPTURED = {
     "RUN": ("POST", "/api/sessions/notes/messages", "run_id"),
     "ITEM": ("POST", "/api/memory", "id"),
     "JOB": ("POST", "/api/jobs", "id"),
+    "FILE": ("POST", "/api/sessions/notes/attachments", "id"),
 }
 
 
@@ -317,7 +318,8 @@ def static_problems(text: str) -> list[str]:
             continue
         said = command.text.splitlines()[0]
         if re.search(r"\s(-d|--data\S*)\s", command.text) and (
-                "-H 'Content-Type: application/json'" not in command.text):
+                "-H 'Content-Type: application/json'" not in command.text
+                and "--data-binary" not in command.text):  # an upload: its bytes as they are
             problems.append(f"sends a body without -H 'Content-Type: application/json': {said}")
         if "/api/" in command.text and '-H "Authorization: Bearer $TOKEN"' not in command.text:
             problems.append(f'calls the API without -H "Authorization: Bearer $TOKEN": {said}')
