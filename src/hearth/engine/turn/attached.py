@@ -50,8 +50,9 @@ async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
         turn.notes["images_unseen"] = ", ".join(unseen)
         await writes.append(turn, "notice", {"text": (
             f"{turn.provider.model_id} cannot see images, so {', '.join(unseen)} "
-            "was not shown to it. Pick a model whose config says vision = true to have "
-            "images read.")}, meta={"images_unseen": unseen})
+            f"{'was' if len(unseen) == 1 else 'were'} not shown to it. Pick a model whose "
+            "config says vision = true to have images read.")},
+            meta={"images_unseen": unseen})
     return resolved
 
 

@@ -104,9 +104,10 @@ async def send(request: Request, key: str, engine: EngineDep,
                principal: PrincipalDep) -> Response:
     """The composer's post: admit the message, then back to the chat's page."""
     form = await form_of(request)
+    files = tuple(form.get("attachments", "").split()) if form.get("attachments") else ()
     admitted = await engine.send(key, form.get("text", ""), principal=principal,
                                  client_message_id=form.get("client_message_id") or None,
-                                 dispatch=False)
+                                 dispatch=False, files=files)
     if not admitted.duplicate:
         engine.dispatch(key)
     return _back(request, key, {"run_id": admitted.run_id, "duplicate": admitted.duplicate})

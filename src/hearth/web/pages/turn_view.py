@@ -36,7 +36,8 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
     if item["kind"] in ("user", "assistant"):
         item["place"] = _place(message)
     if item["kind"] == "user":
-        item.update(queued=queued, steered=bool(meta.get("steered")), via=_via(message))
+        item.update(queued=queued, steered=bool(meta.get("steered")), via=_via(message),
+                    files=_files(meta))
     elif item["kind"] == "assistant":
         item.update(partial=bool(meta.get("partial")), telemetry=telemetry_of(meta),
                     fed=_text_or_none(meta.get("context_fed")))
@@ -55,6 +56,23 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
         item["retry"] = bool(item["ending"] and item["outcome"] in RETRYABLE_OUTCOMES
                              and message["run_id"])
     return item
+
+
+def _files(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The files a message sent, as its line shows them (an image as a picture)."""
+    named = meta.get("attachments")
+    if not isinstance(named, list):
+        return []
+    return [{"id": str(f.get("id", "")), "name": str(f.get("name", "file")),
+             "image": str(f.get("type", "")).startswith("image/"),
+             "size": _size(int(f.get("size") or 0))}
+            for f in named if isinstance(f, dict) and f.get("id")]
+
+
+def _size(size: int) -> str:
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    return f"{max(1, round(size / 1024))} KB"
 
 
 def _via(message: dict[str, Any]) -> dict[str, str | None] | None:

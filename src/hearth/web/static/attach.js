@@ -1,0 +1,119 @@
+// Files in the composer: the paperclip, files dropped on the composer, an image pasted into
+// the box. Each is uploaded to the chat at once (POST /api/sessions/{key}/attachments) and
+// shown in the tray above the box (a picture, or its name; a button takes it out again); the
+// message sends the uploads its hidden `attachments` field names, and may then have no text.
+// Send waits while a file is still on its way. Without this script the form sends text.
+const input = document.getElementById("files");
+const form = input?.closest("form");
+const tray = document.getElementById("tray");
+const box = document.getElementById("text");
+const field = form?.querySelector("input[name=attachments]");
+const csrf = form?.querySelector("input[name=csrf]")?.value ?? "";
+const send = form?.querySelector("button.send");
+let uploading = 0;
+
+function size(bytes) {
+  return bytes >= 1048576 ? `${(bytes / 1048576).toFixed(1)} MB`
+    : `${Math.max(1, Math.round(bytes / 1024))} KB`;
+}
+
+function sync() {
+  field.value = [...tray.querySelectorAll("li[data-id]")].map((li) => li.dataset.id).join(" ");
+  tray.hidden = tray.children.length === 0;
+  box.required = !field.value;  // a message may be files alone
+  send.disabled = uploading > 0;
+  send.title = uploading > 0 ? "Waiting for the files to upload" : "";
+}
+
+function chip(file) {
+  const li = document.createElement("li");
+  li.className = "pending";
+  if (file.type.startsWith("image/")) {
+    const picture = document.createElement("img");  // its picture once uploaded (the page's
+    picture.alt = "";  // policy loads images from the gateway alone)
+    picture.hidden = true;
+    li.append(picture);
+  }
+  const name = document.createElement("span");
+  name.className = "file-name";
+  name.textContent = file.name || "pasted image";
+  const status = document.createElement("span");
+  status.className = "file-size";
+  status.setAttribute("role", "status");
+  status.textContent = "Uploading…";
+  const remove = document.createElement("button");
+  remove.type = "button";
+  remove.className = "remove";
+  remove.setAttribute("aria-label", `Remove ${name.textContent}`);
+  remove.textContent = "×";
+  remove.addEventListener("click", () => { li.remove(); sync(); box.focus(); });
+  li.append(name, status, remove);
+  return li;
+}
+
+async function upload(file) {
+  const li = chip(file);
+  tray.append(li);
+  uploading += 1;
+  sync();
+  const status = li.querySelector("[role=status]");
+  try {
+    const name = encodeURIComponent(file.name || "pasted image");
+    const answer = await fetch(`${input.dataset.upload}?name=${name}`, {
+      method: "POST", body: file, credentials: "same-origin",
+      headers: { "X-CSRF-Token": csrf, "X-Requested-With": "fetch" },
+    });
+    const data = await answer.json().catch(() => ({}));
+    if (answer.ok) {
+      li.dataset.id = data.id;
+      li.className = "";
+      status.textContent = size(data.size);
+      const picture = li.querySelector("img");
+      if (picture && data.type.startsWith("image/")) {
+        picture.src = `${input.dataset.upload}/${encodeURIComponent(data.id)}`;
+        picture.hidden = false;
+      }
+    } else {
+      li.className = "failed";
+      status.textContent = data.error?.message ?? `The gateway answered ${answer.status}.`;
+    }
+  } catch {
+    li.className = "failed";
+    status.textContent = "The gateway could not be reached; try again.";
+  } finally {
+    uploading -= 1;
+    sync();
+  }
+}
+
+function take(files) {
+  for (const file of files) upload(file);
+}
+
+if (input && form && tray && field) {
+  const attach = document.getElementById("attach");
+  attach.hidden = false;
+  attach.addEventListener("click", () => input.click());
+  input.addEventListener("change", () => { take(input.files); input.value = ""; });
+  const zone = form.closest(".composer-box") ?? form;
+  zone.addEventListener("dragover", (event) => {
+    if (![...event.dataTransfer.types].includes("Files")) return;
+    event.preventDefault();
+    zone.classList.add("dropping");
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("dropping"));
+  zone.addEventListener("drop", (event) => {
+    zone.classList.remove("dropping");
+    if (!event.dataTransfer.files.length) return;
+    event.preventDefault();
+    take(event.dataTransfer.files);
+  });
+  box.addEventListener("paste", (event) => {
+    const files = [...(event.clipboardData?.files ?? [])];
+    if (!files.length) return;
+    event.preventDefault();
+    take(files);
+  });
+  form.addEventListener("reset", () => { tray.replaceChildren(); requestAnimationFrame(sync); });
+  form.dataset.attachReady = "true";
+}
