@@ -21,7 +21,9 @@ import pytest
 from hearth.config import Config
 from hearth.engine.runtime import Engine
 from hearth.engine.snapshot import Snapshot
+from hearth.engine.turn.compaction import fold
 from hearth.store import summaries
+from hearth.store.transcript import EventRow
 from tests.engine_harness import blocking, events, make_engine, new_chat, run, turn
 from tests.fakes.model_server import Call, Recorded, Reply, ScriptedModelServer
 from tests.support.compaction import OUTPUT, WINDOW, answer, ask, turn_requests
@@ -526,3 +528,20 @@ def _folds(conn: Any, key: str) -> list[int]:
     """Where each of the chat's summaries ends (through_seq), oldest first."""
     return [int(seq) for (seq,) in conn.exec_driver_sql(
         "SELECT through_seq FROM context_summaries WHERE session_key = ? ORDER BY id", (key,))]
+
+
+def test_a_summary_keeps_the_names_of_the_files_it_folded() -> None:
+    """The folded messages' files are named in what the summary model reads and in the asks
+    the view keeps word for word, a message of files alone included."""
+    def sent(seq: int, text: str, names: list[str]) -> EventRow:
+        files = [{"id": f"att_{n}", "name": n, "type": "text/plain", "size": 1, "sha256": "0"}
+                 for n in names]
+        return EventRow("c", seq, f"e{seq}", None, None, "user", {"text": text},
+                        {"attachments": files} if files else {}, None, f"run{seq}", 0.0)
+
+    events_ = [sent(1, "Read these", ["plan.pdf", "beds.png"]), sent(2, "", ["map.png"]),
+               sent(3, "Thanks", [])]
+    material = fold._material(None, events_, 10_000)
+    assert "User: Read these [sent: plan.pdf, beds.png]" in material
+    assert fold._asks(None, events_, 10_000) == [
+        '"Read these" [sent: plan.pdf, beds.png]', "[sent: map.png]", '"Thanks"']

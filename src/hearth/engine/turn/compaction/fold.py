@@ -275,7 +275,7 @@ def _material(previous: Folded | None, events: list[EventRow], limit: int) -> st
 def _line(event: EventRow) -> str:
     content = event.content
     if event.kind == "user":
-        said = f"User: {sent_text(event)}"
+        said = f"User: {sent_text(event)}{_files_named(event)}"
     elif event.kind == "assistant":
         said = f"Assistant: {content.get('text', '')}"
     elif event.kind == "tool_call":
@@ -287,6 +287,16 @@ def _line(event: EventRow) -> str:
     return said if len(said) <= EVENT_CHARS else said[: EVENT_CHARS - 1] + "…"
 
 
+def _files_named(event: EventRow) -> str:
+    """" [sent: a.png, notes.txt]" for a message that sent files (a summary keeps the
+    names of the files it folded, since the model no longer reads the message itself)."""
+    named = (event.meta or {}).get("attachments")
+    if not isinstance(named, list) or not named:
+        return ""
+    names = [str(f.get("name", "file")) for f in named if isinstance(f, dict)]
+    return f" [sent: {', '.join(names)}]" if names else ""
+
+
 def _asks(previous: Folded | None, events: list[EventRow], limit: int) -> list[str]:
     """The owner's requests, oldest first, each in their words (cut at ASK_CHARS): the earlier
     summary's, then the folded events'; the oldest are dropped to fit `limit`, saying so."""
@@ -294,9 +304,12 @@ def _asks(previous: Folded | None, events: list[EventRow], limit: int) -> list[s
     for event in events:
         if event.kind == "user":
             text = " ".join(sent_text(event).split())
+            files = _files_named(event).strip()
             if text:
-                asks.append(f'"{text}"' if len(text) <= ASK_CHARS
-                            else f'"{text[:ASK_CHARS - 1]}…"')
+                asks.append((f'"{text}"' if len(text) <= ASK_CHARS
+                             else f'"{text[:ASK_CHARS - 1]}…"') + (f" {files}" if files else ""))
+            elif files:  # a message of files alone: the files it sent are named still
+                asks.append(files)
     dropped = 0
     while asks and sum(len(a) + 3 for a in asks) > limit:
         asks.pop(0)
