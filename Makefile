@@ -51,6 +51,7 @@ bench: install-dev
 	$(BIN)/python bench/channels.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/replicas.py
+	$(BIN)/python bench/attachments.py
 	$(BIN)/python bench/soak.py
 
 clean:

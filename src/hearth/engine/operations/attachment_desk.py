@@ -21,7 +21,7 @@ from hearth.store import attachments as attachment_store, sessions as session_st
 from hearth.store.attachments import AttachmentRow
 from hearth.store.db import Database
 
-CHUNK_BYTES = 1024 * 1024
+CHUNK_BYTES = 256 * 1024
 
 
 class AttachmentDesk:
