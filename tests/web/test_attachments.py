@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 import io
+import threading
 import zlib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,9 @@ base_url = "{url}"
 api_key = "sk-test"
 model = "eyes-model"
 vision = true
+
+[tools]
+web_fetch_allow_hosts = ["127.0.0.1"]
 
 [attachments]
 max_file_mb = 0.05
@@ -231,3 +237,81 @@ def pdf(words: str) -> bytes:
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1, table)
     return bytes(out)
+
+
+@pytest.fixture
+def picture_server() -> Iterator[str]:
+    """A web server on this machine answering /garden.png (allowed by the config above)."""
+    image = png("seagreen")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200 if self.path == "/garden.png" else 404)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(image)))
+            self.end_headers()
+            self.wfile.write(image)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server_ = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server_.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server_.server_address[1]}"
+    server_.shutdown()
+
+
+def v1(api: Api, content: list[dict[str, Any]], **headers: str) -> httpx.Response:
+    return api.http.post("/v1/chat/completions", headers=headers, json={
+        "model": "eyes", "messages": [{"role": "user", "content": content}]})
+
+
+def test_v1_image_parts_reach_the_model_and_a_stateless_chat_keeps_none(
+        api: Api, server: ScriptedModelServer, gateway: Gateway, picture_server: str) -> None:
+    inline = png("tomato")
+    before = chat_folders(gateway)
+    answer = v1(api, [
+        {"type": "text", "text": "Compare these."},
+        {"type": "image_url", "image_url": {
+            "url": "data:image/png;base64," + base64.b64encode(inline).decode()}},
+        {"type": "image_url", "image_url": {"url": f"{picture_server}/garden.png"}}])
+    assert answer.status_code == 200, answer.text
+    parts = user_content(server)
+    assert parts[0] == {"type": "text", "text": "Compare these."}
+    urls = [p["image_url"]["url"] for p in parts[1:]]
+    assert urls == ["data:image/png;base64," + base64.b64encode(image).decode()
+                    for image in (inline, png("seagreen"))]
+    assert chat_folders(gateway) == before  # the Temporary chat is gone, its files with it
+
+
+def test_v1_files_are_kept_in_a_named_chat(api: Api, server: ScriptedModelServer) -> None:
+    answer = v1(api, [
+        {"type": "text", "text": "Read the notes and hear this."},
+        {"type": "file", "file": {"filename": "notes.txt", "file_data":
+                                  "data:text/plain;base64," + base64.b64encode(
+                                      b"Buy seeds on Friday.").decode()}},
+        {"type": "input_audio", "input_audio": {"data": base64.b64encode(
+            b"RIFF\x24\x00\x00\x00WAVEfmt ").decode(), "format": "wav"}}],
+        **{"X-Hearth-Session": "garden-notes"})
+    assert answer.status_code == 200, answer.text
+    content = user_content(server)
+    assert "Buy seeds on Friday." in content and "audio-2.wav (audio/wav" in content
+    key = answer.headers["X-Hearth-Session"]
+    listed = api.http.get(f"/api/sessions/{key}/attachments").json()["attachments"]
+    assert [(a["name"], a["type"], a["sent"]) for a in listed] == [
+        ("notes.txt", "text/plain", True), ("audio-2.wav", "audio/wav", True)]
+
+
+def test_a_v1_image_that_cannot_be_fetched_leaves_nothing(
+        api: Api, gateway: Gateway, picture_server: str) -> None:
+    before = chat_folders(gateway)
+    answer = v1(api, [{"type": "image_url", "image_url": {
+        "url": f"{picture_server}/missing.png"}}])
+    assert answer.status_code == 400
+    assert "HTTP 404" in answer.json()["error"]["message"]
+    assert chat_folders(gateway) == before
+
+
+def chat_folders(gateway: Gateway) -> set[str]:
+    folder = gateway.home / "sessions"
+    return {p.name for p in folder.iterdir()} if folder.exists() else set()

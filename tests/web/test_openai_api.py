@@ -400,8 +400,18 @@ def test_a_bad_token_is_refused_in_openais_shape(gateway: Gateway) -> None:
      "last message must be the user's"),
     ({"messages": [user("   ")]}, "messages", "empty"),
     ({"messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]},
-     "messages.0.content", "text only"),
+        {"type": "video_url", "video_url": {"url": "https://example.com/a.mp4"}}]}]},
+     "messages.0.content.0", "is not supported"),
+    ({"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]},
+        {"role": "assistant", "content": "so"}, user("and?")]},
+     "messages.0.content", "in the last message only"),
+    ({"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}]}]},
+     "messages.0.content.0", "not valid base64"),
+    ({"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "http://10.1.2.3/a.png"}}]}]},
+     "messages", "could not be fetched"),
     ({"messages": [user("hi")], "user": "bob@example.com"}, "user", "names a Hearth chat"),
     ({"messages": [user("hi")], "tools": [{"type": "function",
                                            "function": {"name": "f"}}]}, "tools",

@@ -31,8 +31,8 @@ from hearth.engine.delivery.events import Bus
 from hearth.engine.delivery.relay import Relay
 from hearth.engine.intake import admission, first_message, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
+from hearth.engine.intake.attachment_desk import AttachmentDesk
 from hearth.engine.operations import branching, deletion
-from hearth.engine.operations.attachment_desk import AttachmentDesk
 from hearth.engine.operations.chat_desk import Chats
 from hearth.engine.operations.deletion import DeleteReport
 from hearth.engine.operations.owner_files import OwnerFiles

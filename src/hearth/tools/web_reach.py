@@ -219,10 +219,11 @@ def _pinned_url(target: Target, ip: IPAddress) -> str:
 
 
 async def pinned_get(target: Target, ip: IPAddress, web_max_bytes: int, timeout: float,
-                     verify: ssl.SSLContext | bool) -> Reply:
+                     verify: ssl.SSLContext | bool, any_type: bool = False) -> Reply:
     """GET `target` from the address `ip` (and no other), with the original Host header and,
     for https, SNI and certificate checks against the host name. Never cookies or credentials,
-    never a proxy from the environment. A declared non-text type is refused unread."""
+    never a proxy from the environment. A declared non-text type is refused unread, unless
+    `any_type` (a file fetched whole: an image a request names by URL)."""
     import httpx  # when the web tool is first used, not at every start
 
     headers = {"Host": target.host_header, "User-Agent": USER_AGENT,
@@ -242,7 +243,7 @@ async def pinned_get(target: Target, ip: IPAddress, web_max_bytes: int, timeout:
         if status in _REDIRECTS and location:
             return Reply(status, location=location)
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        kind = content_kind(media)
+        kind = "sniff" if any_type and status < 400 else content_kind(media)
         if kind == "other" and status < 400:
             raise Blocked(f"it is {media}, not text; web_fetch reads only web pages, plain "
                            "text and JSON")

@@ -39,9 +39,11 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from hearth.config import Config
 from hearth.engine.delivery.events import Bus, Subscription
 from hearth.engine.intake import admission, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
+from hearth.engine.intake.attachment_desk import AttachmentDesk
 from hearth.errors import Refusal
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
@@ -50,6 +52,8 @@ from hearth.store import runs as run_store, transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
+from hearth.tools.base import WebSettings
+from hearth.tools.web_file import NotFetched, fetch_file
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,16 @@ class Said:
 
 
 @dataclass(frozen=True)
+class Upload:
+    """A file the request's last message holds: its bytes (a data URL, an audio or file
+    part), or the http(s) URL of an image, fetched through the SSRF guard."""
+
+    name: str
+    data: bytes | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
 class Asked:
     """A chat-completions request: its target, the chat it names (None: stateless), the
     messages before its last, and its last (the user's)."""
@@ -101,6 +115,7 @@ class Asked:
     history: tuple[Said, ...]
     text: str
     principal: Principal  # who asks: the owner, or an app (whose chats are its own)
+    files: tuple[Upload, ...] = ()  # the last message's images and files, sent with it
 
     @property
     def app(self) -> str | None:
@@ -154,8 +169,15 @@ class RequestHost(Protocol):
 
     def choices(self) -> Choices: ...
 
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def attachments(self) -> AttachmentDesk: ...
+
     async def send(self, session_key: str, text: str, *, principal: Principal,
-                   source_channel: str | None = ...) -> Admitted: ...
+                   source_channel: str | None = ...,
+                   files: tuple[str, ...] = ...) -> Admitted: ...
 
     def dispatch(self, session_key: str) -> None: ...
 
@@ -196,17 +218,18 @@ async def begin(engine: RequestHost, asked: Asked) -> Exchange:
 
 
 async def _begin_named(engine: RequestHost, asked: Asked, name: str) -> Exchange:
-    admission.validate(asked.text, None)
+    admission.validate(asked.text, None, _files_of(asked))
     target = asked.target
     opened = await chats.open_chat(engine.db, name=name, agent=target.agent, model=target.model,
                                    origin=SOURCE, choices=engine.choices(),
                                    created_by_app=asked.app)
     await _run_on(engine, opened.session, target)
     key = opened.session.key  # the name in the asker's own namespace
+    files = await _uploaded(engine, key, asked.files)
     sub = engine.bus.subscribe(key)  # before the run exists: none of its frames is missed
     try:
         admitted = await engine.send(key, asked.text, principal=asked.principal,
-                                     source_channel=SOURCE)
+                                     source_channel=SOURCE, files=files)
     except BaseException:
         engine.bus.unsubscribe(sub)
         raise
@@ -230,36 +253,91 @@ async def _begin_stateless(engine: RequestHost, asked: Asked) -> Exchange:
         raise AdmissionError("shutting_down", 503,
                              "The gateway is stopping and takes no new messages; send it again "
                              "once it is back.")
-    admission.validate(asked.text, None)
+    admission.validate(asked.text, None, _files_of(asked))
     new = chats.checked_new(memory_mode="temporary", agent=asked.target.agent,
                             model=asked.target.model, origin=SOURCE, choices=engine.choices(),
                             created_by_app=asked.app)
     mention = await mentions.prepare(engine.prompts_dir, asked.text, None)  # @name expanded
-    for _attempt in range(ATTEMPTS):
-        try:
-            admitted = await engine.db.writing(_seed_and_admit, new, asked, mention.meta)
-            break
-        except IntegrityError:
-            continue  # another chat took the name in the same instant; look again
+    if asked.files:  # the chat first, for its files to be kept in; then the message
+        admitted = await _admit_with_files(engine, new, asked, mention.meta)
     else:
-        raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try "
-                                              "again.")
+        admitted = await _seeded(engine, _seed_and_admit, new, asked, mention.meta)
     # nothing runs in the new chat before it is dispatched: subscribing now misses nothing
     sub = engine.bus.subscribe(admitted.session_key)
     engine.dispatch(admitted.session_key)
     return Exchange(engine, admitted.session_key, admitted, sub, stateless=True)
 
 
+async def _seeded(engine: RequestHost, write: Any, *args: Any) -> Any:
+    """`write` (which makes the Temporary chat) in the writer, its name taken again when
+    another chat took it in the same instant."""
+    for _attempt in range(ATTEMPTS):
+        try:
+            return await engine.db.writing(write, *args)
+        except IntegrityError:
+            continue  # another chat took the name in the same instant; look again
+    raise ChatError("name_conflict", 409, "Could not find a free name for the chat; try again.")
+
+
+async def _admit_with_files(engine: RequestHost, new: NewChat, asked: Asked,
+                            meta: dict[str, Any] | None) -> Admitted:
+    """A stateless request with files: the Temporary chat made, its files kept in it, then
+    its messages admitted; a failure on the way forgets the chat (nothing of it stays)."""
+    session = await _seeded(engine, chats.insert_new, new)
+    try:
+        files = await _uploaded(engine, session.key, asked.files)
+        limit = engine.config.attachments.max_message_bytes
+        admitted: Admitted = await engine.db.writing(_admit_into, session, asked, meta,
+                                                     admission.Files(files, limit))
+        return admitted
+    except BaseException:
+        await engine.end_temporary(session.key)
+        raise
+
+
+def _files_of(asked: Asked) -> admission.Files | None:
+    """For `validate`: whether the message sends files (then its text may be empty)."""
+    return admission.Files(tuple(u.name for u in asked.files), 0) if asked.files else None
+
+
+async def _uploaded(engine: RequestHost, key: str, files: tuple[Upload, ...]
+                    ) -> tuple[str, ...]:
+    """Each of the request's files kept in the chat (a URL's fetched first): their ids."""
+    ids = []
+    for upload in files:
+        data = upload.data if upload.data is not None else await _fetched(engine, upload)
+        ids.append((await engine.attachments.receive_bytes(key, upload.name, data)).id)
+    return tuple(ids)
+
+
+async def _fetched(engine: RequestHost, upload: Upload) -> bytes:
+    tools = engine.config.tools
+    web = WebSettings(tuple(tools.web_fetch_allow_hosts), tools.web_fetch_max_bytes,
+                      tools.web_fetch_timeout_seconds)
+    try:
+        return await fetch_file(str(upload.url), web, engine.config.attachments.max_file_bytes)
+    except NotFetched as why:
+        raise Refusal("image_not_fetched", 400, f"The image could not be fetched: {why}.",
+                      details={"param": "messages"}) from None
+
+
 def _seed_and_admit(conn: Connection, new: NewChat, asked: Asked,
                     meta: dict[str, Any] | None) -> Admitted:
     """The Temporary chat, the request's earlier messages and its last one admitted (with its
     run), in one transaction."""
-    session = chats.insert_new(conn, new)
+    return _admit_into(conn, chats.insert_new(conn, new), asked, meta)
+
+
+def _admit_into(conn: Connection, session: SessionRow, asked: Asked,
+                meta: dict[str, Any] | None, files: admission.Files | None = None) -> Admitted:
+    """The request's earlier messages and its last one admitted (with its run) into the
+    Temporary chat `session`, in the caller's transaction."""
     for said in asked.history:
         kind = "assistant" if said.role == "assistant" else "user"
         transcript.append(conn, session.key, kind, {"text": said.text}, source_channel=SOURCE)
-    admitted, _event = admission.admit_in(conn, session.key, asked.text, None, SOURCE,
-                                          STATELESS_KIND, meta, principal=asked.principal)
+    admitted, _event = admission.admit_in(
+        conn, session.key, asked.text, None, SOURCE, STATELESS_KIND, meta,
+        principal=asked.principal, files=files)
     return admitted
 
 

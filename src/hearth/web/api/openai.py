@@ -12,7 +12,9 @@ dashboard's cookie): the gateway's, or an app's with `send_messages` (its chats 
 own). A request names a chat with the `X-Hearth-Session` header or the `user` field; without
 one it is stateless. Sampling settings (`temperature`, `max_tokens`, …) are the
 model's own in Hearth and are not read; `n` above 1 and a client's own `tools` are refused (the
-agent runs Hearth's tools), and so is any content but text. A stream waiting (a tool
+agent runs Hearth's tools). The last message may hold `image_url`, `input_audio` and `file`
+parts besides its text: each is kept in the chat as an attachment and sent with the message
+(an image URL fetched through the SSRF guard); an earlier message holds text alone. A stream waiting (a tool
 running, a call waiting on the owner) sends an SSE comment every `KEEPALIVE_SECONDS`, which
 OpenAI's clients skip. An error once the stream has begun is its last event (`data: {"error":
 …}`), which OpenAI's clients raise. A turn that ended without an answer says `x-should-retry:
@@ -21,6 +23,8 @@ false`: the message was admitted, and a client's retry would send it again.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -39,6 +43,7 @@ from hearth.engine.intake.openai_requests import (
     Said,
     Text,
     TurnFailed,
+    Upload,
 )
 from hearth.errors import Refusal
 from hearth.sessions.naming import NAME_PATTERN, name_part
@@ -105,8 +110,9 @@ async def chat_completions(
     body: ChatRequest, engine: EngineDep, principal: PrincipalDep,
     session: Annotated[str | None, Header(alias="X-Hearth-Session")] = None,
 ) -> Response:
-    chat, history, text = _read(body, session, principal.app)
-    asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text, principal)
+    chat, history, text, files = _read(body, session, principal.app)
+    asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text, principal,
+                  files)
     exchange = await openai_requests.begin(engine, asked)
     headers = {"X-Hearth-Run": exchange.run_id}
     if not exchange.stateless:
@@ -125,9 +131,10 @@ async def chat_completions(
     return JSONResponse(_completion(exchange, body.model, reply), headers=headers)
 
 
-def _read(body: ChatRequest, header: str | None,
-          app: str | None) -> tuple[str | None, tuple[Said, ...], str]:
-    """The chat named, the earlier messages (a stateless request's context) and the last."""
+def _read(body: ChatRequest, header: str | None, app: str | None
+          ) -> tuple[str | None, tuple[Said, ...], str, tuple[Upload, ...]]:
+    """The chat named, the earlier messages (a stateless request's context), the last one's
+    text and its files."""
     if body.n is not None and body.n != 1:
         raise _invalid("n", "Hearth writes one answer per request; n must be 1.")
     for name in ("tools", "functions"):
@@ -139,15 +146,15 @@ def _read(body: ChatRequest, header: str | None,
     if last.role != "user":
         raise _invalid("messages", "The last message must be the user's (role 'user'): it is "
                                    "the message Hearth sends.")
-    text = _text_of(len(body.messages) - 1, last)
-    if not text.strip():
+    text, files = _parts_of(len(body.messages) - 1, last)
+    if not text.strip() and not files:
         raise _invalid("messages", "The last message is empty; write something to send.",
                        "empty_message")
     history: tuple[Said, ...] = ()
     if chat is None:  # stateless: the earlier messages are the context
         history = tuple(_context(index, message)
                         for index, message in enumerate(body.messages[:-1]))
-    return chat, tuple(said for said in history if said.text), text
+    return chat, tuple(said for said in history if said.text), text, files
 
 
 def _chat_named(header: str | None, user: str | None, app: str | None) -> str | None:
@@ -177,8 +184,64 @@ def _context(index: int, message: ChatMessage) -> Said:
     return Said(role, _text_of(index, message))
 
 
+def _parts_of(index: int, message: ChatMessage) -> tuple[str, tuple[Upload, ...]]:
+    """The last message's text and its files: `image_url` parts (a data URL, or an http(s)
+    URL the gateway fetches through its SSRF guard), `input_audio` and `file` parts (their
+    bytes in base64). Each is kept in the chat as an attachment (see the README)."""
+    content = message.content
+    if content is None or isinstance(content, str):
+        return _text_of(index, message), ()
+    files: list[Upload] = []
+    for number, part in enumerate(content):
+        if part.type != "text":
+            files.append(_upload(f"messages.{index}.content.{number}", part, len(files) + 1))
+    texts = [part for part in content if part.type == "text"]
+    return _text_of(index, message.model_copy(update={"content": texts})), tuple(files)
+
+
+def _upload(param: str, part: ContentPart, number: int) -> Upload:
+    """One file part of the last message, read (or its URL taken) as OpenAI defines it."""
+    extra = part.model_extra or {}
+    if part.type == "image_url":
+        url = str((extra.get("image_url") or {}).get("url", ""))
+        if url.startswith(("http://", "https://")):
+            return Upload(f"image-{number}", url=url)
+        return Upload(f"image-{number}", data=_data_url(param, url))
+    if part.type == "input_audio":
+        audio = extra.get("input_audio") or {}
+        kind = str(audio.get("format", "wav"))[:10]
+        return Upload(f"audio-{number}.{kind}", data=_base64(param, audio.get("data")))
+    if part.type == "file":
+        file = extra.get("file") or {}
+        data = str(file.get("file_data", ""))
+        name = str(file.get("filename") or f"file-{number}")
+        return Upload(name, data=_data_url(param, data) if data.startswith("data:")
+                      else _base64(param, data))
+    raise _invalid(param, f"Hearth reads text, image_url, input_audio and file parts; a "
+                          f"{part.type!r} part is not supported.")
+
+
+def _data_url(param: str, url: str) -> bytes:
+    head, comma, data = url.partition(",")
+    if not (url.startswith("data:") and comma and head.endswith(";base64")):
+        raise _invalid(param, "An image must be an http(s) URL or a base64 data URL "
+                              "(data:image/png;base64,…).")
+    return _base64(param, data)
+
+
+def _base64(param: str, data: object) -> bytes:
+    try:
+        decoded = base64.b64decode(str(data or ""), validate=True)
+    except (binascii.Error, ValueError):
+        raise _invalid(param, "The file's data is not valid base64.") from None
+    if not decoded:
+        raise _invalid(param, "The file's data is empty.")
+    return decoded
+
+
 def _text_of(index: int, message: ChatMessage) -> str:
-    """A message's text: its content, or its text parts joined; any other part is refused."""
+    """A message's text: its content, or its text parts joined; any other part is refused
+    (files are read in the last message alone)."""
     content = message.content
     if content is None or isinstance(content, str):
         text = content or ""
@@ -186,8 +249,8 @@ def _text_of(index: int, message: ChatMessage) -> str:
         for part in content:
             if part.type != "text" or part.text is None:
                 raise _invalid(f"messages.{index}.content",
-                               f"Hearth reads text only; a {part.type!r} part is not "
-                               "supported.")
+                               f"Hearth reads a {part.type!r} part in the last message only; "
+                               "an earlier message may hold text alone.")
         text = "\n".join(part.text or "" for part in content)
     try:
         text.encode("utf-8")

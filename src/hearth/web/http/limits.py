@@ -19,6 +19,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 MAX_BODY_BYTES = 4 * 1024 * 1024
 # an upload's body is streamed to disk by its route, under the attachments' own limits
 STREAMED = re.compile(r"^/api/sessions/[^/]+/attachments$")
+# an OpenAI request may carry its images and files inline, in base64
+LARGER = {"/v1/chat/completions": 64 * 1024 * 1024}
 BODY_TIMEOUT_SECONDS = 30.0
 UNREAD = ("GET", "HEAD", "OPTIONS")  # methods whose body no route reads
 
@@ -59,9 +61,10 @@ class BodyLimit:
         if scope["method"] == "POST" and STREAMED.match(scope["path"]):
             await self.app(scope, receive, send)
             return
+        limit = max(self.max_bytes, LARGER.get(scope["path"], 0))
         declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._too_large(send)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._too_large(send, limit)
             return
         chunks: list[bytes] = []
         size = 0
@@ -71,8 +74,8 @@ class BodyLimit:
                 return
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
-            if size > self.max_bytes:
-                await self._too_large(send)
+            if size > limit:
+                await self._too_large(send, limit)
                 return
             if not message.get("more_body", False):
                 break
@@ -88,9 +91,9 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, send: Send) -> None:
+    async def _too_large(self, send: Send, limit: int) -> None:
         await _answer(send, 413, "request_too_large",
-                      f"The request body is over {self.max_bytes:,} bytes.")
+                      f"The request body is over {limit:,} bytes.")
 
 
 class BodyTimedOut(Exception):

@@ -1,4 +1,6 @@
 """The attachments as the surfaces handle them: a file uploaded to a chat, listed, opened.
+(Here, in intake, because a file comes in as a message does: an upload, or the image parts of
+an OpenAI request, `engine.intake.openai_requests`.)
 
 `AttachmentDesk` is made once by the engine (`engine.attachments`). An upload streams into
 the chat's folder as it arrives (`sessions/attachments.py`: hashed, size-limited, sniffed,
@@ -30,6 +32,13 @@ class AttachmentDesk:
         self._db = db
         self._chats_dir = chats_dir
         self._settings = settings
+
+    async def receive_bytes(self, key: str, name: str | None, data: bytes) -> AttachmentRow:
+        """`receive`, for a file already whole in memory (a request's image part)."""
+        async def once() -> AsyncIterator[bytes]:
+            yield data
+
+        return await self.receive(key, name, once())
 
     async def receive(self, key: str, name: str | None,
                       chunks: AsyncIterator[bytes]) -> AttachmentRow:
