@@ -14,8 +14,9 @@ one it is stateless. Sampling settings (`temperature`, `max_tokens`, …) are th
 model's own in Hearth and are not read; `n` above 1 and a client's own `tools` are refused (the
 agent runs Hearth's tools). The last message may hold `image_url`, `input_audio` and `file`
 parts besides its text: each is kept in the chat as an attachment and sent with the message
-(an image URL fetched through the SSRF guard); an earlier message holds text alone. A stream waiting (a tool
-running, a call waiting on the owner) sends an SSE comment every `KEEPALIVE_SECONDS`, which
+(an image URL fetched through the SSRF guard); an earlier message holds text alone. A
+stream waiting (a tool running, a call waiting on the owner) sends an SSE comment every
+`KEEPALIVE_SECONDS`, which
 OpenAI's clients skip. An error once the stream has begun is its last event (`data: {"error":
 …}`), which OpenAI's clients raise. A turn that ended without an answer says `x-should-retry:
 false`: the message was admitted, and a client's retry would send it again.
