@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import threading
 import zlib
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ max_message_mb = 0.08
 text_chars = 1000
 """
 
+NDJSON = {"Content-Type": "application/x-ndjson"}
 server, gateway, api = module_gateway(
     "attachments", lambda s: EYES.format(url=s.openai_base_url))
 
@@ -315,3 +317,47 @@ def test_a_v1_image_that_cannot_be_fetched_leaves_nothing(
 def chat_folders(gateway: Gateway) -> set[str]:
     folder = gateway.home / "sessions"
     return {p.name for p in folder.iterdir()} if folder.exists() else set()
+
+
+def test_export_then_import_keeps_the_files_byte_for_byte(
+        api: Api, server: ScriptedModelServer, gateway: Gateway) -> None:
+    key = api.new_chat(model="eyes")
+    image, notes = png("orange"), b"Seeds: carrots, beans.\n"
+    ids = [upload(api, key, image).json()["id"],
+           upload(api, key, notes, "seeds.txt").json()["id"]]
+    api.wait(sent(api, key, ids)["run_id"])
+    exported = api.http.get(f"/api/sessions/{key}/export", params={"format": "jsonl"})
+    assert exported.status_code == 200
+    lines = [json.loads(line) for line in exported.content.splitlines()]
+    assert lines[1]["files"] == 2
+    assert [x["name"] for x in lines if x.get("type") == "file"] == ["photo.png", "seeds.txt"]
+    made = api.http.post("/api/import", content=exported.content, headers=NDJSON)
+    assert made.status_code == 201, made.text
+    copy = made.json()["imported"][0]["key"]
+    listed = api.http.get(f"/api/sessions/{copy}/attachments").json()["attachments"]
+    assert {a["id"] for a in listed}.isdisjoint(ids)
+    assert [api.http.get(f"/api/sessions/{copy}/attachments/{a['id']}").content
+            for a in listed] == [image, notes]
+    [message] = [m for m in api.messages(copy) if m["kind"] == "user"]
+    assert [a["id"] for a in message["meta"]["attachments"]] == [a["id"] for a in listed]
+    server.reset()
+    api.wait(api.send(copy, "and again?")["run_id"])  # the copy's model reads its files
+    history = [m for m in server.requests[-1].messages if m["role"] == "user"]
+    assert history[0]["content"][1]["image_url"]["url"].endswith(
+        base64.b64encode(image).decode())
+
+
+def test_an_import_whose_file_was_changed_is_refused_whole(
+        api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat()
+    held = upload(api, key, b"original words", "a.txt").json()
+    api.wait(sent(api, key, [held["id"]])["run_id"])
+    exported = api.http.get(f"/api/sessions/{key}/export", params={"format": "jsonl"})
+    lines = exported.content.splitlines()
+    file = json.loads(lines[-1])
+    file["data"] = base64.b64encode(b"changed words!").decode()
+    changed = b"\n".join([*lines[:-1], json.dumps(file).encode()]) + b"\n"
+    before = len(api.http.get("/api/sessions").json()["sessions"])
+    refused = api.http.post("/api/import", content=changed, headers=NDJSON)
+    error_of(refused, 422, "import_invalid", "not the file its size and sha256 say")
+    assert len(api.http.get("/api/sessions").json()["sessions"]) == before

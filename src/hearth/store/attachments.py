@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from hearth.store.db import now
-from hearth.store.schema import attachments
+from hearth.store.schema import attachments, transcript_events
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,14 @@ def hold(conn: Connection, session_key: str, sha256: str, name: str, content_typ
                         name=name, content_type=content_type, size=size, created_at=now())
     conn.execute(attachments.insert().values(**asdict(row)))
     return row
+
+
+def insert(conn: Connection, attachment_id: str, session_key: str, event_seq: int,
+           sha256: str, name: str, content_type: str, size: int) -> None:
+    """A sent attachment written whole (an imported chat's)."""
+    conn.execute(attachments.insert().values(
+        id=attachment_id, session_key=session_key, event_seq=event_seq, sha256=sha256,
+        name=name, content_type=content_type, size=size, created_at=now()))
 
 
 def held(conn: Connection, session_key: str, ids: list[str]) -> list[AttachmentRow]:
@@ -99,3 +107,15 @@ def get(conn: Connection, session_key: str, attachment_id: str) -> AttachmentRow
     row = conn.execute(select(attachments).where(
         attachments.c.session_key == session_key, attachments.c.id == attachment_id)).first()
     return AttachmentRow.of(row) if row else None
+
+
+def sent_in(conn: Connection, session_key: str) -> list[tuple[AttachmentRow, str]]:
+    """The chat's sent attachments, each with the id of the message that sent it (for an
+    export), in the order they were sent."""
+    rows = conn.execute(
+        select(attachments, transcript_events.c.event_id.label("message_id"))
+        .join(transcript_events, (transcript_events.c.session_key == attachments.c.session_key)
+              & (transcript_events.c.seq == attachments.c.event_seq))
+        .where(attachments.c.session_key == session_key)
+        .order_by(attachments.c.event_seq, attachments.c.created_at, attachments.c.id))
+    return [(AttachmentRow.of(row), str(row.message_id)) for row in rows]

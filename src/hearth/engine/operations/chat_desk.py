@@ -8,6 +8,7 @@ The rules are the modules it calls (`sessions.chats`, `export`, `jsonl`, `import
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 
 from hearth.engine.operations import export, importing, jsonl
 from hearth.engine.turn.compaction import on_request
@@ -49,17 +50,22 @@ class Chats:
 
     async def export(self, key: str, fmt: str = "json") -> export.Export:
         """The chat as a download (409 `export_refused` for a chat that keeps nothing)."""
-        return await export.export_chat(self._db, key, fmt)
+        return await export.export_chat(self._db, key, fmt, self._files_dir())
 
     def export_all(self) -> AsyncIterator[bytes]:
         """Every kept chat as JSON Lines, line by line as it is read."""
-        return jsonl.everything(self._db)
+        return jsonl.everything(self._db, self._files_dir())
 
     async def import_file(self, choices: Choices, body: bytes, *, line_offset: int = 0,
                           dry_run: bool = False) -> importing.ImportResult:
         """Check an export, then (unless `dry_run`) write each chat as a new chat."""
         return await importing.import_file(self._db, choices, body, line_offset=line_offset,
-                                           dry_run=dry_run)
+                                           dry_run=dry_run, files_dir=self._files_dir())
+
+    def _files_dir(self) -> Path:
+        """Where chats keep their own folders, their files in them."""
+        deps = self._deps()
+        return deps.chats_dir or deps.default_workspace.parent / "sessions"
 
     async def compact(self, key: str) -> on_request.Compacted:
         """Compact the chat's model view now (`engine.turn.compaction.on_request`)."""

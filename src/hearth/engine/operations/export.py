@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from hearth.engine.intake.mentions import sent_markdown
@@ -58,7 +59,8 @@ class Export:
     body: bytes
 
 
-async def export_chat(db: Database, key: str, fmt: str = "json") -> Export:
+async def export_chat(db: Database, key: str, fmt: str = "json",
+                      files_dir: Path | None = None) -> Export:
     """The chat called `key` in `fmt` (`json`, `markdown` or `jsonl`): 404 for no such chat, 409
     `export_refused` for a chat that keeps nothing, 422 for a format there is not."""
     if fmt not in FORMATS:
@@ -68,7 +70,7 @@ async def export_chat(db: Database, key: str, fmt: str = "json") -> Export:
     _refuse_restricted(session)
     media_type, extension = FORMATS[fmt]
     if fmt == "jsonl":
-        body, opening = await jsonl.one_chat(db, key)
+        body, opening = await jsonl.one_chat(db, key, files_dir)
         return Export(f"{file_name(session, opening)}.{extension}", media_type, body)
     events = await _every_event(db, key)
     text = (_as_json(session, events, await db.reading(branches.variants, key, events))

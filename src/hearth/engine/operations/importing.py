@@ -29,12 +29,16 @@ the chat chain or the default agent, and the answer says so. A notice is kept ma
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import hashlib
 import json
 import math
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeGuard
 
 from sqlalchemy import Connection
@@ -42,9 +46,10 @@ from sqlalchemy import Connection
 from hearth.engine.operations import jsonl
 from hearth.errors import Refusal
 from hearth.masking import mask_value
-from hearth.sessions import chats
+from hearth.sessions import attachments as attachment_files, chats
+from hearth.sessions.attachments import SNIFF_BYTES, clean_name, sniff
 from hearth.sessions.chats import Choices
-from hearth.store import audit, interchange
+from hearth.store import attachments as attachment_store, audit, interchange
 from hearth.store.db import Database, now
 from hearth.store.runs import FINAL, new_run_id
 from hearth.store.transcript import KINDS
@@ -100,6 +105,19 @@ class EventIn:
     created_at: float
 
 
+@dataclass(frozen=True)
+class FileIn:
+    """A file a message of the chat sent, its bytes checked against its size and hash."""
+
+    line: int
+    file_id: str  # as the message's meta.attachments names it in the file
+    event_id: str
+    name: str
+    content_type: str
+    sha256: str
+    data: bytes
+
+
 @dataclass
 class ChatIn:
     line: int
@@ -111,7 +129,9 @@ class ChatIn:
     created_at: float
     head: str | None
     declared: int | None  # the events its chat line says follow
+    declared_files: int = 0  # the file lines it says follow them
     runs: dict[str, RunIn] = field(default_factory=dict)
+    files: list[FileIn] = field(default_factory=list)
     events: list[EventIn] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
 
@@ -139,7 +159,7 @@ class ImportResult:
 
 
 async def import_file(db: Database, choices: Choices, body: bytes, *, line_offset: int = 0,
-                      dry_run: bool = False) -> ImportResult:
+                      dry_run: bool = False, files_dir: Path | None = None) -> ImportResult:
     """Check the whole file, then (unless `dry_run`) write each chat as a new chat. A part of
     a longer file says where its second line stands in that file by `line_offset` (its line
     k > 1 is the file's line k + line_offset), so a refusal names the file's line."""
@@ -149,8 +169,20 @@ async def import_file(db: Database, choices: Choices, body: bytes, *, line_offse
     imported = []
     for chat in parsed:
         agent, model, notes = _runs_on(chat, choices)
-        imported.append(await db.writing(_write_chat, chat, agent, model, notes))
+        made, files = await db.writing(_write_chat, chat, agent, model, notes)
+        if files and files_dir is not None:
+            await asyncio.to_thread(_keep_files, files_dir, made.key, files)
+        imported.append(made)
     return ImportResult(len(parsed), imported)
+
+
+def _keep_files(files_dir: Path, key: str, files: list[FileIn]) -> None:
+    """The imported chat's files, each synced into its folder under its hash."""
+    folder = attachment_files.folder_of(files_dir, key)
+    for file in files:
+        receiving = attachment_files.Receiving(folder, len(file.data) + 1)
+        receiving.add(file.data)
+        receiving.keep()
 
 
 # ------------------------------------------------------------------ reading the file
@@ -225,14 +257,14 @@ def _take(value: dict[str, Any], number: int, found: list[ChatIn]) -> None:
         if found:
             _close(found[-1])
         found.append(_chat(value, number))
-    elif kind in ("run", "event"):
+    elif kind in ("run", "event", "file"):
         if not found:
             raise _Bad(f"a {kind} line comes before any chat line; it belongs to the chat "
                        "line above it.")
-        (_run if kind == "run" else _event)(value, number, found[-1])
+        {"run": _run, "event": _event, "file": _file}[str(kind)](value, number, found[-1])
     else:
-        raise _Bad(f"its type is {_shown(kind)}; a line after the header is a chat, a run or "
-                   "an event.")
+        raise _Bad(f"its type is {_shown(kind)}; a line after the header is a chat, a run, "
+                   "an event or a file.")
 
 
 def _chat(value: dict[str, Any], number: int) -> ChatIn:
@@ -251,11 +283,14 @@ def _chat(value: dict[str, Any], number: int) -> ChatIn:
     declared = value.get("events")
     if declared is not None and (not _is_int(declared) or declared < 0):
         raise _Bad("the chat's events must be the number of event lines that follow it.")
+    files = value.get("files", 0)
+    if not _is_int(files) or files < 0:
+        raise _Bad("the chat's files must be the number of file lines that follow its events.")
     return ChatIn(number, _text(value, "key", 200), title, _text(value, "agent", 100),
                   _text(value, "model", 200),
                   {**filing, "archived": _flag(value, "archived")},
                   _time(value, "created_at"), _text(value, "head_event_id", ID_MAX),
-                  declared)
+                  declared, files)
 
 
 def _run(value: dict[str, Any], number: int, chat: ChatIn) -> None:
@@ -292,6 +327,28 @@ def _event(value: dict[str, Any], number: int, chat: ChatIn) -> None:
                                _text(value, "run_id", ID_MAX), sources,
                                _time(value, "created_at")))
     chat.ids.add(event_id)
+
+
+def _file(value: dict[str, Any], number: int, chat: ChatIn) -> None:
+    """A file a message of the chat sent: its message an event line above, its bytes the
+    size and SHA-256 the line says."""
+    file_id = _id(value, "id")
+    event_id = _id(value, "event_id")
+    if event_id not in chat.ids:
+        raise _Bad(f"its event_id {_shown(event_id)} is no event of this chat above it.")
+    sha256 = _text(value, "sha256", 64) or ""
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise _Bad("its sha256 must be the 64 hex digits of the file's SHA-256.")
+    try:
+        data = base64.b64decode(str(value.get("data", "")), validate=True)
+    except (binascii.Error, ValueError):
+        raise _Bad("its data is not valid base64.") from None
+    if len(data) != value.get("size") or hashlib.sha256(data).hexdigest() != sha256:
+        raise _Bad("its data is not the file its size and sha256 say: the file was changed "
+                   "or cut.")
+    content_type = _text(value, "content_type", 100) or sniff(data[:SNIFF_BYTES])
+    chat.files.append(FileIn(number, file_id, event_id, clean_name(_text(value, "name", 1000)),
+                             content_type, sha256, data))
 
 
 def _shaped(kind: str, content: object) -> dict[str, Any]:
@@ -333,6 +390,10 @@ def _close(chat: ChatIn) -> None:
     if chat.declared is not None and chat.declared != len(chat.events):
         raise ImportInvalid(chat.line, f"the chat says {chat.declared} events follow it, and "
                                        f"{len(chat.events)} do: the file was cut short.")
+    if chat.declared_files != len(chat.files):
+        raise ImportInvalid(chat.line, f"the chat says {chat.declared_files} files follow its "
+                                       f"events, and {len(chat.files)} do: the file was cut "
+                                       "short.")
     if chat.head is not None and chat.head not in chat.ids:
         raise ImportInvalid(chat.line, "the chat's head_event_id names no event of this chat.")
     for event in chat.events:
@@ -431,14 +492,15 @@ def _runs_on(chat: ChatIn, choices: Choices) -> tuple[str, str | None, tuple[str
 
 
 def _write_chat(conn: Connection, chat: ChatIn, agent: str, model: str | None,
-                notes: tuple[str, ...]) -> Imported:
-    """The chat as a new chat, in the caller's (one) transaction."""
+                notes: tuple[str, ...]) -> tuple[Imported, list[FileIn]]:
+    """The chat as a new chat, in the caller's (one) transaction; the files to keep."""
     made = chats.insert_new(conn, chats.checked_new(memory_mode="persistent", agent=agent,
                                                     model=model, origin=ORIGIN))
     ids = {e.event_id: uuid.uuid4().hex for e in chat.events}
     runs = {run_id: new_run_id() for run_id in chat.runs}
+    file_ids = {f.file_id: attachment_store.new_id() for f in chat.files}
     on_path = _path(chat)
-    events = [_event_row(made.key, seq, e, ids, runs, e.event_id not in on_path)
+    events = [_event_row(made.key, seq, e, ids, runs, e.event_id not in on_path, file_ids)
               for seq, e in enumerate(chat.events, start=1)]
     first_asks: dict[str, int] = {}
     for row in events:
@@ -448,13 +510,17 @@ def _write_chat(conn: Connection, chat: ChatIn, agent: str, model: str | None,
                                             runs[run.run_id], first_asks)
                                    for run in chat.runs.values()])
     interchange.insert_events(conn, events)
+    seqs = {e.event_id: seq for seq, e in enumerate(chat.events, start=1)}
+    for file in chat.files:
+        attachment_store.insert(conn, file_ids[file.file_id], made.key, seqs[file.event_id],
+                                file.sha256, file.name, file.content_type, len(file.data))
     interchange.set_imported(
         conn, made.key, title=chat.title, **chat.filing, created_at=chat.created_at,
         updated_at=now(), head_event_id=ids.get(chat.head or ""), last_seq=len(events),
         message_count=len(on_path))
     audit.write(conn, "chat.import", actor="owner", session_key=made.key,
                 detail={"from": chat.key, "events": len(events)})
-    return Imported(made.key, chat.key, chat.title, len(events), notes)
+    return Imported(made.key, chat.key, chat.title, len(events), notes), chat.files
 
 
 def _path(chat: ChatIn) -> set[str]:
@@ -469,13 +535,25 @@ def _path(chat: ChatIn) -> set[str]:
 
 
 def _event_row(key: str, seq: int, event: EventIn, ids: dict[str, str], runs: dict[str, str],
-               off_path: bool) -> dict[str, Any]:
+               off_path: bool, file_ids: dict[str, str]) -> dict[str, Any]:
     content = mask_value(event.content) if event.kind == "notice" else event.content
     return {"session_key": key, "seq": seq, "event_id": ids[event.event_id],
             "parent_event_id": ids.get(event.parent_event_id or ""),
             "idempotency_key": None, "kind": event.kind, "content": content,
-            "meta": event.meta, "run_id": runs.get(event.run_id or ""), **event.sources,
+            "meta": _files_renamed(event.meta, file_ids),
+            "run_id": runs.get(event.run_id or ""), **event.sources,
             "created_at": event.created_at, "off_path": off_path}
+
+
+def _files_renamed(meta: dict[str, Any], file_ids: dict[str, str]) -> dict[str, Any]:
+    """A message's meta with the files it sent named by their new ids (a file the export did
+    not carry keeps its name and no id: shown, never read)."""
+    named = meta.get("attachments")
+    if not isinstance(named, list) or not any(isinstance(f, dict) for f in named):
+        return meta
+    renamed = [{**f, "id": file_ids.get(str(f.get("id")))} if isinstance(f, dict) else f
+               for f in named]
+    return {**meta, "attachments": renamed}
 
 
 def _run_row(key: str, tab_id: str, generation: int, run: RunIn, run_id: str,

@@ -18,7 +18,11 @@ The format, version 1 (`VERSION`); one JSON object per line, UTF-8, each line en
   event that names it, says how that turn ended (`run_id`, `kind`, `status`, `ending`,
   `sentence`, `model`, `created_at`, `ended_at`): a turn that did not complete is no variant.
   A turn still running is written as stopped. An event whose run is not kept has a null
-  `run_id`.
+  `run_id`;
+- then, when the chat sent files, a `{"type": "file", ...}` line for each (the chat line
+  counts them in `files`): `id` (as the message's `meta.attachments` names it), `event_id`
+  (the message that sent it), `name`, `content_type`, `size`, `sha256` and `data` (its bytes,
+  base64): an import keeps them byte for byte, or refuses the file.
 
 Times are ISO 8601 in UTC (null for a stored time that cannot be read: an import refuses that
 line). Nothing of what the gateway holds secret is written: every string but the words of the
@@ -35,9 +39,12 @@ engine starts writing joins `META_KEYS` (or `MODEL_ONLY`) here.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection
@@ -46,7 +53,15 @@ from hearth import __version__
 from hearth.engine.views import iso, sendable
 from hearth.masking import mask, mask_value
 from hearth.privacy.modes import mode_of, restricted
-from hearth.store import deliveries, interchange, steers, transcript
+from hearth.sessions import attachments as attachment_files
+from hearth.store import (
+    attachments as attachment_store,
+    deliveries,
+    interchange,
+    steers,
+    transcript,
+)
+from hearth.store.attachments import AttachmentRow
 from hearth.store.db import Database
 from hearth.store.interchange import ChatSnapshot, KeptEvent
 from hearth.store.runs import ACTIVE, RunRow
@@ -85,37 +100,58 @@ def header(chats: int) -> bytes:
                  "exported_at": iso(datetime.now(UTC).timestamp()), "hearth": __version__})
 
 
-async def one_chat(db: Database, key: str) -> tuple[bytes, list[EventRow]]:
+async def one_chat(db: Database, key: str, files_dir: Path | None = None
+                   ) -> tuple[bytes, list[EventRow]]:
     """The file of one chat (the caller has refused a restricted one and an unknown key), and
-    its first event (what an untitled chat's file is named by)."""
-    lines = [part async for part in chat_lines(db, key)]
+    its first event (what an untitled chat's file is named by). `files_dir`: where chats keep
+    their files (none: the file lines are left out)."""
+    lines = [part async for part in chat_lines(db, key, files_dir)]
     first = await db.reading(transcript.at, key, 1)
     return header(1 if lines else 0) + b"".join(lines), [first] if first else []
 
 
-async def everything(db: Database) -> AsyncIterator[bytes]:
+async def everything(db: Database, files_dir: Path | None = None) -> AsyncIterator[bytes]:
     """The file of every kept chat (archived ones too), oldest first, line by line. A chat
     deleted while this runs is left out, so the file then holds fewer chats than its header
     says (and an import refuses it, as a file cut short)."""
     keys = await db.reading(interchange.kept_keys)
     yield header(len(keys))
     for key in keys:
-        async for chat_line in chat_lines(db, key):
+        async for chat_line in chat_lines(db, key, files_dir):
             yield chat_line
 
 
-async def chat_lines(db: Database, key: str) -> AsyncIterator[bytes]:
+async def chat_lines(db: Database, key: str, files_dir: Path | None = None
+                     ) -> AsyncIterator[bytes]:
     """The chat's lines, its own and its runs' and events', read a page at a time from one
-    snapshot of its head; nothing for a chat that is gone or keeps nothing."""
+    snapshot of its head, then its files'; nothing for a chat that is gone or keeps
+    nothing."""
     chat = await db.reading(interchange.snapshot, key)
     if chat is None or restricted(mode_of(chat.memory_mode)):
         return
-    yield line(chat_object(chat))
+    sent = await db.reading(attachment_store.sent_in, key) if files_dir is not None else []
+    yield line({**chat_object(chat), "files": len(sent)})
+    async for event_line in _event_lines(db, key, chat.last_seq):
+        yield event_line
+    for row, message_id in sent:
+        assert files_dir is not None
+        yield await asyncio.to_thread(file_line, files_dir, row, message_id)
+
+
+def file_line(files_dir: Path, row: AttachmentRow, message_id: str) -> bytes:
+    """One file's line: its row and its bytes (read in a thread by the caller)."""
+    data = attachment_files.path_of(files_dir, row.session_key, row.sha256).read_bytes()
+    return line({"type": "file", "id": row.id, "event_id": message_id, "name": row.name,
+                 "content_type": row.content_type, "size": row.size, "sha256": row.sha256,
+                 "data": base64.b64encode(data).decode("ascii")})
+
+
+async def _event_lines(db: Database, key: str, last_seq: int) -> AsyncIterator[bytes]:
     seen: frozenset[str] = frozenset()
     kept: set[str] = set()
     after = 0
     while True:
-        events, found = await db.reading(_page, key, after, chat.last_seq, seen)
+        events, found = await db.reading(_page, key, after, last_seq, seen)
         for run in found:
             kept.add(run.run_id)
             yield line(run_object(run))

@@ -71,7 +71,10 @@ def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
         for file in message.attached:
             if file.content_type.startswith("image/"):
                 if reading.vision:
-                    images.append(_image(reading.folder, file))
+                    try:
+                        images.append(_image(reading.folder, file))
+                    except OSError:  # gone from the folder (a chat imported without it)
+                        lines.append(f"[Hearth: the image {file.name} could not be read.]")
                     continue
                 lines.append(f"[Hearth: the image {file.name} was sent with this message; "
                              "this model cannot see images, so it is not shown.]")
