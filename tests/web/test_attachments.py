@@ -20,8 +20,11 @@ import httpx
 import pytest
 from PIL import Image
 
+from hearth.client.api import GatewayApi
+from hearth.client.repl import Repl
+from hearth.client.terminal import Screen
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.gateway import Api, Gateway, module_gateway
+from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.http import error_of
 
 EYES = """
@@ -361,3 +364,38 @@ def test_an_import_whose_file_was_changed_is_refused_whole(
     refused = api.http.post("/api/import", content=changed, headers=NDJSON)
     error_of(refused, 422, "import_invalid", "not the file its size and sha256 say")
     assert len(api.http.get("/api/sessions").json()["sessions"]) == before
+
+
+class Typed(Screen):
+    """A terminal whose prompt reads the given lines, then Ctrl-D."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__(io.StringIO(), io.StringIO())
+        self.lines = list(lines)
+
+    def ask(self, prompt: str) -> str:
+        if not self.lines:
+            raise EOFError
+        return self.lines.pop(0)
+
+
+def test_hearth_chat_attach_sends_a_file_with_the_next_message(
+        gateway: Gateway, server: ScriptedModelServer, tmp_path: Path) -> None:
+    notes = tmp_path / "shopping list.txt"
+    notes.write_text("Buy seeds and twine.\n")
+    screen = Typed("/attach", f"/attach {tmp_path / 'nothing.txt'}", f"/attach {notes}",
+                   "What do I need to buy?", "and now?")
+    client = GatewayApi(gateway.url, TOKEN)
+    try:
+        assert Repl(client, screen, "attach-terminal").run() == 0
+    finally:
+        client.close()
+    said = screen.err.getvalue()
+    assert "Give the file's path" in said and "There is no file at" in said
+    assert "Attached shopping list.txt (text/plain, 21 bytes)" in said
+    first, second = [[m["content"] for m in r.messages if m["role"] == "user"]
+                     for r in server.requests[-2:]]
+    assert "Buy seeds and twine." in first[-1]
+    assert second[-1] == "and now?" and "Buy seeds and twine." in second[0]  # sent once
+    users = [m for m in gateway.client().messages("attach-terminal") if m["kind"] == "user"]
+    assert [len(m["meta"].get("attachments", [])) for m in users] == [1, 0]

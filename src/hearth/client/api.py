@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -103,10 +104,19 @@ class GatewayApi:
     def set_model(self, key: str, model: str) -> JSON:
         return self._call("PATCH", _path(key), json={"model": model})
 
-    def send(self, key: str, text: str, client_message_id: str) -> JSON:
-        """Admit a message: `{run_id, status, ...}`."""
-        return self._call("POST", f"{_path(key)}/messages",
-                          json={"text": text, "client_message_id": client_message_id})
+    def send(self, key: str, text: str, client_message_id: str,
+             files: tuple[str, ...] = ()) -> JSON:
+        """Admit a message (with `files`: uploads to the chat it sends): `{run_id, status}`."""
+        body: JSON = {"text": text, "client_message_id": client_message_id}
+        if files:
+            body["attachments"] = list(files)
+        return self._call("POST", f"{_path(key)}/messages", json=body)
+
+    def upload(self, key: str, path: Path) -> JSON:
+        """Upload the file at `path` to the chat (streamed, not read whole): its view."""
+        with path.open("rb") as file:
+            return self._call("POST", f"{_path(key)}/attachments",
+                              params={"name": path.name}, content=file)
 
     def stop(self, key: str) -> str | None:
         """Stop the chat's running turn: the run stopped, or None when none was running."""

@@ -12,6 +12,7 @@ drops the line. During a turn Ctrl-C stops it (see `turn.py`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from hearth.client import history
 from hearth.client.api import GatewayApi, GatewayError, GatewayRefused
@@ -34,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {  # name: (argument, what it does)
     "/compact": ("", "fold the older part of what the model reads into a summary now"),
     "/model": ("NAME", "answer with model NAME from the next turn"),
     "/prompts": ("", "list the saved prompts a message can start with (@name key=value)"),
+    "/attach": ("PATH", "send the file at PATH with your next message (an image, a text file, "
+                        "a PDF, a recording)"),
     "/exit": ("", "leave (so do Ctrl-D, and Ctrl-C at an empty prompt)"),
 }
 ALIASES = {"/quit": "/exit"}
@@ -56,10 +59,11 @@ class Repl:
         self._key: str | None = None  # the chat, once it is made (or was kept)
         self._name = session  # the name a chat not made yet will have
         self._model: str | None = None  # the model /model chose, for the chats made here
+        self._files: list[tuple[str, str]] = []  # (id, name): uploads the next message sends
         self._handlers: dict[str, Callable[[str], bool]] = {
             "/help": self._help, "/new": self._new, "/stop": self._stop,
             "/history": self._history, "/model": self._set_model, "/compact": self._compact,
-            "/prompts": self._prompts,
+            "/prompts": self._prompts, "/attach": self._attach,
             "/exit": lambda _: False,
         }
         self._handlers.update(Branching(api, screen, lambda: self._key, self._switch).handlers())
@@ -143,7 +147,8 @@ class Repl:
             other = " Choose another with /model NAME." if refused.code == "unknown_model" else ""
             self._screen.note(f"{refused} The message was not sent.{other}")
             return
-        take_turn(self._api, self._screen, key, text)
+        files, self._files = tuple(file_id for file_id, _ in self._files), []
+        take_turn(self._api, self._screen, key, text, files)
 
     def _chat(self) -> str:
         """The chat's key, made now if the chat is not made yet."""
@@ -158,7 +163,29 @@ class Repl:
         self._show(command_list())
         return True
 
+    def _attach(self, argument: str) -> bool:
+        """Upload a file now; it goes with the next message."""
+        if not argument:
+            waiting = ", ".join(name for _, name in self._files) or "none"
+            self._screen.note(f"Give the file's path: /attach PATH. Waiting to be sent: "
+                              f"{waiting}.")
+            return True
+        path = Path(argument.strip().strip("'\"")).expanduser()
+        if not path.is_file():
+            self._screen.note(f"There is no file at {path}.")
+            return True
+        try:
+            view = self._api.upload(self._chat(), path)
+        except GatewayRefused as refused:
+            self._screen.note(f"{refused} Nothing was attached.")
+            return True
+        self._files.append((str(view["id"]), str(view["name"])))
+        self._screen.note(f"Attached {view['name']} ({view['type']}, {view['size']:,} bytes): "
+                          "it goes with your next message.")
+        return True
+
     def _new(self, _: str) -> bool:
+        self._files = []
         self._key, self._name = None, None
         self._screen.note("New chat: it is kept once you send its first message.")
         return True

@@ -163,10 +163,12 @@ class TurnFollower:
         self._api.stop(self._key)
 
 
-def take_turn(api: GatewayApi, screen: Screen, key: str, text: str) -> str:
-    """Send `text` to chat `key` and follow the turn that answers it: its outcome."""
+def take_turn(api: GatewayApi, screen: Screen, key: str, text: str,
+              files: tuple[str, ...] = ()) -> str:
+    """Send `text` (and the uploads `files`) to chat `key` and follow the turn that answers
+    it: its outcome."""
     try:
-        admitted = api.send(key, text, uuid.uuid4().hex)
+        admitted = api.send(key, text, uuid.uuid4().hex, files)
     except KeyboardInterrupt:  # while sending: the message may have been admitted
         screen.note("Stopping the turn…")
         api.stop(key)
