@@ -118,6 +118,8 @@ class ChainsConfig(_Section):
     code_tools: list[str] = Field(default_factory=list)
     background: list[str] = Field(default_factory=list)
     loops: list[str] = Field(default_factory=list)
+    # speech to text (`/audio/transcriptions`): a voice note's words; empty: none is heard
+    transcribe: list[str] = Field(default_factory=list)
 
 
 class LimitsConfig(_Section):

@@ -19,6 +19,10 @@ Endpoints
 ``GET /v1/models``
     OpenAI model list (``fake-model``).  If the request carries an ``anthropic-version`` header
     (the Anthropic SDK always sends one) the Anthropic list shape is returned instead.
+``POST /v1/audio/transcriptions``
+    OpenAI's speech to text (a multipart form): records ``(model, filename, bytes)`` in
+    :attr:`ScriptedModelServer.transcriptions` and answers ``{"text": transcript}`` (``None``:
+    a 500).
 ``GET /api/tags``
     Ollama's local model list, from :attr:`ScriptedModelServer.ollama_tags` (``None`` → 404).
 anything else
@@ -74,6 +78,8 @@ Example::
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import itertools
 import json
 import threading
@@ -91,6 +97,7 @@ __all__ = ["Call", "Recorded", "Reply", "ScriptedModelServer"]
 OPENAI_CHAT_PATH = "/v1/chat/completions"
 ANTHROPIC_MESSAGES_PATH = "/v1/messages"
 MODEL_CALL_PATHS = (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH)
+TRANSCRIPTION_PATH = "/v1/audio/transcriptions"
 
 HOLD_TIMEOUT = 60.0
 
@@ -318,6 +325,9 @@ class ScriptedModelServer(Loopback):
         self.keep_requests = True  # False: no request is kept, for a long run
         self.chore_replies: dict[str, Reply] = chore_defaults()
         self.ollama_tags: list[str] | None = ["llama3.1"]
+        # speech to text: each request's (model, file name, bytes), and the words answered
+        self.transcriptions: list[tuple[str, str, bytes]] = []
+        self.transcript: str | None = "Remember to water the tomatoes."  # None: a 500
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -509,6 +519,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if len(raw) < length:  # the client went away mid-request (a call cancelled as it was
             return  # sent): nothing was asked, so nothing is recorded or answered
+        if path == TRANSCRIPTION_PATH:
+            self._transcribe(raw)
+            return
         if path not in MODEL_CALL_PATHS:
             self._not_found()
             return
@@ -556,6 +569,26 @@ class _Handler(BaseHTTPRequestHandler):
                 self._openai(recorded, reply)
         except (_Aborted, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _transcribe(self, raw: bytes) -> None:
+        """OpenAI's `/audio/transcriptions`: a multipart form with `model` and `file`; the
+        words answered are the server's `transcript` (None: a 500)."""
+        form = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            f"Content-Type: {self.headers.get('content-type', '')}\r\n\r\n".encode() + raw)
+        fields: dict[str, tuple[str, bytes]] = {}
+        for part in form.iter_parts():
+            name = part.get_param("name", header="content-disposition") or ""
+            filename = part.get_filename() or ""
+            fields[str(name)] = (filename, part.get_payload(decode=True) or b"")
+        owner = self.owner
+        model = fields.get("model", ("", b""))[1].decode()
+        filename, data = fields.get("file", ("", b""))
+        with owner._lock:
+            owner.transcriptions.append((model, filename, data))
+        if owner.transcript is None:
+            self._send_error(500, "Scripted transcription failure", anthropic=False)
+            return
+        self._send_json(200, {"text": owner.transcript})
 
     # ------------------------------------------------------------------ helpers
 

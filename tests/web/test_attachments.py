@@ -36,6 +36,16 @@ api_key = "sk-test"
 model = "eyes-model"
 vision = true
 
+[[models]]
+id = "hearer"
+provider = "openai"
+base_url = "{url}"
+api_key = "sk-test"
+model = "hear-model"
+
+[chains]
+transcribe = ["hearer"]
+
 [tools]
 web_fetch_allow_hosts = ["127.0.0.1"]
 
@@ -54,6 +64,11 @@ server, gateway, api = module_gateway(
 def answers(server: ScriptedModelServer) -> None:
     server.reset()
     server.default = Reply(text="I looked.")
+    server.transcriptions.clear()
+    server.transcript = "Remember to water the tomatoes."
+
+
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00" + bytes(64)
 
 
 def png(colour: str = "red", size: tuple[int, int] = (8, 8)) -> bytes:
@@ -300,7 +315,7 @@ def test_v1_files_are_kept_in_a_named_chat(api: Api, server: ScriptedModelServer
         **{"X-Hearth-Session": "garden-notes"})
     assert answer.status_code == 200, answer.text
     content = user_content(server)
-    assert "Buy seeds on Friday." in content and "audio-2.wav (audio/wav" in content
+    assert "Buy seeds on Friday." in content and "voice note audio-2.wav says" in content
     key = answer.headers["X-Hearth-Session"]
     listed = api.http.get(f"/api/sessions/{key}/attachments").json()["attachments"]
     assert [(a["name"], a["type"], a["sent"]) for a in listed] == [
@@ -399,3 +414,40 @@ def test_hearth_chat_attach_sends_a_file_with_the_next_message(
     assert second[-1] == "and now?" and "Buy seeds and twine." in second[0]  # sent once
     users = [m for m in gateway.client().messages("attach-terminal") if m["kind"] == "user"]
     assert [len(m["meta"].get("attachments", [])) for m in users] == [1, 0]
+
+
+def test_a_voice_note_is_heard_once_and_its_words_are_the_message(
+        api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat()
+    note = upload(api, key, WAV, "note.wav").json()
+    assert note["type"] == "audio/wav"
+    api.wait(sent(api, key, [note["id"]], text="")["run_id"])  # a voice note alone
+    assert "the voice note note.wav says:]\nRemember to water the tomatoes." in \
+        user_content(server)
+    assert server.transcriptions == [("hear-model", "note.wav", WAV)]
+    api.wait(api.send(key, "and then?")["run_id"])  # read again, never heard again
+    assert len(server.transcriptions) == 1
+    [listed] = api.http.get(f"/api/sessions/{key}/attachments").json()["attachments"]
+    assert listed["transcript"] == "Remember to water the tomatoes."
+    assert [m for m in api.messages(key) if m["kind"] == "notice"] == []  # a kept chat
+
+
+def test_a_restricted_chats_voice_note_says_which_model_heard_it(
+        api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat(memory_mode="incognito")
+    note = upload(api, key, WAV, "secret.wav").json()
+    run = sent(api, key, [note["id"]], text="")
+    assert api.wait(run["run_id"])["status"] == "complete"
+    notices = [m["text"] for m in api.messages(key) if m["kind"] == "notice"]
+    assert notices == ["The voice note secret.wav was transcribed by hearer, the model set "
+                       "up to hear voice notes; nothing else of this chat was sent to it."]
+    assert {c.model for c in server.every_call()} == {"fake-model"}  # the turn's own model
+
+
+def test_a_voice_note_no_model_could_hear_is_said_so(
+        api: Api, server: ScriptedModelServer) -> None:
+    server.transcript = None  # the transcription server fails
+    key = api.new_chat()
+    note = upload(api, key, WAV, "lost.wav").json()
+    api.wait(sent(api, key, [note["id"]], text="")["run_id"])
+    assert "no transcription model could hear it" in user_content(server)

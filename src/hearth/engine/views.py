@@ -170,7 +170,7 @@ def attachment_view(row: AttachmentRow) -> dict[str, Any]:
     """An attachment as the API serves it: held (uploaded, not sent yet) or sent with the
     message at `index`."""
     return {**attachment_ref(row), "index": row.event_seq, "sent": row.event_seq is not None,
-            "created_at": iso(row.created_at)}
+            "created_at": iso(row.created_at), "transcript": row.transcript}
 
 
 def session_view(row: SessionRow) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 from hearth.models.calls import Call, CallRecorder
-from hearth.models.types import Completed, ModelRequest, Provider, StreamEvent
+from hearth.models.types import Completed, ModelError, ModelRequest, Provider, StreamEvent
 from hearth.privacy import reach
 
 calls_made: Counter[str] = Counter()
@@ -49,6 +49,19 @@ def stream(provider: Provider, request: ModelRequest, *,
         raise
     calls_made[provider.model_id] += 1
     return _recorded(provider.stream(request), call)
+
+
+async def transcribe(provider: Provider, name: str, data: bytes, content_type: str) -> str:
+    """A voice note's words, through the guard: its model must be one the work may reach (a
+    restricted chat's turn names the transcription model for this call itself, and says so
+    in the chat). ModelError when the provider cannot transcribe."""
+    reach.check_model(provider.model_id)
+    calls_made[provider.model_id] += 1
+    hear = getattr(provider, "transcribe", None)
+    if hear is None:
+        raise ModelError(f"{provider.model_id} is not an OpenAI-compatible model, so it "
+                         "cannot transcribe audio.")
+    return str(await hear(name, data, content_type))
 
 
 async def _recorded(events: AsyncIterator[StreamEvent],

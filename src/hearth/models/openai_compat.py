@@ -33,6 +33,7 @@ from hearth.models.provider_common import (
 from hearth.models.types import (
     Completed,
     Message,
+    ModelError,
     ModelRequest,
     StreamEvent,
     TextDelta,
@@ -66,6 +67,20 @@ class OpenAICompatProvider:
             max_retries=0,
             timeout=openai.Timeout(timeout, connect=10.0),
         )
+
+    async def transcribe(self, name: str, data: bytes, content_type: str) -> str:
+        """The words of an audio file (`/audio/transcriptions`); ModelError when the server
+        refuses or cannot be reached."""
+        try:
+            said = await self._client.audio.transcriptions.create(
+                model=self.model_name, file=(name, data, content_type))
+        except openai.APIStatusError as error:
+            raise ModelError(f"{self.model_id} could not transcribe the audio "
+                             f"(HTTP {error.status_code}).") from None
+        except openai.APIConnectionError:
+            raise ModelError(f"{self.model_id} could not be reached to transcribe the "
+                             "audio.") from None
+        return str(getattr(said, "text", "") or "")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs: dict[str, Any] = {

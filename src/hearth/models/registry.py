@@ -179,9 +179,11 @@ class ModelRegistry:
         self._providers = dict(providers or {})
         chains: dict[str, list[str]] = config.chains.model_dump()
         known = [m for m in chains["chat"] if m in self._configs] if config.models else []
-        self.chat_chain = known or list(self._configs)  # not picked: every model, in order
+        hearers = set(chains.get("transcribe") or [])  # speech to text: never a chat's model
+        # not picked: every model, in order (but those set up to transcribe)
+        self.chat_chain = known or [m for m in self._configs if m not in hearers]
         self._chains = {axis: [m for m in chains.get(axis) or [] if m in self._configs]
-                        for axis in AXES}
+                        for axis in (*AXES, "transcribe")}
         self.background_chain = self.chain("background")  # chores run on it; else on chat's
         self.breakers = breakers or Breakers()
         self.breakers.configure(config.limits.breaker_failures,
@@ -224,6 +226,11 @@ class ModelRegistry:
     def chain(self, axis: str) -> list[str]:
         """The chain of a use case (`AXES`): its own, else the chat chain."""
         return list(self._chains.get(axis) or self.chat_chain)
+
+    def own_chain(self, axis: str) -> list[str]:
+        """The chain set up for `axis` alone (a use no chat model stands in for, such as
+        `transcribe`): empty when none is."""
+        return list(self._chains.get(axis) or [])
 
     def problem(self, model_id: str) -> str | None:
         """Why `model_id` cannot run as it is set up (not set up, its key missing); None: it

@@ -57,6 +57,7 @@ class Attached:
     content_type: str
     size: int
     sha256: str
+    id: str = ""
 
 
 @dataclass(frozen=True)

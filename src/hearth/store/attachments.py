@@ -28,6 +28,7 @@ class AttachmentRow:
     content_type: str
     size: int
     created_at: float
+    transcript: str | None = None  # an audio file's words, once heard
 
     @classmethod
     def of(cls, row: Any) -> AttachmentRow:
@@ -119,3 +120,18 @@ def sent_in(conn: Connection, session_key: str) -> list[tuple[AttachmentRow, str
         .where(attachments.c.session_key == session_key)
         .order_by(attachments.c.event_seq, attachments.c.created_at, attachments.c.id))
     return [(AttachmentRow.of(row), str(row.message_id)) for row in rows]
+
+
+def transcripts(conn: Connection, session_key: str, ids: list[str]) -> dict[str, str | None]:
+    """The transcripts of the chat's attachments `ids` (None: not heard yet)."""
+    if not ids:
+        return {}
+    return {str(row.id): row.transcript for row in conn.execute(
+        select(attachments.c.id, attachments.c.transcript).where(
+            attachments.c.session_key == session_key, attachments.c.id.in_(ids)))}
+
+
+def set_transcript(conn: Connection, session_key: str, attachment_id: str, text: str) -> None:
+    conn.execute(update(attachments).where(attachments.c.session_key == session_key,
+                                           attachments.c.id == attachment_id)
+                 .values(transcript=text))

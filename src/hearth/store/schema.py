@@ -422,6 +422,7 @@ attachments = Table(
     Column("content_type", String(100), nullable=False),
     Column("size", Integer, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("transcript", Text),  # an audio file's words, once a transcription model heard it
     Index("ix_attachments_chat", "session_key", "event_seq"),
 )
 

@@ -7,7 +7,9 @@ The context holds each user message's files as names (`Message.attached`, from i
   turn's own message, a notice in the chat saying so (never dropped in silence);
 - a text file or a PDF, its text, cut to `[attachments] text_chars` with a line saying how
   much was read;
-- anything else (audio, an archive), a line naming it.
+- an audio file, its words (`engine/turn/hearing.py`: heard once by the `transcribe`
+  chain's model and kept on its row), or a line saying none could be heard;
+- anything else (an archive), a line naming it.
 Nothing is cached: the bytes are read for the call and let go after it, so a chat's images
 never sit in the context cache. The files are the chat's own (its folder), so a restricted
 chat's reach only the model its turn runs on (the call guard holds that rule for every call).
@@ -20,7 +22,7 @@ import base64
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hearth.engine.turn import writes
+from hearth.engine.turn import hearing, writes
 from hearth.engine.turn.turn_state import Turn
 from hearth.models.types import Attached, ImagePart, Message
 from hearth.sessions.attachments import read_text
@@ -31,11 +33,12 @@ TEXT_TYPES = ("text/plain", "application/pdf")
 @dataclass(frozen=True)
 class Reading:
     """What the resolution needs: where the bytes are, whether the model sees images, the
-    text budget per file."""
+    text budget per file, and the audio files' transcripts (by attachment id)."""
 
     folder: Path
     vision: bool
     budget: int
+    heard: dict[str, str | None]
 
 
 async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
@@ -43,7 +46,9 @@ async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
     if turn.attachments_dir is None or not any(m.attached for m in messages):
         return messages
     vision = bool(turn.model_config and turn.model_config.vision)
-    reading = Reading(turn.attachments_dir, vision, turn.config.attachments.text_chars)
+    heard = await hearing.heard(turn, [f for m in messages for f in m.attached
+                                       if f.content_type.startswith("audio/") and f.id])
+    reading = Reading(turn.attachments_dir, vision, turn.config.attachments.text_chars, heard)
     resolved, unseen = await asyncio.to_thread(_resolve, messages, reading,
                                                turn.run.user_event_seq)
     if unseen and not turn.notes.get("images_unseen"):
@@ -82,6 +87,8 @@ def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
                     unseen.append(file.name)
             elif file.content_type in TEXT_TYPES:
                 lines.append(_text(reading, file))
+            elif file.content_type.startswith("audio/"):
+                lines.append(_heard(reading, file))
             else:
                 lines.append(f"[Hearth: the file {file.name} ({file.content_type}, "
                              f"{_size(file.size)}) was sent with this message.]")
@@ -106,6 +113,17 @@ def _text(reading: Reading, file: Attached) -> str:
         return f"{said} holds no text Hearth could read.]"
     cut = "" if whole else f", its first {len(text):,} characters"
     return f"{said}{cut}:]\n{text}"
+
+
+def _heard(reading: Reading, file: Attached) -> str:
+    """A voice note as the model reads it: its words, or why none were heard."""
+    words = reading.heard.get(file.id)
+    if words is None:
+        return (f"[Hearth: the audio file {file.name} was sent with this message; no "
+                "transcription model could hear it ([chains] transcribe), so its words are "
+                "not here.]")
+    return f"[Hearth: the voice note {file.name} says:]\n{words}" if words.strip() else \
+        f"[Hearth: the voice note {file.name} holds no words.]"
 
 
 def _size(size: int) -> str:

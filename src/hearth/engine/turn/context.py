@@ -379,7 +379,7 @@ def attached_to(event: EventRow) -> tuple[Attached, ...]:
     if not isinstance(named, list):
         return ()
     return tuple(Attached(event.seq, str(a.get("name", "file")), str(a.get("type", "")),
-                          int(a.get("size", 0)), str(a.get("sha256", "")))
+                          int(a.get("size", 0)), str(a.get("sha256", "")), str(a.get("id") or ""))
                  for a in named if isinstance(a, dict))
 
 

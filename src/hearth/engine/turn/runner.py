@@ -218,7 +218,7 @@ async def _run_on(deps: TurnDeps, run: RunRow, claimed: Claimed, provider: Provi
 def _compose(deps: TurnDeps, run: RunRow, session: SessionRow, provider: Provider,
              offer_tools: bool) -> Turn:
     return Turn(**scope_fields(deps, run, session), provider=provider, offer_tools=offer_tools,
-                breakers=deps.models.breakers, context_cache=deps.context)
+                breakers=deps.models.breakers, context_cache=deps.context, models=deps.models)
 
 
 def _say_substitution(turn: Turn, plan: failover.Plan) -> None:

@@ -13,6 +13,7 @@ from hearth.engine.access import principals
 from hearth.engine.delivery.events import Bus
 from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.models.breakers import Breakers
+from hearth.models.registry import ModelRegistry
 from hearth.models.types import Provider
 from hearth.privacy.principal import Principal
 from hearth.store.db import Database
@@ -90,6 +91,7 @@ class Turn(CallScope):
     shown: bool = False  # some text of this turn was shown: it no longer moves to another model
     may_fail_over: bool = False  # another model may take the turn if this one fails early
     breakers: Breakers | None = None  # the models' breakers (told of each answer)
+    models: ModelRegistry | None = None  # the turn's snapshot's models (a voice note's hearer)
     notes: dict[str, str] = field(default_factory=dict)  # model_substitution, failover
 
     def once(self, retry: str) -> bool:

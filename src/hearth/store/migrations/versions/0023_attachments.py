@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("content_type", sa.String(100), nullable=False),
         sa.Column("size", sa.Integer, nullable=False),
         sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("transcript", sa.Text),
     )
     op.create_index("ix_attachments_chat", "attachments", ["session_key", "event_seq"])
 
