@@ -57,6 +57,8 @@ def browser() -> Iterator[Browser]:  # main thread, and other tests' asyncio.run
     with sync_playwright() as playwright:
         # As root Chromium runs only without its sandbox (Playwright's default, said outright).
         args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        # a microphone that plays a tone, granted without asking (the composer's recording)
+        args += ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
         launched = playwright.chromium.launch(executable_path=executable, headless=True,
                                               args=args, timeout=30_000)
         try:

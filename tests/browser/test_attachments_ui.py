@@ -104,3 +104,29 @@ def _fill_tray(page: Page) -> None:
     drop_or_paste(page, "paste", "garden.png", png("seagreen"), "image/png")
     drop_or_paste(page, "drop", "minutes.txt", b"The meeting moved to Tuesday.\n", "text/plain")
     expect(page.locator("#tray li[data-id]")).to_have_count(2)
+
+
+def test_a_voice_note_recorded_is_sent_and_heard(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        shot: Shot) -> None:
+    page = signed_in(gateway)
+    key = gateway.client().new_chat()
+    model_server.default = Reply(text="Noted.")
+    open_chat(page, gateway, key)
+    microphone = page.get_by_role("button", name="Record a voice note")
+    microphone.click()
+    stop = page.get_by_role("button", name="Stop recording")
+    expect(stop).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#record .recording-time")).to_have_text("0:01", timeout=5000)
+    shot(page, "record-voice-note")
+    stop.click()
+    chip = page.locator("#tray li[data-id]")
+    expect(chip).to_have_count(1)
+    expect(chip.locator(".file-name")).to_contain_text("voice note")
+    page.get_by_role("button", name="Send").click()  # the note alone
+    expect(page.locator(".item.user .files audio")).to_have_count(1)  # a player, to hear it
+    expect(page.locator(".item.assistant .markdown")).to_have_text("Noted.")
+    shots(page, gateway, shot, f"/chats/{key}", "voice-note-sent")
+    [message] = [m for m in gateway.client().messages(key) if m["kind"] == "user"]
+    [note] = message["meta"]["attachments"]
+    assert note["type"] == "audio/webm" and note["size"] > 500

@@ -65,6 +65,7 @@ def _files(meta: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     return [{"id": str(f.get("id", "")), "name": str(f.get("name", "file")),
              "image": str(f.get("type", "")).startswith("image/"),
+             "audio": str(f.get("type", "")).startswith("audio/"),
              "size": _size(int(f.get("size") or 0))}
             for f in named if isinstance(f, dict) and f.get("id")]
 

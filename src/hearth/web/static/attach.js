@@ -1,5 +1,5 @@
 // Files in the composer: the paperclip, files dropped on the composer, an image pasted into
-// the box. Each is uploaded to the chat at once (POST /api/sessions/{key}/attachments) and
+// the box, a voice note recorded with the microphone button. Each is uploaded to the chat at once (POST /api/sessions/{key}/attachments) and
 // shown in the tray above the box (a picture, or its name; a button takes it out again); the
 // message sends the uploads its hidden `attachments` field names, and may then have no text.
 // Send waits while a file is still on its way. Without this script the form sends text.
@@ -90,6 +90,47 @@ function take(files) {
   for (const file of files) upload(file);
 }
 
+// A voice note: the microphone's sound recorded (MediaRecorder) until pressed again, then
+// uploaded as any file; the gateway hears its words when it is sent.
+let recorder = null;
+
+async function record(button) {
+  if (recorder) {
+    recorder.stop();
+    return;
+  }
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+  } catch {
+    button.title = "The microphone could not be used (allow it in the browser's settings).";
+    return;
+  }
+  const pieces = [];
+  const began = Date.now();
+  const time = button.querySelector(".recording-time");
+  const tick = setInterval(() => {
+    const seconds = Math.floor((Date.now() - began) / 1000);
+    time.textContent = `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
+  }, 250);
+  recorder = new MediaRecorder(stream);
+  recorder.addEventListener("dataavailable", (event) => pieces.push(event.data));
+  recorder.addEventListener("stop", () => {
+    clearInterval(tick);
+    for (const track of stream.getTracks()) track.stop();
+    recorder = null;
+    button.setAttribute("aria-pressed", "false");
+    button.setAttribute("aria-label", "Record a voice note");
+    time.textContent = "";
+    const kind = pieces[0]?.type || "audio/webm";
+    const stamp = new Date().toTimeString().slice(0, 5).replace(":", "");
+    take([new File(pieces, `voice note ${stamp}.webm`, { type: kind })]);
+  });
+  recorder.start(250);
+  button.setAttribute("aria-pressed", "true");
+  button.setAttribute("aria-label", "Stop recording");
+}
+
 if (input && form && tray && field) {
   const attach = document.getElementById("attach");
   attach.hidden = false;
@@ -114,6 +155,11 @@ if (input && form && tray && field) {
     event.preventDefault();
     take(files);
   });
+  const microphone = document.getElementById("record");
+  if (microphone && navigator.mediaDevices?.getUserMedia && window.MediaRecorder) {
+    microphone.hidden = false;
+    microphone.addEventListener("click", () => record(microphone));
+  }
   form.addEventListener("reset", () => { tray.replaceChildren(); requestAnimationFrame(sync); });
   form.dataset.attachReady = "true";
 }
