@@ -120,6 +120,8 @@ class ChainsConfig(_Section):
     loops: list[str] = Field(default_factory=list)
     # speech to text (`/audio/transcriptions`): a voice note's words; empty: none is heard
     transcribe: list[str] = Field(default_factory=list)
+    # text to speech (`/audio/speech`): the dashboard's Read aloud; empty: the browser's voice
+    speak: list[str] = Field(default_factory=list)
 
 
 class LimitsConfig(_Section):

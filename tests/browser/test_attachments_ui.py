@@ -130,3 +130,24 @@ def test_a_voice_note_recorded_is_sent_and_heard(
     [message] = [m for m in gateway.client().messages(key) if m["kind"] == "user"]
     [note] = message["meta"]["attachments"]
     assert note["type"] == "audio/webm" and note["size"] > 500
+
+
+def test_read_aloud_uses_the_browsers_voice_when_no_speak_model_is_set_up(
+        gateway: Gateway, model_server: ScriptedModelServer,
+        signed_in: Callable[..., Page]) -> None:
+    page = signed_in(gateway)
+    page.add_init_script("""
+        window.__spoken = [];
+        window.speechSynthesis.speak = (utterance) => {
+            window.__spoken.push(utterance.text);
+            setTimeout(() => utterance.dispatchEvent(new Event("end")), 50);
+        };""")
+    key = gateway.client().new_chat()
+    model_server.default = Reply(text="Water them at dawn.")
+    gateway.client().wait(gateway.client().send(key, "When?")["run_id"])
+    open_chat(page, gateway, key)
+    button = page.get_by_role("button", name="Read aloud the answer")
+    button.click()
+    page.wait_for_function("window.__spoken.length === 1")
+    assert page.evaluate("window.__spoken") == ["Water them at dawn."]
+    expect(button).to_have_attribute("aria-pressed", "false")  # it ended

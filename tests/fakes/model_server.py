@@ -23,6 +23,9 @@ Endpoints
     OpenAI's speech to text (a multipart form): records ``(model, filename, bytes)`` in
     :attr:`ScriptedModelServer.transcriptions` and answers ``{"text": transcript}`` (``None``:
     a 500).
+``POST /v1/audio/speech``
+    OpenAI's text to speech: records ``(model, input)`` in :attr:`ScriptedModelServer.spoken`
+    and answers :data:`SPOKEN` (a few bytes of MP3).
 ``GET /api/tags``
     Ollama's local model list, from :attr:`ScriptedModelServer.ollama_tags` (``None`` → 404).
 anything else
@@ -98,6 +101,8 @@ OPENAI_CHAT_PATH = "/v1/chat/completions"
 ANTHROPIC_MESSAGES_PATH = "/v1/messages"
 MODEL_CALL_PATHS = (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH)
 TRANSCRIPTION_PATH = "/v1/audio/transcriptions"
+SPEECH_PATH = "/v1/audio/speech"
+SPOKEN = b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(200)  # what /audio/speech answers
 
 HOLD_TIMEOUT = 60.0
 
@@ -328,6 +333,7 @@ class ScriptedModelServer(Loopback):
         # speech to text: each request's (model, file name, bytes), and the words answered
         self.transcriptions: list[tuple[str, str, bytes]] = []
         self.transcript: str | None = "Remember to water the tomatoes."  # None: a 500
+        self.spoken: list[tuple[str, str]] = []  # text to speech: each (model, input)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -522,6 +528,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == TRANSCRIPTION_PATH:
             self._transcribe(raw)
             return
+        if path == SPEECH_PATH:
+            self._speak(raw)
+            return
         if path not in MODEL_CALL_PATHS:
             self._not_found()
             return
@@ -589,6 +598,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(500, "Scripted transcription failure", anthropic=False)
             return
         self._send_json(200, {"text": owner.transcript})
+
+    def _speak(self, raw: bytes) -> None:
+        """OpenAI's `/audio/speech`: records (model, input) and answers a few MP3 bytes."""
+        body = json.loads(raw or b"{}")
+        owner = self.owner
+        with owner._lock:
+            owner.spoken.append((str(body.get("model", "")), str(body.get("input", ""))))
+        self.send_response(200)
+        self.send_header("Content-Type", "audio/mpeg")
+        self.send_header("Content-Length", str(len(SPOKEN)))
+        self.end_headers()
+        self.wfile.write(SPOKEN)
 
     # ------------------------------------------------------------------ helpers
 

@@ -23,7 +23,7 @@ from PIL import Image
 from hearth.client.api import GatewayApi
 from hearth.client.repl import Repl
 from hearth.client.terminal import Screen
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import SPOKEN, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.http import error_of
 
@@ -43,8 +43,16 @@ base_url = "{url}"
 api_key = "sk-test"
 model = "hear-model"
 
+[[models]]
+id = "voice"
+provider = "openai"
+base_url = "{url}"
+api_key = "sk-test"
+model = "tts-model"
+
 [chains]
 transcribe = ["hearer"]
+speak = ["voice"]
 
 [tools]
 web_fetch_allow_hosts = ["127.0.0.1"]
@@ -65,6 +73,7 @@ def answers(server: ScriptedModelServer) -> None:
     server.reset()
     server.default = Reply(text="I looked.")
     server.transcriptions.clear()
+    server.spoken.clear()
     server.transcript = "Remember to water the tomatoes."
 
 
@@ -451,3 +460,20 @@ def test_a_voice_note_no_model_could_hear_is_said_so(
     note = upload(api, key, WAV, "lost.wav").json()
     api.wait(sent(api, key, [note["id"]], text="")["run_id"])
     assert "no transcription model could hear it" in user_content(server)
+
+
+def test_read_aloud_speaks_a_message_with_the_speak_chains_model(
+        api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat(memory_mode="incognito")
+    server.default = Reply(text="Water them at dawn.")
+    run = api.send(key, "When should I water?")
+    api.wait(run["run_id"])
+    [answer] = [m for m in api.messages(key) if m["kind"] == "assistant"]
+    spoken = api.http.post(f"/api/sessions/{key}/speech", json={"index": answer["index"]})
+    assert spoken.status_code == 200, spoken.text
+    assert spoken.headers["content-type"] == "audio/mpeg" and spoken.content == SPOKEN
+    assert spoken.headers["x-hearth-spoken-by"] == "voice"
+    assert server.spoken == [("tts-model", "Water them at dawn.")]
+    error_of(api.http.post(f"/api/sessions/{key}/speech", json={"index": 999}), 404,
+             "message_not_found")
+    error_of(api.http.post(f"/api/sessions/{key}/speech", json={"index": "x"}), 422)

@@ -32,7 +32,7 @@ from hearth.engine.delivery.relay import Relay
 from hearth.engine.intake import admission, first_message, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.intake.attachment_desk import AttachmentDesk
-from hearth.engine.operations import branching, deletion
+from hearth.engine.operations import branching, deletion, read_aloud
 from hearth.engine.operations.chat_desk import Chats
 from hearth.engine.operations.deletion import DeleteReport
 from hearth.engine.operations.owner_files import OwnerFiles
@@ -399,6 +399,12 @@ class Engine:
         """Drop what the context cache holds of the chat: a door moved its head, or it
         ended (its next turn, if any, reads it from the store)."""
         self.deps.context.drop(session_key)
+
+    async def read_aloud(self, session_key: str, index: int,
+                         principal: Principal) -> read_aloud.Spoken:
+        """One message of the chat spoken by the `speak` chain (`engine.read_aloud`)."""
+        return await read_aloud.read_aloud(self.db, self.snapshot.models, session_key, index,
+                                           principal)
 
     async def tools_for(self, session_key: str) -> list[dict[str, Any]]:
         return await agent_cli_calls.tools_for(self.deps, session_key)

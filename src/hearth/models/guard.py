@@ -64,6 +64,17 @@ async def transcribe(provider: Provider, name: str, data: bytes, content_type: s
     return str(await hear(name, data, content_type))
 
 
+async def speak(provider: Provider, text: str) -> bytes:
+    """`text` read aloud by `provider`, through the guard (as `transcribe`)."""
+    reach.check_model(provider.model_id)
+    calls_made[provider.model_id] += 1
+    say = getattr(provider, "speak", None)
+    if say is None:
+        raise ModelError(f"{provider.model_id} is not an OpenAI-compatible model, so it "
+                         "cannot read aloud.")
+    return bytes(await say(text))
+
+
 async def _recorded(events: AsyncIterator[StreamEvent],
                     call: Call) -> AsyncIterator[StreamEvent]:
     call.began = time.monotonic()  # timed from the first read: the request is sent then

@@ -82,6 +82,18 @@ class OpenAICompatProvider:
                              "audio.") from None
         return str(getattr(said, "text", "") or "")
 
+    async def speak(self, text: str, voice: str = "alloy") -> bytes:
+        """`text` read aloud (`/audio/speech`), as MP3; ModelError when it cannot be."""
+        try:
+            said = await self._client.audio.speech.create(model=self.model_name, voice=voice,
+                                                          input=text, response_format="mp3")
+        except openai.APIStatusError as error:
+            raise ModelError(f"{self.model_id} could not read the text aloud "
+                             f"(HTTP {error.status_code}).") from None
+        except openai.APIConnectionError:
+            raise ModelError(f"{self.model_id} could not be reached to read aloud.") from None
+        return bytes(said.content)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs: dict[str, Any] = {
             "model": self.model_name,

@@ -47,6 +47,7 @@ NO_MODEL_SENTENCE = (
 
 
 AXES = ("chat", "code_tools", "background", "loops")
+OWN_USES = ("transcribe", "speak")  # uses no chat model stands in for (audio in, audio out)
 AXIS_WORDS = {"chat": "chat", "code_tools": "code & tools", "background": "background",
               "loops": "loops"}
 
@@ -179,11 +180,11 @@ class ModelRegistry:
         self._providers = dict(providers or {})
         chains: dict[str, list[str]] = config.chains.model_dump()
         known = [m for m in chains["chat"] if m in self._configs] if config.models else []
-        hearers = set(chains.get("transcribe") or [])  # speech to text: never a chat's model
+        hearers = {m for use in OWN_USES for m in chains.get(use) or []}  # never a chat's model
         # not picked: every model, in order (but those set up to transcribe)
         self.chat_chain = known or [m for m in self._configs if m not in hearers]
         self._chains = {axis: [m for m in chains.get(axis) or [] if m in self._configs]
-                        for axis in (*AXES, "transcribe")}
+                        for axis in (*AXES, *OWN_USES)}
         self.background_chain = self.chain("background")  # chores run on it; else on chat's
         self.breakers = breakers or Breakers()
         self.breakers.configure(config.limits.breaker_failures,

@@ -3,7 +3,8 @@ request's body, any content type: the gateway sniffs it from the bytes), answere
 its id; a message sends it by naming that id (`POST /api/sessions/{key}/messages`,
 `attachments: [id]`). `GET …/attachments` lists the chat's files, sent and held;
 `GET …/attachments/{id}` answers one's bytes, as a download, never rendered as a page.
-The body is streamed to disk as it arrives (`engine.attachments`), never held whole."""
+The body is streamed to disk as it arrives (`engine.attachments`), never held whole.
+`POST /api/sessions/{key}/speech` `{index}` reads one message aloud (the `speak` chain)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from hearth.engine.views import attachment_view
 from hearth.web.http.deps import EngineDep
+from hearth.web.http.permissions import PrincipalDep
 
 router = APIRouter()
 
@@ -38,3 +41,19 @@ async def download(key: str, attachment_id: str, engine: EngineDep) -> FileRespo
     return FileResponse(path, media_type=row.content_type, headers={
         "Content-Disposition": f"attachment; filename*=UTF-8''{quote(row.name)}",
         "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
+
+
+class ReadAloud(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    index: int = Field(ge=1, le=2**62)
+
+
+@router.post("/api/sessions/{key}/speech")
+async def speech(key: str, body: ReadAloud, engine: EngineDep,
+                 principal: PrincipalDep) -> Response:
+    """The message at `index` read aloud by the `speak` chain: MP3, and which model spoke
+    (`X-Hearth-Spoken-By`). 404 `no_speak_model` when none is set up."""
+    spoken = await engine.read_aloud(key, body.index, principal)
+    return Response(spoken.audio, media_type="audio/mpeg", headers={
+        "X-Hearth-Spoken-By": spoken.model_id, "Cache-Control": "no-store",
+        "X-Hearth-Cut": "true" if spoken.cut else "false"})

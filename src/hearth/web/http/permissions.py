@@ -71,6 +71,7 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("POST", "/api/sessions/{key}/attachments"): SEND,
     ("GET", "/api/sessions/{key}/attachments"): READ,
     ("GET", "/api/sessions/{key}/attachments/{attachment_id}"): READ,
+    ("POST", "/api/sessions/{key}/speech"): READ,
     ("POST", "/api/sessions/{key}/stop"): SEND, ("POST", "/api/sessions/{key}/tools/{name}"): SEND,
     ("POST", "/api/sessions/{key}/regenerate"): SEND, ("POST", "/api/sessions/{key}/edit"): SEND,
     ("POST", "/api/sessions/{key}/rewind"): SEND, ("POST", "/api/sessions/{key}/variant"): SEND,

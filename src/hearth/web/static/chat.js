@@ -89,6 +89,58 @@ function copyButton(what, text) {
   return button;
 }
 
+// --- read aloud -------------------------------------------------------------------------------
+// The speak chain's model reads the answer (POST …/speech, by the message's place); with none
+// set up (404 no_speak_model) the browser's own voice does. Pressed again, it stops.
+let speaking = null;
+
+function hush() {
+  if (speaking) { speaking.pause(); speaking = null; }
+  window.speechSynthesis?.cancel();
+}
+
+async function readAloud(answer, button) {
+  if (button.getAttribute("aria-pressed") === "true") {
+    hush();
+    button.setAttribute("aria-pressed", "false");
+    return;
+  }
+  hush();
+  button.setAttribute("aria-pressed", "true");
+  const done = () => button.setAttribute("aria-pressed", "false");
+  const text = answer.querySelector(".markdown").innerText.trim();
+  const url = `/api/sessions/${encodeURIComponent(list.dataset.key)}/speech`;
+  const answered = await fetch(url, {
+    method: "POST", credentials: "same-origin",
+    body: JSON.stringify({ index: Number(answer.dataset.seq) }),
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf,
+               "X-Requested-With": "fetch" },
+  }).catch(() => null);
+  if (answered?.ok) {
+    speaking = new Audio(URL.createObjectURL(await answered.blob()));
+    speaking.addEventListener("ended", done);
+    button.title = `Read by ${answered.headers.get("X-Hearth-Spoken-By")}`;
+    speaking.play().catch(done);
+  } else if (window.speechSynthesis) {
+    const utterance = new SpeechSynthesisUtterance(text);
+    utterance.addEventListener("end", done);
+    window.speechSynthesis.speak(utterance);
+  } else {
+    done();
+  }
+}
+
+function readButton(answer) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "read-aloud";
+  button.setAttribute("aria-pressed", "false");
+  button.setAttribute("aria-label", "Read aloud the answer");
+  button.append(Object.assign(document.createElement("span"), { textContent: "Read aloud" }));
+  button.addEventListener("click", () => readAloud(answer, button));
+  return button;
+}
+
 function decorate(scope) {
   for (const answer of scope.querySelectorAll(".item.assistant:not(.streaming)")) {
     const tools = answer.querySelector(".answer-tools");
@@ -97,6 +149,7 @@ function decorate(scope) {
       const copy = copyButton("the answer", () => markdown.innerText.trim());
       const pager = tools.querySelector(":scope > .pager");
       if (pager) pager.after(copy); else tools.prepend(copy);
+      if (answer.dataset.seq) copy.after(readButton(answer));
     }
   }
   for (const head of scope.querySelectorAll(".markdown .code-head:not(:has(> .copy))")) {
