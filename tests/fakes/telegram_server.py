@@ -40,6 +40,10 @@ a test that makes many bots can pass ``request=HTTPXRequest(httpx_kwargs={"verif
 
 Methods
 -------
+``getFile(file_id)``
+    A file a pushed update holds (:meth:`FakeTelegram.push_file`): its ``file_path``, whose
+    bytes ``GET /file/bot<token>/<file_path>`` answers (PTB's ``base_file_url``:
+    :attr:`FakeTelegram.file_url`).
 ``getMe``
     The bot user (``id`` = the number before the token's colon unless ``bot_id`` is given,
     ``username`` = ``bot_username``).
@@ -819,6 +823,7 @@ class FakeTelegram(Loopback):
         self._delays: dict[str, float] = {}
         self._blocked: set[int] = set()
         self.commands: dict[str, list[dict[str, Any]]] = {}
+        self._files: dict[str, bytes] = {}  # file_id -> bytes (push_file, getFile)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -845,6 +850,11 @@ class FakeTelegram(Loopback):
     def base_url(self) -> str:
         """What a bot takes as its ``base_url``: the token and ``/<method>`` follow it."""
         return f"{self.url}/bot"
+
+    @property
+    def file_url(self) -> str:
+        """What a bot's ``base_file_url`` is here (``http://127.0.0.1:<port>/file/bot``)."""
+        return self.base_url.replace("/bot", "/file/bot")
 
     @property
     def bot_user(self) -> dict[str, Any]:
@@ -887,6 +897,47 @@ class FakeTelegram(Loopback):
                 message |= {"message_thread_id": message_thread_id, "is_topic_message": True}
             self._remember(message)
             return self._push({"message": message})
+
+    def push_file(self, chat_id: int, from_id: int, kind: str, data: bytes, *,
+                  caption: str | None = None, file_name: str | None = None,
+                  mime_type: str | None = None) -> int:
+        """Store a user's photo, document, voice note or audio (`kind`) as an update, its
+        bytes served by getFile and the file URL; return the update_id."""
+        with self._cond:
+            file_id = f"file{len(self._files) + 1}"
+            self._files[file_id] = data
+        about: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}",
+                                 "file_size": len(data)}
+        if file_name:
+            about["file_name"] = file_name
+        if mime_type:
+            about["mime_type"] = mime_type
+        if kind == "photo":  # sizes of one photo, the largest last
+            media: Any = [{**about, "width": 90, "height": 90}, {**about, "width": 800,
+                                                                  "height": 600}]
+        elif kind == "voice":
+            media = {**about, "duration": 2}
+        else:
+            media = about
+        user = {"id": from_id, "is_bot": False, "first_name": "Ann"}
+        chat = {"id": chat_id, "type": "private", "first_name": "Ann"}
+        with self._cond:
+            self._chats[chat_id] = chat
+            message: dict[str, Any] = {"message_id": self._new_message_id(chat_id),
+                                       "from": user, "chat": chat, "date": int(time.time()),
+                                       kind: media}
+            if caption:
+                message["caption"] = caption
+            self._remember(message)
+            return self._push({"message": message})
+
+    def file_bytes(self, path: str) -> bytes | None:
+        """The bytes a file URL names (`/file/bot<token>/files/<file_id>`), or None."""
+        match = re.fullmatch(r"/file/bot([^/]+)/files/([A-Za-z0-9]+)", urlsplit(path).path)
+        if match is None or unquote(match.group(1)) != self.token:
+            return None
+        with self._cond:
+            return self._files.get(match.group(2))
 
     def push_callback(self, chat_id: int, from_id: int, message_id: int, data: str, *,
                       first_name: str = "Ann") -> int:
@@ -1164,7 +1215,17 @@ class FakeTelegram(Loopback):
             "setMyCommands": self._set_my_commands,
             "getMyCommands": lambda p, e: self.commands.get(_commands_key(p), []),
             "deleteMyCommands": self._delete_my_commands,
+            "getFile": self._get_file,
         }
+
+    def _get_file(self, params: dict[str, Any], epoch: int) -> dict[str, Any]:
+        file_id = str(params.get("file_id", ""))
+        with self._cond:
+            data = self._files.get(file_id)
+        if data is None:
+            raise _bad("Bad Request: invalid file_id")
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(data),
+                "file_path": f"files/{file_id}"}
 
     def _delete_webhook(self, params: dict[str, Any], epoch: int) -> bool:
         if params.get("drop_pending_updates"):
@@ -1407,7 +1468,22 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802
+        if self.path.startswith("/file/bot"):
+            self._serve_file()
+            return
         self._serve()
+
+    def _serve_file(self) -> None:
+        """A file's bytes, as Telegram's `https://api.telegram.org/file/bot<token>/<path>`."""
+        self.close_connection = True
+        data = self.server.owner.file_bytes(self.path)
+        self.send_response(200 if data is not None else 404)
+        body = data if data is not None else b"Not Found"
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_POST(self) -> None:  # noqa: N802
         self._serve()

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 
 import httpx
@@ -142,6 +143,7 @@ class TelegramChannel:
         assert self._token is not None
         poll = self.config.poll_timeout_seconds
         bot = Bot(self._token, base_url=self.config.base_url,
+                  base_file_url=_file_url(self.config.base_url),
                   request=HTTPXRequest(connection_pool_size=64, read_timeout=20.0,
                                        write_timeout=20.0, connect_timeout=10.0),
                   get_updates_request=HTTPXRequest(read_timeout=poll + 15.0,
@@ -174,12 +176,30 @@ class TelegramChannel:
             await self._desk.skip(NAME, cursor)
             return
         try:
+            inbound = await self._with_files(update, inbound)
             await self._desk.receive(inbound)
         except Refusal as refusal:
             if refusal.code == "shutting_down":
                 raise asyncio.CancelledError from refusal  # taken in again at the next start
             log.warning("telegram: a message was not admitted: %s", refusal.sentence)
             await self._desk.skip(NAME, cursor)
+
+    async def _with_files(self, update: Update, inbound: Inbound) -> Inbound:
+        """`inbound` with the files its message carries, fetched (getFile, then the file's
+        URL; Telegram gives a bot files of up to 20 MB). One that cannot be fetched is named
+        in the message instead, saying so."""
+        assert self._bot is not None and update.message is not None
+        files: list[tuple[str, bytes]] = []
+        lost: list[str] = []
+        for file_id, name in _fetchable(update.message):
+            try:
+                found = await self._bot.get_file(file_id)
+                files.append((name, bytes(await found.download_as_bytearray())))
+            except (TelegramError, httpx.HTTPError) as error:
+                log.warning("telegram: a file could not be fetched (%s)", type(error).__name__)
+                lost.append(f"{name} (it could not be fetched)")
+        return replace(inbound, files=tuple(files),
+                       attachments=(*inbound.attachments, *lost))
 
     def _inbound(self, update: Update, cursor: int) -> Inbound | None:
         message = update.message
@@ -192,7 +212,7 @@ class TelegramChannel:
             if not addressed:
                 return None
         attachments = _attachments(message)
-        if not text.strip() and not attachments:
+        if not text.strip() and not attachments and not _fetchable(message):
             return None
         sender = message.from_user
         owner = sender.id in self.config.owner_ids
@@ -271,20 +291,37 @@ class TelegramChannel:
             await self._bot.send_chat_action(_chat_id(thread), ChatAction.TYPING)
 
 
+def _file_url(base_url: str) -> str:
+    """Where the Bot API serves files: `…/file/bot` beside `…/bot`."""
+    head, bot, tail = base_url.rpartition("/bot")
+    return f"{head}/file/bot{tail}" if bot else base_url.rstrip("/") + "/file/bot"
+
+
 def _chat_id(thread: str) -> int | str:
     return int(thread) if thread.lstrip("-").isdigit() else thread
 
 
 def _attachments(message: Message) -> tuple[str, ...]:
-    names: list[str] = []
-    if message.document is not None:
-        names.append(message.document.file_name or "a file")
+    """What a message carries that Hearth does not fetch, named."""
+    return tuple(f"a {kind}" for kind in ("video", "sticker", "location", "contact")
+                 if getattr(message, kind, None) is not None)
+
+
+def _fetchable(message: Message) -> list[tuple[str, str]]:
+    """The files a message carries that are fetched and kept: (file_id, name) of its photo
+    (the largest size), document, voice note or audio."""
+    found: list[tuple[str, str]] = []
     if message.photo:
-        names.append("a photo")
-    for kind in ("voice", "audio", "video", "sticker", "location", "contact"):
-        if getattr(message, kind, None) is not None:
-            names.append(f"a {kind}")
-    return tuple(names)
+        found.append((message.photo[-1].file_id, f"photo-{message.message_id}.jpg"))
+    if message.document is not None:
+        found.append((message.document.file_id,
+                      message.document.file_name or f"file-{message.message_id}"))
+    if message.voice is not None:
+        found.append((message.voice.file_id, f"voice note {message.message_id}.ogg"))
+    if message.audio is not None:
+        found.append((message.audio.file_id,
+                      message.audio.file_name or f"audio-{message.message_id}"))
+    return found
 
 
 def _send_error(error: TelegramError) -> SendError:

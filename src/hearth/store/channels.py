@@ -98,6 +98,13 @@ def delivered_through(conn: Connection, session_key: str, seq: int) -> None:
                  .values(delivered_seq=seq))
 
 
+def was_taken(conn: Connection, channel: str, inbound_id: str) -> bool:
+    """Whether the channel's message `inbound_id` was taken in already."""
+    return conn.execute(select(channel_inbound.c.received_at).where(
+        channel_inbound.c.channel == channel,
+        channel_inbound.c.inbound_id == inbound_id)).first() is not None
+
+
 def take_inbound(conn: Connection, channel: str, inbound_id: str) -> bool:
     """Record that the channel's message `inbound_id` is taken in; False when it was before.
     Call it inside the transaction that admits the message, so both or neither happen."""

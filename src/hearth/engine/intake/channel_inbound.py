@@ -21,9 +21,11 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection
 
+from hearth.config import Config
 from hearth.engine.delivery.events import Bus, message_frame
 from hearth.engine.intake import admission
 from hearth.engine.intake.admission import Admitted
+from hearth.engine.intake.attachment_desk import AttachmentDesk
 from hearth.faults import crash_point
 from hearth.privacy import principal as principals
 from hearth.privacy.principal import Principal
@@ -33,7 +35,7 @@ from hearth.store import channels as channel_store, sessions as session_store
 from hearth.store.db import Database
 from hearth.store.transcript import EventRow
 
-ATTACHMENT_NOTE = "[Attached: {names}. Hearth does not open attachments yet.]"
+ATTACHMENT_NOTE = "[Attached: {names}. Hearth does not open these.]"
 
 
 class InboundHost(Protocol):
@@ -48,6 +50,12 @@ class InboundHost(Protocol):
 
     def dispatch(self, session_key: str) -> None: ...
 
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def attachments(self) -> AttachmentDesk: ...
+
 
 @dataclass(frozen=True)
 class Inbound:
@@ -61,8 +69,17 @@ class Inbound:
     text: str
     owner: bool  # the sender is the channel's owner
     owner_dm: bool  # the thread is the owner's own direct chat
-    attachments: tuple[str, ...] = ()
+    attachments: tuple[str, ...] = ()  # what it carried that was not fetched (named only)
     cursor: int | None = None  # the channel's cursor once this message is taken in
+    files: tuple[tuple[str, bytes], ...] = ()  # (name, bytes): what it carried, fetched
+
+
+@dataclass(frozen=True)
+class _Files:
+    """A channel message's files kept in its chat before it is admitted."""
+
+    key: str
+    ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -75,7 +92,7 @@ class Received:
 
 
 def text_of(inbound: Inbound) -> str:
-    """What is admitted: the text, and the names of what was attached."""
+    """What is admitted: the text, and the names of what was attached and not fetched."""
     if not inbound.attachments:
         return inbound.text
     note = ATTACHMENT_NOTE.format(names=", ".join(inbound.attachments))
@@ -102,12 +119,18 @@ def principal_of(inbound: Inbound) -> Principal:
 async def receive(engine: InboundHost, inbound: Inbound) -> Received:
     """Admit a channel message (once), and wake its chat's lane."""
     text = text_of(inbound)
-    admission.validate(text, None)
+    admission.validate(text, None, admission.Files(tuple(name for name, _ in inbound.files), 0)
+                       if inbound.files else None)
     if not engine.accepting:
         raise admission.AdmissionError("shutting_down", 503, "The gateway is stopping.")
     new = chats.checked_new(origin=inbound.channel, choices=engine.choices())
-    received, event = await engine.db.writing(_take, inbound, text, new,
-                                              frozenset(engine.deleting))
+    files = await _kept_files(engine, inbound, new) if inbound.files else None
+    if inbound.files and files is None:
+        return Received(None, None)  # taken in before: a redelivery
+    received, event = await engine.db.writing(
+        _take, inbound, text, new, frozenset(engine.deleting),
+        admission.Files(files.ids, engine.config.attachments.max_message_bytes)
+        if files else None)
     if event is None or received.session_key is None:
         return received
     crash_point("channel_admitted")
@@ -116,8 +139,29 @@ async def receive(engine: InboundHost, inbound: Inbound) -> Received:
     return received
 
 
+async def _kept_files(engine: InboundHost, inbound: Inbound, new: NewChat) -> _Files | None:
+    """The message's files kept in the chat its thread continues (made and linked now if
+    need be): before its admission, which then sends them (None: it was taken in before).
+    A crash between the two keeps them unsent in the chat; the redelivery sends new ones."""
+    key = await engine.db.writing(_thread_chat_for_files, inbound, new,
+                                  frozenset(engine.deleting))
+    if key is None:
+        return None
+    ids = [(await engine.attachments.receive_bytes(key, name, data)).id
+           for name, data in inbound.files]
+    return _Files(key, tuple(ids))
+
+
+def _thread_chat_for_files(conn: Connection, inbound: Inbound, new: NewChat,
+                           deleting: frozenset[str]) -> str | None:
+    if channel_store.was_taken(conn, inbound.channel, inbound.inbound_id):
+        return None
+    return _chat_of_thread(conn, inbound, new, deleting)[0]
+
+
 def _take(conn: Connection, inbound: Inbound, text: str, new: NewChat,
-          deleting: frozenset[str]) -> tuple[Received, EventRow | None]:
+          deleting: frozenset[str], files: admission.Files | None = None
+          ) -> tuple[Received, EventRow | None]:
     if inbound.cursor is not None:
         channel_store.move_cursor(conn, inbound.channel, inbound.cursor)
     if not channel_store.take_inbound(conn, inbound.channel, inbound.inbound_id):
@@ -126,7 +170,7 @@ def _take(conn: Connection, inbound: Inbound, text: str, new: NewChat,
     admitted, event = admission.admit_in(
         conn, key, text, f"{inbound.channel}:{inbound.inbound_id}", inbound.channel, "chat",
         meta_of(inbound), source=(inbound.thread, inbound.sender),
-        principal=principal_of(inbound))
+        principal=principal_of(inbound), files=files)
     return Received(key, admitted, opened), event
 
 
