@@ -8,6 +8,7 @@ POST can end means for the message (`NotSent`, `Refused`, `Unsure`)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 import time
@@ -554,3 +555,20 @@ def test_signatures_hold_only_for_their_body_secret_and_time() -> None:
         "stale_timestamp")
     assert signing.problem("k", "1800000000", good, body, now - 301, 300)[0] == (  # type: ignore[index]
         "stale_timestamp")
+
+
+def test_an_attachments_data_is_kept_in_the_chat_and_one_without_is_named(
+        hooked: Gateway, callback: Callback, model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="Read it."))
+    answer = post(hooked, message("m-files", "", attachments=[
+        {"name": "plan.txt", "data": base64.b64encode(b"Sow on Sunday.").decode()},
+        {"name": "video.mp4"}]))
+    assert answer.status_code == 202, answer.text
+    api = hooked.client()
+    api.wait(answer.json()["run_id"])
+    sent = model_server.requests[-1].messages[-1]["content"]
+    assert "Sow on Sunday." in sent and "video.mp4" in sent
+    kept = api.http.get(f"/api/sessions/{answer.json()['chat']}/attachments").json()
+    assert [(a["name"], a["sent"]) for a in kept["attachments"]] == [("plan.txt", True)]
+    bad = post(hooked, message("m-bad", "x", attachments=[{"name": "a", "data": "@@"}]))
+    assert bad.status_code == 422 and "not valid base64" in bad.json()["error"]["message"]

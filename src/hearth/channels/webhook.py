@@ -66,7 +66,8 @@ class Message:
     sender: str
     sender_name: str
     text: str
-    attachments: tuple[str, ...] = ()
+    attachments: tuple[str, ...] = ()  # named only
+    files: tuple[tuple[str, bytes], ...] = ()  # (name, bytes): kept in the chat
 
 
 class WebhookChannel:
@@ -170,7 +171,7 @@ class WebhookChannel:
                 channel=NAME, thread=message.thread, inbound_id=message.id,
                 sender=message.sender, sender_name=message.sender_name, text=message.text,
                 owner=self.is_owner(message.sender), owner_dm=False,
-                attachments=message.attachments))
+                attachments=message.attachments, files=message.files))
         except BaseException:
             self._seen.pop(message.id, None)  # not taken in: it may be sent again
             raise

@@ -13,12 +13,16 @@ headers, the JSON's shape); the adapter (`channels.webhook`) decides. In order:
 - a message → 202 `{"run_id", "chat", "status"}` (or 200 `{"answered"}` when the owner's
   reply word answered the approval waiting in the thread).
 
-Body: `{"id", "thread", "sender", "sender_name"?, "text", "attachments"?: [{"name"}],
-"approval"?: {"id", "decision": "allow_once" | "allow_always" | "deny"}}`.
+Body: `{"id", "thread", "sender", "sender_name"?, "text", "attachments"?: [{"name",
+"data"?}], "approval"?: {"id", "decision": "allow_once" | "allow_always" | "deny"}}`; an
+attachment's `data` (its bytes, base64) keeps it in the chat as the message's file, one
+without is only named.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Literal
 
 from fastapi import APIRouter, Request
@@ -38,6 +42,7 @@ PATH = "/channels/webhook"
 class Attachment(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: StrictStr = Field(min_length=1, max_length=255)
+    data: StrictStr | None = None  # the file's bytes in base64: kept in the chat; else named
 
 
 class ApprovalAnswer(BaseModel):
@@ -55,6 +60,17 @@ class WebhookMessage(BaseModel):
     text: StrictStr = ""
     attachments: list[Attachment] = Field(default_factory=list, max_length=20)
     approval: ApprovalAnswer | None = None
+
+
+def _decoded(index: int, data: str) -> bytes:
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise Refusal("invalid_request", 422,
+                      f"attachments[{index}].data is not valid base64.") from None
+    if not decoded:
+        raise Refusal("invalid_request", 422, f"attachments[{index}].data is empty.")
+    return decoded
 
 
 def _adapter(request: Request) -> WebhookChannel:
@@ -88,5 +104,7 @@ async def take(request: Request) -> JSONResponse:
         taken = await adapter.take_message(Message(
             id=message.id, thread=message.thread, sender=message.sender,
             sender_name=message.sender_name or message.sender, text=message.text,
-            attachments=tuple(a.name for a in message.attachments)), signed_at)
+            attachments=tuple(a.name for a in message.attachments if a.data is None),
+            files=tuple((a.name, _decoded(n, a.data)) for n, a in enumerate(message.attachments)
+                        if a.data is not None)), signed_at)
     return JSONResponse(taken.body, status_code=taken.status)

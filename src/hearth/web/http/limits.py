@@ -20,7 +20,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 # an upload's body is streamed to disk by its route, under the attachments' own limits
 STREAMED = re.compile(r"^/api/sessions/[^/]+/attachments$")
 # an OpenAI request may carry its images and files inline, in base64
-LARGER = {"/v1/chat/completions": 64 * 1024 * 1024}
+LARGER = {"/v1/chat/completions": 64 * 1024 * 1024, "/channels/webhook": 64 * 1024 * 1024}
 BODY_TIMEOUT_SECONDS = 30.0
 UNREAD = ("GET", "HEAD", "OPTIONS")  # methods whose body no route reads
 
