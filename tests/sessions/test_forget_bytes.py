@@ -1,6 +1,6 @@
 """Forgetting leaves no bytes: once a chat is deleted, or a Temporary chat has ended, no file
 under HEARTH_HOME — the database, its -wal and -shm, logs, folders — holds a byte of what was
-said in it, a kill -9 right after the deletion's answer included. Every scan has a positive
+said in it, its files included, a kill -9 right after the deletion's answer included. Every scan has a positive
 control: the same scan finds the words of a chat that was kept, and found the forgotten
 chat's words before it was forgotten. A restricted chat's helpers (`spawn_helpers`: chats
 titled with the task's words, the task their first message) go with it, all the way down."""
@@ -67,6 +67,22 @@ def report_in(api: Api, key: str) -> dict[str, Any]:
     return found[0]
 
 
+def attach(api: Api, server: ScriptedModelServer, key: str, word: str) -> None:
+    """A file carrying `word` sent to the chat: kept in its folder as an attachment."""
+    made = api.http.post(f"/api/sessions/{key}/attachments", params={"name": "notes.txt"},
+                         content=f"The file's word is {word}.\n".encode())
+    assert made.status_code == 201, made.text
+    server.push(Reply(text="Read the file.", chunks=1))
+    sent = api.http.post(f"/api/sessions/{key}/messages",
+                         json={"text": "read this", "attachments": [made.json()["id"]]})
+    assert api.wait(sent.json()["run_id"])["status"] == "complete"
+
+
+def attached(home: Path, word: str) -> list[str]:
+    """The attachment files under `home` holding `word`."""
+    return [path for path in holding(home, word) if "/attachments/" in path]
+
+
 def talk(api: Api, server: ScriptedModelServer, key: str, word: str,
          command: bool = False) -> None:
     """A few exchanges carrying `word` in the user's messages and the answers (and, with
@@ -92,7 +108,10 @@ def test_a_deleted_chat_leaves_no_byte_of_its_text_even_killed_right_after(
     forgotten, kept = api.new_chat(), api.new_chat()
     talk(api, model_server, forgotten, FORGOTTEN, command=True)
     talk(api, model_server, kept, KEPT)
+    attach(api, model_server, forgotten, FORGOTTEN)
+    attach(api, model_server, kept, KEPT)
     assert holding(gateway.home, FORGOTTEN)  # on disk before the deletion
+    assert attached(gateway.home, FORGOTTEN)  # its file too
 
     answer = api.http.delete(f"/api/sessions/{forgotten}")
     assert answer.status_code == 200, answer.text
@@ -100,6 +119,7 @@ def test_a_deleted_chat_leaves_no_byte_of_its_text_even_killed_right_after(
 
     assert holding(gateway.home, FORGOTTEN) == []
     assert holding(gateway.home, KEPT)  # the same scan finds a kept chat's words
+    assert attached(gateway.home, KEPT)  # and its file
 
 
 @pytest.mark.process_gateway  # a kill -9
@@ -116,14 +136,18 @@ def test_an_ended_temporary_chat_leaves_no_byte_of_its_text_within_a_second(
                                                             "content": FORGOTTEN})]),
                       Reply(text=f"Wrote {FORGOTTEN}.", chunks=1))
     api.wait(api.send(temporary, f"write down {FORGOTTEN}")["run_id"])
+    attach(api, model_server, temporary, FORGOTTEN)  # while the chat is busy: never idle
     talk(api, model_server, temporary, FORGOTTEN)
+    attach(api, model_server, kept, KEPT)
     talk(api, model_server, kept, KEPT)
     assert holding(gateway.home, FORGOTTEN)
+    assert attached(gateway.home, FORGOTTEN)
 
     until(lambda: api.http.get(f"/api/sessions/{temporary}").status_code == 404)
     until(lambda: holding(gateway.home, FORGOTTEN) == [], timeout=1.0)
 
     assert holding(gateway.home, KEPT)
+    assert attached(gateway.home, KEPT)
     gateway.kill()
     assert holding(gateway.home, FORGOTTEN) == []
 
