@@ -272,6 +272,7 @@ def tools_explain(
     """Print the tools an agent has, and why each is in or out (built-in and MCP)."""
     from hearth.engine.background.helper_agents import SpawnHelpers
     from hearth.engine.background.job_tool import JOB_TOOL_NAMES
+    from hearth.engine.turn.attachment_tool import OpenAttachment
     from hearth.memory.tools import MEMORY_TOOL_NAMES
     from hearth.tools import policy
     from hearth.tools.registry import builtin_tools
@@ -279,7 +280,7 @@ def tools_explain(
     home, config = _load()
     config = settings.apply(config, home.root)  # agents saved on the dashboard's Settings page
     names = [*(t.name for t in builtin_tools()), *MEMORY_TOOL_NAMES, *JOB_TOOL_NAMES,
-             SpawnHelpers.name]
+             SpawnHelpers.name, OpenAttachment.name]
     for verdict in policy.explain(names, config, agent):
         mark = "+" if verdict.allowed else "-"
         typer.echo(f"{mark} {verdict.tool:<16} {verdict.reason}")

@@ -1,9 +1,10 @@
 """Forgetting leaves no bytes: once a chat is deleted, or a Temporary chat has ended, no file
-under HEARTH_HOME — the database, its -wal and -shm, logs, folders — holds a byte of what was
-said in it, its files included, a kill -9 right after the deletion's answer included. Every scan has a positive
-control: the same scan finds the words of a chat that was kept, and found the forgotten
-chat's words before it was forgotten. A restricted chat's helpers (`spawn_helpers`: chats
-titled with the task's words, the task their first message) go with it, all the way down."""
+under HEARTH_HOME — the database, its -wal and -shm, logs, folders, the files it was sent —
+holds a byte of what was said in it, a kill -9 right after the deletion's answer included.
+Every scan has a positive control: the same scan finds the words of a chat that was kept,
+and found the forgotten chat's words before it was forgotten. A restricted chat's helpers
+(`spawn_helpers`: chats titled with the task's words, the task their first message) go with
+it, all the way down."""
 
 from __future__ import annotations
 

@@ -25,9 +25,10 @@ from tests.engine_harness import make_config, make_engine, turn
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 
 MEMORY_TOOLS = ["memory_remember", "memory_recall", "memory_list", "memory_forget", "chat_search"]
-JOB_TOOLS = ["schedule_job", "spawn_helpers"]  # the engine's own tools
+JOB_TOOLS = ["schedule_job", "spawn_helpers", "open_attachment"]  # the engine's own tools
 BUILTIN = sorted([*(t.name for t in builtin_tools()), *MEMORY_TOOLS, *JOB_TOOLS])
-MINIMAL = {"read_file", "list_dir", "glob", "grep", "memory_recall", "memory_list", "chat_search"}
+MINIMAL = {"read_file", "list_dir", "glob", "grep", "memory_recall", "memory_list", "chat_search",
+           "open_attachment"}
 CODING = MINIMAL | {"write_file", "edit_file", "shell", "memory_remember", "memory_forget",
                     "schedule_job", "spawn_helpers"}
 EVERY = [*BUILTIN, "time__now", "files__read"]  # two MCP servers' tools among the built-ins

@@ -23,7 +23,7 @@ from PIL import Image
 from hearth.client.api import GatewayApi
 from hearth.client.repl import Repl
 from hearth.client.terminal import Screen
-from tests.fakes.model_server import SPOKEN, Reply, ScriptedModelServer
+from tests.fakes.model_server import SPOKEN, Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.http import error_of
 
@@ -477,3 +477,16 @@ def test_read_aloud_speaks_a_message_with_the_speak_chains_model(
     error_of(api.http.post(f"/api/sessions/{key}/speech", json={"index": 999}), 404,
              "message_not_found")
     error_of(api.http.post(f"/api/sessions/{key}/speech", json={"index": "x"}), 422)
+
+
+def test_the_agent_opens_a_sent_file_by_its_name(api: Api, server: ScriptedModelServer) -> None:
+    key = api.new_chat()
+    held = upload(api, key, ("line " * 400).encode() + b"THE END", "long.txt").json()
+    api.wait(sent(api, key, [held["id"]])["run_id"])
+    server.push(Reply(tool_calls=[Call("open_attachment", {"name": "LONG.txt", "offset": 1990}),
+                                  Call("open_attachment", {"name": "../etc/passwd"})]),
+                Reply(text="Read it."))
+    api.wait(api.send(key, "read the end of it")["run_id"])
+    results = [m for m in api.messages(key) if m["kind"] == "tool_result"]
+    assert results[0]["content"]["output"].endswith("THE END")
+    assert "was sent no file called '../etc/passwd'" in results[1]["content"]["output"]

@@ -15,6 +15,7 @@ from hearth.engine.background.job_tool import job_tools
 from hearth.engine.runtime import Engine
 from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agents
+from hearth.engine.turn.attachment_tool import OpenAttachment
 from hearth.home import Home
 from hearth.memory.service import Memory
 from hearth.memory.tools import memory_tools
@@ -77,8 +78,8 @@ def upgrade_store_apart(home: Home, verbose: bool = False) -> None:
 
 
 def standard_tools(db: Database, memory: Memory) -> list[Tool]:
-    """The built-in tools, memory's and the jobs tool."""
-    return [*builtin_tools(), *memory_tools(memory, db), *job_tools(db)]
+    """The built-in tools, memory's, the jobs tool and the attachments' reader."""
+    return [*builtin_tools(), *memory_tools(memory, db), *job_tools(db), OpenAttachment(db)]
 
 
 def build_engine(home: Home, config: Config) -> Engine:

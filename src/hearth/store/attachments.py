@@ -12,7 +12,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, func, select, update
 
 from hearth.store.db import now
 from hearth.store.schema import attachments, transcript_events
@@ -95,6 +95,15 @@ def of_messages(conn: Connection, session_key: str, seqs: list[int]
             .order_by(attachments.c.created_at, attachments.c.id)):
         found.setdefault(int(row.event_seq), []).append(AttachmentRow.of(row))
     return found
+
+
+def named(conn: Connection, session_key: str, name: str) -> AttachmentRow | None:
+    """The chat's latest sent attachment called `name` (any case), or None."""
+    row = conn.execute(select(attachments).where(
+        attachments.c.session_key == session_key, attachments.c.event_seq.is_not(None),
+        func.lower(attachments.c.name) == name.lower())
+        .order_by(attachments.c.event_seq.desc(), attachments.c.created_at.desc())).first()
+    return AttachmentRow.of(row) if row else None
 
 
 def of_chat(conn: Connection, session_key: str) -> list[AttachmentRow]:

@@ -54,6 +54,7 @@ class ToolContext:
     web: WebSettings = WebSettings()
     placement: Placement = Placement()
     memory_dir: Path | None = None  # the memory documents' folder, fenced by `tools.fence`
+    attachments_dir: Path | None = None  # the chat's files' folder (open_attachment)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from hearth.config import Config, ToolPolicyConfig
 
 MINIMAL = ("read_file", "list_dir", "glob", "grep", "memory_recall", "memory_list",
-           "chat_search")
+           "chat_search", "open_attachment")
 CODING = (*MINIMAL, "write_file", "edit_file", "shell", "memory_remember", "memory_forget",
           "schedule_job", "spawn_helpers")
 PROFILES: dict[str, tuple[str, ...] | None] = {

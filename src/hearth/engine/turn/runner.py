@@ -248,6 +248,7 @@ def scope_fields(deps: TurnDeps, run: RunRow, session: SessionRow) -> dict[str, 
         web=WebSettings(tuple(tools.web_fetch_allow_hosts), tools.web_fetch_max_bytes,
                         tools.web_fetch_timeout_seconds),
         placement=deps.placement, memory_dir=deps.memory.folder,
+        attachments_dir=attachment_files.folder_of(chats_dir, session.key),
     )
     return {"db": deps.db, "bus": deps.bus, "tools": deps.tools, "config": deps.config,
             "desk": deps.desk, "run": run, "workspace": workspace, "context": context_for_tools,
