@@ -438,6 +438,9 @@ def test_a_voice_note_is_heard_once_and_its_words_are_the_message(
     assert len(server.transcriptions) == 1
     [listed] = api.http.get(f"/api/sessions/{key}/attachments").json()["attachments"]
     assert listed["transcript"] == "Remember to water the tomatoes."
+    page = api.http.get(f"/chats/{key}").text  # the chat's page shows what was heard
+    assert '<p class="heard"><span class="visually-hidden">Heard: </span>Remember to water ' \
+        'the tomatoes.</p>' in page and "<audio controls" in page
     assert [m for m in api.messages(key) if m["kind"] == "notice"] == []  # a kept chat
 
 

@@ -144,3 +144,10 @@ def set_transcript(conn: Connection, session_key: str, attachment_id: str, text:
     conn.execute(update(attachments).where(attachments.c.session_key == session_key,
                                            attachments.c.id == attachment_id)
                  .values(transcript=text))
+
+
+def heard_in(conn: Connection, session_key: str) -> dict[str, str]:
+    """The transcripts of the chat's attachments that have one, by id."""
+    return {str(row.id): str(row.transcript) for row in conn.execute(
+        select(attachments.c.id, attachments.c.transcript).where(
+            attachments.c.session_key == session_key, attachments.c.transcript.is_not(None)))}

@@ -26,7 +26,7 @@ from hearth.engine.reads.sidebar import Sidebar
 from hearth.engine.views import grant_view
 from hearth.sessions import chats
 from hearth.sessions.chats import ChatWindow, FilingIndex
-from hearth.store import approvals, usage as usage_store
+from hearth.store import approvals, attachments as attachment_store, usage as usage_store
 from hearth.store.apps import AppRow
 from hearth.store.db import Database, now
 from hearth.store.memory import DOCUMENT, MemoryItem
@@ -110,6 +110,10 @@ class Reads:
         """The run holding the chat, which of `run_ids` wait behind it, its pending
         approvals."""
         return await queries.of_chat(self._db, key, run_ids)
+
+    async def heard(self, key: str) -> dict[str, str]:
+        """The words of the chat's voice notes heard so far, by attachment id."""
+        return await self._db.reading(attachment_store.heard_in, key)
 
     async def pending_approvals(self, key: str) -> list[dict[str, Any]]:
         """The chat's approvals still waiting for an answer."""

@@ -62,6 +62,7 @@ async def _hear(turn: Turn, file: Attached, chain: list[str]) -> str | None:
             continue
         await turn.db.writing(attachment_store.set_transcript, turn.session_key, file.id,
                               words, durable=False)
+        turn.bus.publish(turn.session_key, {"type": "path"})  # pages redraw: its words show
         await _say_who_heard(turn, file, model_id)
         return words
     return None

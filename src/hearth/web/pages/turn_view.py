@@ -138,12 +138,14 @@ class ChatState:
     running: str | None = None
     queued: set[str] = field(default_factory=set)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # card id -> approval
+    heard: dict[str, str] = field(default_factory=dict)  # voice notes' words, by file id
 
 
 async def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
     running, queued, views = await engine.reads.activity(key, run_ids)
     pending = {item["card"]: item for item in (approval_item(view) for view in views)}
-    return ChatState(running=running, queued=queued, pending=pending)
+    return ChatState(running=running, queued=queued, pending=pending,
+                     heard=await engine.reads.heard(key))
 
 
 def approval_item(view: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +179,8 @@ def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
     items: list[Item] = []
     for message in by_turn(messages):
         item = item_of(message, queued=message["run_id"] in state.queued)
+        for file in item.get("files", ()):
+            file["heard"] = state.heard.get(file["id"])
         if item["kind"] == "tool_call":
             item["approval"] = state.pending.get(item["card"])
             cards[item["card"]] = item
