@@ -252,6 +252,9 @@ def test_an_answering_ollama_is_picked_up(model_server: ScriptedModelServer) -> 
     assert ollama.base_url == f"{model_server.url}/v1"
     registry = ModelRegistry.from_config(Config(), {"HEARTH_OLLAMA_URL": model_server.url})
     assert registry.ids() == ["ollama"]
+    assert not ollama.vision  # Ollama did not say it reads images
+    model_server.ollama_capabilities = ["completion", "vision"]
+    assert fallback_models({"HEARTH_OLLAMA_URL": model_server.url})[0].vision
 
 
 def test_an_ollama_with_no_models_or_no_answer_gives_nothing(

@@ -28,6 +28,9 @@ Endpoints
     and answers :data:`SPOKEN` (a few bytes of MP3).
 ``GET /api/tags``
     Ollama's local model list, from :attr:`ScriptedModelServer.ollama_tags` (``None`` → 404).
+``POST /api/show``
+    Ollama's model details: ``capabilities`` from
+    :attr:`ScriptedModelServer.ollama_capabilities` (``"vision"`` among them: it reads images).
 anything else
     404 with a JSON error body.
 
@@ -330,6 +333,7 @@ class ScriptedModelServer(Loopback):
         self.keep_requests = True  # False: no request is kept, for a long run
         self.chore_replies: dict[str, Reply] = chore_defaults()
         self.ollama_tags: list[str] | None = ["llama3.1"]
+        self.ollama_capabilities: list[str] = ["completion"]  # /api/show's, for every model
         # speech to text: each request's (model, file name, bytes), and the words answered
         self.transcriptions: list[tuple[str, str, bytes]] = []
         self.transcript: str | None = "Remember to water the tomatoes."  # None: a 500
@@ -413,6 +417,7 @@ class ScriptedModelServer(Loopback):
             self.keep_requests = True
             self.chore_replies = chore_defaults()
             self.ollama_tags = ["llama3.1"]
+            self.ollama_capabilities = ["completion"]
 
     # ------------------------------------------------------------------ internals
 
@@ -527,6 +532,9 @@ class _Handler(BaseHTTPRequestHandler):
             return  # sent): nothing was asked, so nothing is recorded or answered
         if path == TRANSCRIPTION_PATH:
             self._transcribe(raw)
+            return
+        if path == "/api/show":  # Ollama: what a model can do
+            self._send_json(200, {"capabilities": list(self.owner.ollama_capabilities)})
             return
         if path == SPEECH_PATH:
             self._speak(raw)

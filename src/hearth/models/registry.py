@@ -120,8 +120,21 @@ def _probe_ollama(url: str) -> ModelConfig | None:
         return None
     return ModelConfig(
         id="ollama", provider="openai", base_url=f"{url.rstrip('/')}/v1", api_key="ollama",
-        model=names[0],
+        model=names[0], vision=_ollama_sees(url, names[0]),
     )
+
+
+def _ollama_sees(url: str, name: str) -> bool:
+    """Whether Ollama says the model reads images (`/api/show`'s `capabilities`)."""
+    import httpx
+
+    try:
+        answer = httpx.post(f"{url.rstrip('/')}/api/show", json={"model": name}, timeout=1.0)
+        answer.raise_for_status()
+        capabilities = answer.json().get("capabilities") or []
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+    return isinstance(capabilities, list) and "vision" in capabilities
 
 
 def build_provider(model: ModelConfig, environ: Mapping[str, str]) -> Provider:
