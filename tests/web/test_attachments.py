@@ -151,6 +151,9 @@ def test_a_text_file_is_read_as_text_cut_to_its_budget(
     content = user_content(server)
     assert "The meeting is on Tuesday." in content
     assert "long.txt" in content and "its first 1,000 characters" in content
+    notices = [m["text"] for m in api.messages(key) if m["kind"] == "notice"]
+    assert notices == ["Read in part: long.txt (its first 1,000 characters). The agent can "
+                       "read on with open_attachment."]
 
 
 def test_a_pdf_is_read_as_text(api: Api, server: ScriptedModelServer) -> None:

@@ -49,8 +49,13 @@ async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
     heard = await hearing.heard(turn, [f for m in messages for f in m.attached
                                        if f.content_type.startswith("audio/") and f.id])
     reading = Reading(turn.attachments_dir, vision, turn.config.attachments.text_chars, heard)
-    resolved, unseen = await asyncio.to_thread(_resolve, messages, reading,
-                                               turn.run.user_event_seq)
+    resolved, unseen, cut = await asyncio.to_thread(_resolve, messages, reading,
+                                                    turn.run.user_event_seq)
+    if cut and not turn.notes.get("files_cut"):
+        turn.notes["files_cut"] = ", ".join(cut)
+        await writes.append(turn, "notice", {"text": (
+            f"Read in part: {', '.join(cut)}. The agent can read on with open_attachment.")},
+            meta={"files_cut": cut})
     if unseen and not turn.notes.get("images_unseen"):
         turn.notes["images_unseen"] = ", ".join(unseen)
         await writes.append(turn, "notice", {"text": (
@@ -62,11 +67,12 @@ async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
 
 
 def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
-             ) -> tuple[list[Message], list[str]]:
+             ) -> tuple[list[Message], list[str], list[str]]:
     """Each message's files read in; the names of the turn's own images the model cannot
-    see. Blocking: run in a thread."""
+    see, and of its own files read in part (with how much). Blocking: run in a thread."""
     out: list[Message] = []
     unseen: list[str] = []
+    cut: list[str] = []
     for message in messages:
         if not message.attached:
             out.append(message)
@@ -86,7 +92,10 @@ def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
                 if file.seq == own_seq:
                     unseen.append(file.name)
             elif file.content_type in TEXT_TYPES:
-                lines.append(_text(reading, file))
+                line, read = _text(reading, file)
+                lines.append(line)
+                if read is not None and file.seq == own_seq:
+                    cut.append(f"{file.name} (its first {read:,} characters)")
             elif file.content_type.startswith("audio/"):
                 lines.append(_heard(reading, file))
             else:
@@ -94,7 +103,7 @@ def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
                              f"{_size(file.size)}) was sent with this message.]")
         text = "\n\n".join([message.text, *lines]) if message.text else "\n\n".join(lines)
         out.append(replace(message, text=text, images=tuple(images), attached=()))
-    return out, unseen
+    return out, unseen, cut
 
 
 def _image(folder: Path, file: Attached) -> ImagePart:
@@ -102,17 +111,20 @@ def _image(folder: Path, file: Attached) -> ImagePart:
     return ImagePart(file.content_type, base64.b64encode(data).decode("ascii"))
 
 
-def _text(reading: Reading, file: Attached) -> str:
+def _text(reading: Reading, file: Attached) -> tuple[str, int | None]:
+    """The file's text as a line, and how many characters were read when it was cut."""
     try:
         text, whole = read_text(reading.folder / file.sha256, file.content_type,
                                 reading.budget)
     except OSError:
-        return f"[Hearth: the file {file.name} could not be read.]"
+        return f"[Hearth: the file {file.name} could not be read.]", None
     said = f"[Hearth: the file {file.name} ({_size(file.size)})"
     if not text:
-        return f"{said} holds no text Hearth could read.]"
-    cut = "" if whole else f", its first {len(text):,} characters"
-    return f"{said}{cut}:]\n{text}"
+        return f"{said} holds no text Hearth could read.]", None
+    if whole:
+        return f"{said}:]\n{text}", None
+    return (f"{said}, its first {len(text):,} characters (open_attachment reads on):]\n{text}",
+            len(text))
 
 
 def _heard(reading: Reading, file: Attached) -> str:
