@@ -7,6 +7,7 @@ the script before each test); each is defined as `<name>_fixture` with `name=`."
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from hearth.client.terminal import Screen
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 
@@ -25,6 +27,20 @@ QUESTION = "[o]nce, [a]lways, [d]eny? "
 CHAT_MODEL = "fake-model"
 OTHER_MODEL = "other-model"
 LEAVE_LINE = re.compile(r"hearth chat --session (\S+)`")
+
+
+class Typed(Screen):
+    """A terminal whose prompt reads the given lines, then Ctrl-D (a `Repl` driven in this
+    process, without a pty)."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__(io.StringIO(), io.StringIO())
+        self.lines = list(lines)
+
+    def ask(self, prompt: str) -> str:
+        if not self.lines:
+            raise EOFError
+        return self.lines.pop(0)
 
 
 def model(model_id: str, url: str, name: str) -> str:

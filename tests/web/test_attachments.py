@@ -22,10 +22,10 @@ from PIL import Image
 
 from hearth.client.api import GatewayApi
 from hearth.client.repl import Repl
-from hearth.client.terminal import Screen
 from tests.fakes.model_server import SPOKEN, Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.http import error_of
+from tests.support.terminal import Typed
 
 EYES = """
 [[models]]
@@ -392,18 +392,6 @@ def test_an_import_whose_file_was_changed_is_refused_whole(
     error_of(refused, 422, "import_invalid", "not the file its size and sha256 say")
     assert len(api.http.get("/api/sessions").json()["sessions"]) == before
 
-
-class Typed(Screen):
-    """A terminal whose prompt reads the given lines, then Ctrl-D."""
-
-    def __init__(self, *lines: str) -> None:
-        super().__init__(io.StringIO(), io.StringIO())
-        self.lines = list(lines)
-
-    def ask(self, prompt: str) -> str:
-        if not self.lines:
-            raise EOFError
-        return self.lines.pop(0)
 
 
 def test_hearth_chat_attach_sends_a_file_with_the_next_message(

@@ -7,7 +7,6 @@ admitted. `hearth chat`'s `/prompts` lists them."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,12 +15,12 @@ import pytest
 
 from hearth.client.api import GatewayApi
 from hearth.client.repl import Repl
-from hearth.client.terminal import Screen
 from hearth.engine.intake.mentions import MAX_PROMPT_BYTES
 from hearth.web.http import signin
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, kinds, module_gateway
 from tests.support.http import error_of
+from tests.support.terminal import Typed
 
 server, gateway, api = module_gateway("prompts-api")
 
@@ -164,18 +163,6 @@ def test_the_markdown_export_shows_what_was_typed_and_what_was_sent(
     assert "*Sent as the saved prompt summarize:*" in text
     assert "> Summarize what you know about owls in 2 lines." in text
 
-
-class Typed(Screen):
-    """A terminal whose prompt reads the given lines, then Ctrl-D."""
-
-    def __init__(self, *lines: str) -> None:
-        super().__init__(io.StringIO(), io.StringIO())
-        self.lines = list(lines)
-
-    def ask(self, prompt: str) -> str:
-        if not self.lines:
-            raise EOFError
-        return self.lines.pop(0)
 
 
 def test_the_terminals_prompts_command_lists_them(gateway: Gateway, prompts: Path) -> None:

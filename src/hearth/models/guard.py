@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Any
 
 from hearth.models.calls import Call, CallRecorder
 from hearth.models.types import Completed, ModelError, ModelRequest, Provider, StreamEvent
@@ -55,24 +56,25 @@ async def transcribe(provider: Provider, name: str, data: bytes, content_type: s
     """A voice note's words, through the guard: its model must be one the work may reach (a
     restricted chat's turn names the transcription model for this call itself, and says so
     in the chat). ModelError when the provider cannot transcribe."""
-    reach.check_model(provider.model_id)
-    calls_made[provider.model_id] += 1
-    hear = getattr(provider, "transcribe", None)
-    if hear is None:
-        raise ModelError(f"{provider.model_id} is not an OpenAI-compatible model, so it "
-                         "cannot transcribe audio.")
+    hear = _audio(provider, "transcribe", "transcribe audio")
     return str(await hear(name, data, content_type))
 
 
 async def speak(provider: Provider, text: str) -> bytes:
     """`text` read aloud by `provider`, through the guard (as `transcribe`)."""
+    say = _audio(provider, "speak", "read aloud")
+    return bytes(await say(text))
+
+
+def _audio(provider: Provider, method: str, what: str) -> Any:
+    """The provider's audio `method`, once the guard lets the work reach it (counted)."""
     reach.check_model(provider.model_id)
     calls_made[provider.model_id] += 1
-    say = getattr(provider, "speak", None)
-    if say is None:
+    found = getattr(provider, method, None)
+    if found is None:
         raise ModelError(f"{provider.model_id} is not an OpenAI-compatible model, so it "
-                         "cannot read aloud.")
-    return bytes(await say(text))
+                         f"cannot {what}.")
+    return found
 
 
 async def _recorded(events: AsyncIterator[StreamEvent],
