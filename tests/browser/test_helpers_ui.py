@@ -40,7 +40,9 @@ def test_stop_offers_to_stop_the_helpers_at_work_too(
     expect(offer).to_be_visible()
     shot(page, "chat-helpers-working")
     offer.check()
-    page.get_by_role("button", name="Stop").click()
+    with page.expect_response(lambda r: r.url.endswith(f"/chats/{key}/stop")) as stopping:
+        page.get_by_role("button", name="Stop").click()
+    assert stopping.value.ok  # both turns stopped before the model may answer them
     release.set()
     note = page.locator(".item.notice", has_text="did not do its work")
     expect(note).to_be_visible(timeout=20_000)

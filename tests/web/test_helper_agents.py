@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,12 @@ def test_a_helpers_report_starts_the_parents_next_turn(
     assert report["text"].startswith(f"Report from helper {helper['key']}")
     assert report["run_id"] != asked["run_id"]
     api.wait(report["run_id"])
-    said = api.messages(key)
-    assert said.index(report) > max(i for i, m in enumerate(said)
-                                    if m["run_id"] == asked["run_id"])  # after the asking turn
+    # the report may be written while the asking turn still answers (the helper can finish
+    # first); its own turn starts after the asking turn ended, as the chat's lane orders them
+    asking, reported = (api.http.get(f"/api/runs/{run}").json()
+                        for run in (asked["run_id"], report["run_id"]))
+    assert datetime.fromisoformat(reported["started_at"]) >= datetime.fromisoformat(
+        asking["ended_at"])
     reading = [r for r in model_server.requests if HELPER_FENCE in str(r.messages)]
     assert len(reading) == 1, "the report's turn did not read it, fenced"
     helper_chat = api.http.get(f"/api/sessions/{helper['key']}").json()
