@@ -5,6 +5,7 @@ without words), and the chat shows them on the message: a picture, or the file's
 from __future__ import annotations
 
 import base64
+import re
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -151,3 +152,25 @@ def test_read_aloud_uses_the_browsers_voice_when_no_speak_model_is_set_up(
     page.wait_for_function("window.__spoken.length === 1")
     assert page.evaluate("window.__spoken") == ["Water them at dawn."]
     expect(button).to_have_attribute("aria-pressed", "false")  # it ended
+
+
+def test_a_new_chat_starts_with_files(
+        gateway: Gateway, model_server: ScriptedModelServer, signed_in: Callable[..., Page],
+        tmp_path: Path, shot: Shot) -> None:
+    page = signed_in(gateway)  # the new-chat page
+    model_server.default = Reply(text="A fine garden.")
+    photo = tmp_path / "garden.png"
+    photo.write_bytes(png("seagreen"))
+    page.locator("#files").set_input_files(str(photo))
+    expect(page.locator("#tray li")).to_have_count(1)
+    expect(page.locator("#tray .file-name")).to_have_text("garden.png")
+    shot(page, "start-with-a-file")
+    page.get_by_label("Message").fill("Look at my garden")
+    page.get_by_role("button", name="Send").click()
+    page.wait_for_url(re.compile(r"/chats/[^/]+$"))
+    expect(page.locator(".item.user .files img")).to_have_count(1)
+    expect(page.locator(".item.assistant .markdown")).to_have_text("A fine garden.")
+    key = page.url.rsplit("/", 1)[1]
+    [message] = [m for m in gateway.client().messages(key) if m["kind"] == "user"]
+    assert message["text"] == "Look at my garden"
+    assert [a["name"] for a in message["meta"]["attachments"]] == ["garden.png"]

@@ -3,6 +3,10 @@
 // shown in the tray above the box (a picture, or its name; a button takes it out again); the
 // message sends the uploads its hidden `attachments` field names, and may then have no text.
 // Send waits while a file is still on its way. Without this script the form sends text.
+//
+// On the new-chat page there is no chat to upload to yet (`data-upload` is absent): the files
+// wait in the tray, and Send makes the chat, uploads them and sends the message, then opens
+// the chat (the chat is deleted again if any step fails, so a failed send leaves none).
 const input = document.getElementById("files");
 const form = input?.closest("form");
 const tray = document.getElementById("tray");
@@ -10,6 +14,7 @@ const box = document.getElementById("text");
 const field = form?.querySelector("input[name=attachments]");
 const csrf = form?.querySelector("input[name=csrf]")?.value ?? "";
 const send = form?.querySelector("button.send");
+const held = !input?.dataset.upload;  // the new-chat page: files wait for the chat
 let uploading = 0;
 
 function size(bytes) {
@@ -18,9 +23,10 @@ function size(bytes) {
 }
 
 function sync() {
-  field.value = [...tray.querySelectorAll("li[data-id]")].map((li) => li.dataset.id).join(" ");
+  const ids = [...tray.querySelectorAll("li[data-id]")].map((li) => li.dataset.id);
+  if (field) field.value = ids.join(" ");
   tray.hidden = tray.children.length === 0;
-  box.required = !field.value;  // a message may be files alone
+  box.required = ids.length === 0 && waiting.size === 0;  // a message may be files alone
   send.disabled = uploading > 0;
   send.title = uploading > 0 ? "Waiting for the files to upload" : "";
 }
@@ -51,9 +57,19 @@ function chip(file) {
   return li;
 }
 
+const waiting = new Map();  // the new-chat page's files, by their chip, until Send
+
 async function upload(file) {
   const li = chip(file);
   tray.append(li);
+  if (held) {
+    waiting.set(li, file);
+    li.className = "";
+    li.querySelector("[role=status]").textContent = size(file.size);
+    li.querySelector(".remove").addEventListener("click", () => { waiting.delete(li); sync(); });
+    sync();
+    return;
+  }
   uploading += 1;
   sync();
   const status = li.querySelector("[role=status]");
@@ -88,6 +104,45 @@ async function upload(file) {
 
 function take(files) {
   for (const file of files) upload(file);
+}
+
+async function call(url, init) {
+  const answer = await fetch(url, { credentials: "same-origin", ...init,
+    headers: { "X-CSRF-Token": csrf, "X-Requested-With": "fetch", ...(init.headers ?? {}) } });
+  const data = await answer.json().catch(() => ({}));
+  if (!answer.ok) throw new Error(data.error?.message ?? `The gateway answered ${answer.status}.`);
+  return data;
+}
+
+// The new-chat page's Send with files: the chat, its files, its first message, then open it.
+async function startWithFiles() {
+  const fields = new FormData(form);
+  const status = form.querySelector(".action-status");
+  const json = { "Content-Type": "application/json" };
+  send.disabled = true;
+  let key = null;
+  try {
+    const chosen = { memory_mode: fields.get("memory_mode") || "persistent" };
+    if (fields.get("agent") && fields.get("agent") !== "default") chosen.agent = fields.get("agent");
+    if (fields.get("model")) chosen.model = fields.get("model");
+    key = (await call("/api/sessions", { method: "POST", headers: json,
+                                          body: JSON.stringify(chosen) })).key;
+    const base = `/api/sessions/${encodeURIComponent(key)}`;
+    const ids = [];
+    for (const file of waiting.values()) {
+      const name = encodeURIComponent(file.name || "pasted image");
+      ids.push((await call(`${base}/attachments?name=${name}`, { method: "POST", body: file })).id);
+    }
+    await call(`${base}/messages`, { method: "POST", headers: json, body: JSON.stringify({
+      text: fields.get("text") ?? "", attachments: ids,
+      client_message_id: fields.get("client_message_id") }) });
+    window.location.assign(`/chats/${encodeURIComponent(key)}`);
+  } catch (failure) {
+    if (key) await fetch(`/api/sessions/${encodeURIComponent(key)}`, { method: "DELETE",
+      credentials: "same-origin", headers: { "X-CSRF-Token": csrf } }).catch(() => null);
+    status.textContent = failure.message;
+    send.disabled = false;
+  }
 }
 
 // A voice note: the microphone's sound recorded (MediaRecorder) until pressed again, then
@@ -131,7 +186,7 @@ async function record(button) {
   button.setAttribute("aria-label", "Stop recording");
 }
 
-if (input && form && tray && field) {
+if (input && form && tray) {
   const attach = document.getElementById("attach");
   attach.hidden = false;
   attach.addEventListener("click", () => input.click());
@@ -161,5 +216,12 @@ if (input && form && tray && field) {
     microphone.addEventListener("click", () => record(microphone));
   }
   form.addEventListener("reset", () => { tray.replaceChildren(); requestAnimationFrame(sync); });
+  if (held) {
+    form.addEventListener("submit", (event) => {
+      if (waiting.size === 0) return;  // text alone: the form posts as ever
+      event.preventDefault();
+      startWithFiles();
+    });
+  }
   form.dataset.attachReady = "true";
 }

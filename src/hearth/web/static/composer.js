@@ -11,7 +11,7 @@ if (box) {
   box.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      if (box.value.trim()) box.form.requestSubmit();
+      if (box.value.trim() || !box.required) box.form.requestSubmit();  // or files alone
     }
   });
   box.addEventListener("input", fit);
