@@ -5,8 +5,8 @@ without words), and the chat shows them on the message: a picture, or the file's
 from __future__ import annotations
 
 import base64
-import re
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
 

@@ -99,6 +99,12 @@ def sent(api: Api, key: str, ids: list[str], text: str = "what is this?",
     return dict(answer.json())
 
 
+def seen(request: Any) -> int:
+    """How many image parts a model call was sent."""
+    return sum(1 for m in request.messages if isinstance(m.get("content"), list)
+               for part in m["content"] if part.get("type") == "image_url")
+
+
 def user_content(server: ScriptedModelServer) -> Any:
     return [m for m in server.requests[-1].messages if m["role"] == "user"][-1]["content"]
 
@@ -115,8 +121,11 @@ def test_an_image_reaches_a_model_with_vision_as_an_image_part(
     assert made.status_code == 201, made.text
     held = made.json()
     assert (held["type"], held["size"], held["sent"]) == ("image/png", len(image), False)
+    server.responder = lambda request: Reply(text=f"I saw {seen(request)} image(s).")
     run = sent(api, key, [held["id"]])
     assert api.wait(run["run_id"])["status"] == "complete"
+    assert [m["text"] for m in api.messages(key) if m["kind"] == "assistant"] == [
+        "I saw 1 image(s)."]  # the model answered with what it saw
     parts = user_content(server)
     assert parts[0] == {"type": "text", "text": "what is this?"}
     assert parts[1]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(
