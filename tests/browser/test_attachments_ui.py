@@ -20,6 +20,7 @@ from playwright.sync_api import Page, expect  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
 from tests.support.browser import open_chat, shots  # noqa: E402
+from tests.support.polling import until  # noqa: E402
 
 Shot = Callable[[Page, str], Path]
 
@@ -149,7 +150,8 @@ def test_read_aloud_uses_the_browsers_voice_when_no_speak_model_is_set_up(
     open_chat(page, gateway, key)
     button = page.get_by_role("button", name="Read aloud the answer")
     button.click()
-    page.wait_for_function("window.__spoken.length === 1")
+    # polled from here: the page's policy refuses the eval wait_for_function would need
+    until(lambda: page.evaluate("window.__spoken.length") == 1, what="the answer spoken")
     assert page.evaluate("window.__spoken") == ["Water them at dawn."]
     expect(button).to_have_attribute("aria-pressed", "false")  # it ended
 
