@@ -4,10 +4,12 @@ and a lease held by one replica at a time."""
 from __future__ import annotations
 
 import threading
+import time
 
+import pytest
 from sqlalchemy import Connection, update
 
-from hearth.store import replicas, runs, sessions
+from hearth.store import replicas, runs, sessions, transcript
 from hearth.store.db import Database
 from hearth.store.schema import replicas as replica_rows
 
@@ -111,3 +113,34 @@ def test_a_beat_fails_once_the_row_is_gone_and_leaving_drops_the_leases(db: Data
         replicas.join(conn, "new", "host:/a", 2)
         assert replicas.forget_place(conn, "host:/a", keep="new") == ["old"]
         assert replicas.live(conn, 30) == ["new"]
+
+
+def test_two_gateways_appending_to_one_chat_at_once_take_turns(db: Database) -> None:
+    """Each reads the chat's last seq under a lock: the second waits for the first's commit
+    and appends after it (unlocked, both read the same seq and the second fails)."""
+    if db.dialect != "postgresql":
+        pytest.skip("one gateway per SQLite database: its one writer orders every append")
+    with db.write() as conn:
+        sessions.insert(conn, key="c", tab_id="tab-c", memory_mode="persistent",
+                        chat_number=None)
+    first_in = threading.Event()
+    seqs: list[int] = []
+    failed: list[BaseException] = []
+
+    def append(text: str, hold: float) -> None:
+        try:
+            with db.beside() as conn:
+                seqs.append(transcript.append(conn, "c", "user", {"text": text}).seq)
+                first_in.set()
+                time.sleep(hold)  # the transaction stays open: the other must wait
+        except Exception as error:  # noqa: BLE001 - reported below
+            failed.append(error)
+
+    first = threading.Thread(target=append, args=("one", 0.4))
+    first.start()
+    assert first_in.wait(10)
+    second = threading.Thread(target=append, args=("two", 0))
+    second.start()
+    first.join()
+    second.join()
+    assert failed == [] and sorted(seqs) == [1, 2]

@@ -103,7 +103,8 @@ def move_to_head(conn: Connection, session_key: str, event: EventRow, *, run_id:
     follows the table's writes (the search index's triggers) follows the move."""
     head = conn.execute(select(sessions.c.last_seq, sessions.c.head_event_id,
                                sessions.c.writer_run_id)
-                        .where(sessions.c.key == session_key)).first()
+                        .where(sessions.c.key == session_key)
+                        .with_for_update()).first()  # as transcript.append: one at a time
     if head is None:
         raise SessionNotFound(session_key)
     if head.writer_run_id != run_id:

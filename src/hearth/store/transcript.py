@@ -50,9 +50,12 @@ class EventRow:
 
 
 _EVENT = select(*(transcript_events.c[name] for name in EventRow.__dataclass_fields__))
+# FOR UPDATE: on PostgreSQL two gateways may append to one chat at once (a message admitted
+# on each); the row lock makes the second read the first's seq once it commits (SQLite has
+# one writer and leaves the clause out)
 _HEAD = select(
     sessions.c.last_seq, sessions.c.head_event_id, sessions.c.writer_run_id
-).where(sessions.c.key == bindparam("b_key"))
+).where(sessions.c.key == bindparam("b_key")).with_for_update()
 _BUMP = (
     update(sessions)
     .where(sessions.c.key == bindparam("b_key"))
