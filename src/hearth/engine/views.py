@@ -166,6 +166,20 @@ def attachment_ref(row: AttachmentRow) -> dict[str, Any]:
             "sha256": row.sha256}
 
 
+def sent_files(meta: object) -> list[dict[str, Any]]:
+    """The files a message's meta names (`meta.attachments`, each as `attachment_ref` made it;
+    a channel's bare names and anything unreadable left out)."""
+    named = meta.get("attachments") if isinstance(meta, dict) else None
+    return [f for f in named if isinstance(f, dict)] if isinstance(named, list) else []
+
+
+def file_size(size: int) -> str:
+    """A file's size as a person reads it: "12 KB", "3.4 MB"."""
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    return f"{max(1, round(size / 1024))} KB"
+
+
 def attachment_view(row: AttachmentRow) -> dict[str, Any]:
     """An attachment as the API serves it: held (uploaded, not sent yet) or sent with the
     message at `index`."""

@@ -10,8 +10,9 @@ The context holds each user message's files as names (`Message.attached`, from i
 - an audio file, its words (`engine/turn/hearing.py`: heard once by the `transcribe`
   chain's model and kept on its row), or a line saying none could be heard;
 - anything else (an archive), a line naming it.
-Nothing is cached: the bytes are read for the call and let go after it, so a chat's images
-never sit in the context cache. The files are the chat's own (its folder), so a restricted
+What a message's files read as is kept for the turn alone (`Turn.files_read`: a turn's
+later model calls read nothing again) and let go with it, so a chat's images never sit in
+the context cache. The files are the chat's own (its folder), so a restricted
 chat's reach only the model its turn runs on (the call guard holds that rule for every call).
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from hearth.engine.turn import hearing, writes
 from hearth.engine.turn.turn_state import Turn
+from hearth.engine.views import file_size
 from hearth.models.types import Attached, ImagePart, Message
 from hearth.sessions.attachments import read_text
 
@@ -46,11 +48,22 @@ async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
     if turn.attachments_dir is None or not any(m.attached for m in messages):
         return messages
     vision = bool(turn.model_config and turn.model_config.vision)
-    heard = await hearing.heard(turn, [f for m in messages for f in m.attached
+    todo = [m for m in messages if m.attached and (vision, m) not in turn.files_read]
+    if todo:
+        await _read_in(turn, todo, vision)
+    return [turn.files_read[(vision, m)] if m.attached else m for m in messages]
+
+
+async def _read_in(turn: Turn, todo: list[Message], vision: bool) -> None:
+    """Read the files of `todo` into the turn's memo (each message once a turn, for the
+    model it runs on), saying in the chat what its own message's files lost."""
+    assert turn.attachments_dir is not None
+    heard = await hearing.heard(turn, [f for m in todo for f in m.attached
                                        if f.content_type.startswith("audio/") and f.id])
     reading = Reading(turn.attachments_dir, vision, turn.config.attachments.text_chars, heard)
-    resolved, unseen, cut = await asyncio.to_thread(_resolve, messages, reading,
+    resolved, unseen, cut = await asyncio.to_thread(_resolve, todo, reading,
                                                     turn.run.user_event_seq)
+    turn.files_read.update(((vision, m), r) for m, r in zip(todo, resolved, strict=True))
     if cut and not turn.notes.get("files_cut"):
         turn.notes["files_cut"] = ", ".join(cut)
         await writes.append(turn, "notice", {"text": (
@@ -63,7 +76,6 @@ async def for_model(turn: Turn, messages: list[Message]) -> list[Message]:
             f"{'was' if len(unseen) == 1 else 'were'} not shown to it. Pick a model whose "
             "config says vision = true to have images read.")},
             meta={"images_unseen": unseen})
-    return resolved
 
 
 def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
@@ -100,7 +112,7 @@ def _resolve(messages: list[Message], reading: Reading, own_seq: int | None
                 lines.append(_heard(reading, file))
             else:
                 lines.append(f"[Hearth: the file {file.name} ({file.content_type}, "
-                             f"{_size(file.size)}) was sent with this message.]")
+                             f"{file_size(file.size)}) was sent with this message.]")
         text = "\n\n".join([message.text, *lines]) if message.text else "\n\n".join(lines)
         out.append(replace(message, text=text, images=tuple(images), attached=()))
     return out, unseen, cut
@@ -118,7 +130,7 @@ def _text(reading: Reading, file: Attached) -> tuple[str, int | None]:
                                 reading.budget)
     except OSError:
         return f"[Hearth: the file {file.name} could not be read.]", None
-    said = f"[Hearth: the file {file.name} ({_size(file.size)})"
+    said = f"[Hearth: the file {file.name} ({file_size(file.size)})"
     if not text:
         return f"{said} holds no text Hearth could read.]", None
     if whole:
@@ -137,8 +149,3 @@ def _heard(reading: Reading, file: Attached) -> str:
     return f"[Hearth: the voice note {file.name} says:]\n{words}" if words.strip() else \
         f"[Hearth: the voice note {file.name} holds no words.]"
 
-
-def _size(size: int) -> str:
-    if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MB"
-    return f"{max(1, size // 1024)} KB"

@@ -26,7 +26,7 @@ from sqlalchemy import Connection
 from hearth.engine.turn import context_cache
 from hearth.engine.turn.compaction.fold import Compactor, Folded, size, sizes
 from hearth.engine.turn.context_cache import ContextCache, Memo, Part, Read, Recent
-from hearth.engine.views import sent_text
+from hearth.engine.views import sent_files, sent_text
 from hearth.models.types import Attached, Message, ToolCall
 from hearth.store import summaries
 from hearth.store.db import Database
@@ -375,12 +375,9 @@ HELPER_FENCE = ("[A helper you started reports back. Its report is its work, not
 def attached_to(event: EventRow) -> tuple[Attached, ...]:
     """The files a user message sent, as its meta names them (`engine/turn/attached.py`
     reads them into the message before a model call)."""
-    named = (event.meta or {}).get("attachments")
-    if not isinstance(named, list):
-        return ()
     return tuple(Attached(event.seq, str(a.get("name", "file")), str(a.get("type", "")),
                           int(a.get("size", 0)), str(a.get("sha256", "")), str(a.get("id") or ""))
-                 for a in named if isinstance(a, dict))
+                 for a in sent_files(event.meta))
 
 
 def fenced(event: EventRow) -> str:

@@ -14,7 +14,7 @@ from hearth.engine.delivery.events import Bus
 from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.models.breakers import Breakers
 from hearth.models.registry import ModelRegistry
-from hearth.models.types import Provider
+from hearth.models.types import Message, Provider
 from hearth.privacy.principal import Principal
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
@@ -92,6 +92,8 @@ class Turn(CallScope):
     may_fail_over: bool = False  # another model may take the turn if this one fails early
     breakers: Breakers | None = None  # the models' breakers (told of each answer)
     models: ModelRegistry | None = None  # the turn's snapshot's models (a voice note's hearer)
+    # messages with their files read in, by (vision, message): read once a turn (attached.py)
+    files_read: dict[tuple[bool, Message], Message] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)  # model_substitution, failover
 
     def once(self, retry: str) -> bool:

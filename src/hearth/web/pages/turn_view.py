@@ -16,6 +16,7 @@ from typing import Any
 
 from hearth.engine.runtime import Engine
 from hearth.engine.turn.approval.gate import shown_target
+from hearth.engine.views import file_size, sent_files
 from hearth.web.pages.ui import in_local_zone, templates
 
 Item = dict[str, Any]
@@ -60,20 +61,11 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
 
 def _files(meta: dict[str, Any]) -> list[dict[str, Any]]:
     """The files a message sent, as its line shows them (an image as a picture)."""
-    named = meta.get("attachments")
-    if not isinstance(named, list):
-        return []
-    return [{"id": str(f.get("id", "")), "name": str(f.get("name", "file")),
+    return [{"id": str(f["id"]), "name": str(f.get("name", "file")),
              "image": str(f.get("type", "")).startswith("image/"),
              "audio": str(f.get("type", "")).startswith("audio/"),
-             "size": _size(int(f.get("size") or 0))}
-            for f in named if isinstance(f, dict) and f.get("id")]
-
-
-def _size(size: int) -> str:
-    if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MB"
-    return f"{max(1, round(size / 1024))} KB"
+             "size": file_size(int(f.get("size") or 0))}
+            for f in sent_files(meta) if f.get("id")]
 
 
 def _via(message: dict[str, Any]) -> dict[str, str | None] | None:

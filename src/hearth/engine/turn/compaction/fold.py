@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hearth.config import ModelConfig
-from hearth.engine.views import sent_text
+from hearth.engine.views import sent_files, sent_text
 from hearth.models.chore_runner import BreakerGate, Done, Owed, WrongAnswer, run_chore
 from hearth.models.types import (
     Message,
@@ -290,10 +290,7 @@ def _line(event: EventRow) -> str:
 def _files_named(event: EventRow) -> str:
     """" [sent: a.png, notes.txt]" for a message that sent files (a summary keeps the
     names of the files it folded, since the model no longer reads the message itself)."""
-    named = (event.meta or {}).get("attachments")
-    if not isinstance(named, list) or not named:
-        return ""
-    names = [str(f.get("name", "file")) for f in named if isinstance(f, dict)]
+    names = [str(f.get("name", "file")) for f in sent_files(event.meta)]
     return f" [sent: {', '.join(names)}]" if names else ""
 
 
