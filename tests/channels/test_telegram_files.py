@@ -14,25 +14,11 @@ from PIL import Image
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Api, Gateway
+from tests.support.models import model
 from tests.support.polling import until
 from tests.support.telegram import OWNER, chats, telegram_config
 
-VISION = """
-[[models]]
-id = "eyes"
-provider = "openai"
-base_url = "{url}"
-api_key = "sk-test"
-model = "eyes-model"
-vision = true
-
-[[models]]
-id = "hearer"
-provider = "openai"
-base_url = "{url}"
-api_key = "sk-test"
-model = "hear-model"
-
+CHAINS = """
 [chains]
 chat = ["eyes"]
 transcribe = ["hearer"]
@@ -55,8 +41,9 @@ def test_a_photo_a_document_and_a_voice_note_are_kept_and_read(
         telegram: FakeTelegram, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:
     model_server.default = Reply(text="Got it.")
-    gateway = gateway_factory(config=telegram_config(telegram) + VISION.format(
-        url=model_server.openai_base_url))
+    url = model_server.openai_base_url
+    gateway = gateway_factory(config=telegram_config(telegram) + model(
+        "eyes", url, "eyes-model", vision=True) + model("hearer", url, "hear-model") + CHAINS)
     api = gateway.client()
     photo = jpeg()
     telegram.push_file(OWNER, OWNER, "photo", photo, caption="What is this?")

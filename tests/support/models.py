@@ -1,10 +1,19 @@
-"""Model configs for the tests of what calls cost: `priced_config`, two models on the scripted
-server, `priced` (the chat chain's, with a price per million tokens) and `plain` (none)."""
+"""Model configs for the tests: `model`, one `[[models]]` entry on the scripted server, as
+config.toml's text; `priced_config`, two models on the scripted server, `priced` (the chat
+chain's, with a price per million tokens) and `plain` (none), for the tests of what calls
+cost."""
 
 from __future__ import annotations
 
 from hearth.config import Config
 from tests.fakes.model_server import ScriptedModelServer
+
+
+def model(model_id: str, url: str, name: str, vision: bool = False) -> str:
+    """A `[[models]]` entry of config.toml for the scripted server at `url`."""
+    return (f'[[models]]\nid = "{model_id}"\nprovider = "openai"\nbase_url = "{url}"\n'
+            f'api_key = "sk-test"\nmodel = "{name}"\n' + ("vision = true\n" if vision else "")
+            + "\n")
 
 
 def priced_config(server: ScriptedModelServer, **chains: list[str]) -> Config:

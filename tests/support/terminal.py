@@ -21,6 +21,7 @@ import pytest
 from hearth.client.terminal import Screen
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
+from tests.support.models import model
 
 PROMPT = "you> "
 QUESTION = "[o]nce, [a]lways, [d]eny? "
@@ -41,11 +42,6 @@ class Typed(Screen):
         if not self.lines:
             raise EOFError
         return self.lines.pop(0)
-
-
-def model(model_id: str, url: str, name: str) -> str:
-    return (f'[[models]]\nid = "{model_id}"\nprovider = "openai"\nbase_url = "{url}"\n'
-            f'api_key = "sk-test"\nmodel = "{name}"\n\n')
 
 
 def _config(server: ScriptedModelServer) -> str:

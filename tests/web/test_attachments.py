@@ -25,31 +25,10 @@ from hearth.client.repl import Repl
 from tests.fakes.model_server import SPOKEN, Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.http import error_of
+from tests.support.models import model
 from tests.support.terminal import Typed
 
-EYES = """
-[[models]]
-id = "eyes"
-provider = "openai"
-base_url = "{url}"
-api_key = "sk-test"
-model = "eyes-model"
-vision = true
-
-[[models]]
-id = "hearer"
-provider = "openai"
-base_url = "{url}"
-api_key = "sk-test"
-model = "hear-model"
-
-[[models]]
-id = "voice"
-provider = "openai"
-base_url = "{url}"
-api_key = "sk-test"
-model = "tts-model"
-
+SETTINGS = """
 [chains]
 transcribe = ["hearer"]
 speak = ["voice"]
@@ -64,8 +43,10 @@ text_chars = 1000
 """
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
-server, gateway, api = module_gateway(
-    "attachments", lambda s: EYES.format(url=s.openai_base_url))
+server, gateway, api = module_gateway("attachments", lambda s: (
+    model("eyes", s.openai_base_url, "eyes-model", vision=True)
+    + model("hearer", s.openai_base_url, "hear-model")
+    + model("voice", s.openai_base_url, "tts-model") + SETTINGS))
 
 
 @pytest.fixture(autouse=True)
