@@ -11,7 +11,8 @@ It owns three things:
   one task per thread sends that thread's messages in order, threads in parallel. A send the channel
   never took is tried again with a growing pause; one it refused is recorded failed and said
   in the chat; one that may have arrived is never sent again blindly. At start the sends a
-  crash interrupted are settled first, then whatever is owed is sent.
+  crash interrupted are settled first, then whatever is owed is sent. The owner's Retry on
+  the delivery desk (`send_again`) owes a failed or unknown one again and wakes its sender.
 - **Typing.** While a linked chat's turn runs, its thread shows that an answer is coming.
 """
 
@@ -173,6 +174,15 @@ class Channels:
         left = await channel_delivery.unlink(self.engine, session_key, MOVED_NOTE.format(
             where="the dashboard"))
         self._kick_left(left)
+
+    # -- the delivery desk's Retry ----------------------------------------------------------
+
+    async def send_again(self, delivery_id: int) -> Delivery:
+        """The owner's Retry of a failed or unknown delivery: owed once more, then sent by
+        the channel's own sender, as any due row (the row as it was before)."""
+        row = await self.engine.delivery_desk.send_again(delivery_id, self.adapters)
+        self._kicks[row.channel].set()
+        return row
 
     def _kick_left(self, left: channel_delivery.Link | None) -> None:
         if left is not None and left.channel in self._kicks:

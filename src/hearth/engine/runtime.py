@@ -27,6 +27,7 @@ from hearth.engine.background.chores import Chores
 from hearth.engine.background.job_desk import Jobs
 from hearth.engine.background.replica import Replica
 from hearth.engine.background.scheduler import Scheduler
+from hearth.engine.delivery.desk import DeliveryDesk
 from hearth.engine.delivery.events import Bus
 from hearth.engine.delivery.relay import Relay
 from hearth.engine.intake import admission, first_message, mentions
@@ -127,6 +128,7 @@ class Engine:
         self.memory_desk = MemoryDesk(self.memory)
         self.files = OwnerFiles(self.deps.agents_folder, self.prompts_dir)
         self.attachments = AttachmentDesk(db, self.chats_dir, lambda: self.config.attachments)
+        self.delivery_desk = DeliveryDesk(db, self.chores)  # what failed to go out, owed
 
     @property
     def snapshot(self) -> Snapshot:

@@ -6,6 +6,10 @@ message id, `failed` with why, or put back (`not_sent`: the channel said it neve
 A row found attempted but neither sent nor failed at start was being sent when the process
 died: it is `unknown` (`interrupted` lists them), never sent again blindly.
 
+A `failed` or `unknown` row waits on the owner (the delivery desk, `needing_owner`): sent
+again (`send_again`: owed once more, as `created`), marked `sent` by hand (`marked_sent`), or
+given up (`dropped`, a state of its own, kept as a record).
+
 What a linked chat says is owed to its thread by `owe_said`: the chat's answers and notices
 after the link's `delivered_seq`, in the order said, and the link moved past them, in one
 transaction. Rows go with their chat (ON DELETE CASCADE).
@@ -17,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
 from hearth.store import channels
 from hearth.store.db import now
@@ -175,3 +179,54 @@ def interrupted(conn: Connection, channel: str) -> list[DeliveryRow]:
                                   deliveries.c.status == "created",
                                   deliveries.c.attempted_at.is_not(None))
                  .order_by(deliveries.c.id))
+
+
+# -- the delivery desk (engine.delivery.desk): what the owner settles by hand --------------
+
+NEEDS_OWNER = ("failed", "unknown")  # a row nobody will send again without the owner
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What an owner's action on a row found: the row as it was before (None: no such row),
+    and whether the action took (False: the row was in no state it applies to)."""
+
+    before: DeliveryRow | None
+    took: bool
+
+
+def needing_owner(conn: Connection, limit: int) -> list[tuple[DeliveryRow, float]]:
+    """The failed and unknown rows, each with when it came to that, latest first."""
+    query = select(*_ROW.selected_columns, deliveries.c.updated_at).where(
+        deliveries.c.status.in_(NEEDS_OWNER))
+    return [(DeliveryRow.of(row), float(row.updated_at)) for row in conn.execute(
+        query.order_by(deliveries.c.updated_at.desc(), deliveries.c.id.desc()).limit(limit))]
+
+
+def count_needing_owner(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(deliveries).where(
+        deliveries.c.status.in_(NEEDS_OWNER))).scalar_one())
+
+
+def _settle(conn: Connection, delivery_id: int, **values: Any) -> Settled:
+    """Change a failed or unknown row (one conditional write: of two at once, one takes)."""
+    before = get(conn, delivery_id)
+    took = conn.execute(update(deliveries).where(
+        deliveries.c.id == delivery_id, deliveries.c.status.in_(NEEDS_OWNER))
+        .values(updated_at=now(), **values)).rowcount == 1
+    return Settled(before, took)
+
+
+def send_again(conn: Connection, delivery_id: int) -> Settled:
+    """Owed again (`created`, not attempted): the channel's sender takes it as any due row."""
+    return _settle(conn, delivery_id, status="created", attempted_at=None)
+
+
+def marked_sent(conn: Connection, delivery_id: int, note: str) -> Settled:
+    """The owner says it arrived: `sent`, with `note` where the error was."""
+    return _settle(conn, delivery_id, status="sent", error=note[:500])
+
+
+def dropped(conn: Connection, delivery_id: int) -> Settled:
+    """The owner gives it up: `dropped`, never sent, kept as a record."""
+    return _settle(conn, delivery_id, status="dropped")

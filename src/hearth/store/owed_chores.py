@@ -123,3 +123,25 @@ def drop_chat(conn: Connection, session_key: str) -> int:
     """Drop every chore owed to this chat (it is being deleted); how many."""
     return conn.execute(
         delete(owed_chores).where(owed_chores.c.session_key == session_key)).rowcount
+
+
+# -- the delivery desk (engine.delivery.desk): the owed chores as the owner sees them -------
+
+def listing(conn: Connection, limit: int) -> list[OwedRow]:
+    """Every owed chore, the most tried first (then the oldest)."""
+    rows = conn.execute(select(owed_chores).order_by(
+        owed_chores.c.attempts.desc(), owed_chores.c.id).limit(limit))
+    return [OwedRow.of(r) for r in rows]
+
+
+def count_tried(conn: Connection, attempts: int) -> int:
+    """How many owed chores have been tried at least `attempts` times."""
+    return int(conn.execute(select(func.count()).select_from(owed_chores).where(
+        owed_chores.c.attempts >= attempts)).scalar_one())
+
+
+def due_now(conn: Connection, owed_id: int, at: float) -> bool:
+    """Make the chore due at `at`, unless it is due by then already; whether it was moved."""
+    return conn.execute(update(owed_chores).where(
+        owed_chores.c.id == owed_id, owed_chores.c.next_at > at)
+        .values(next_at=at)).rowcount == 1

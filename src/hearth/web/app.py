@@ -22,6 +22,7 @@ from hearth.web.api import (
     attachments as attachments_api,
     branching as branching_api,
     channels as channels_api,
+    desk as desk_api,
     events as events_api,
     grants as grants_api,
     imports as import_api,
@@ -48,6 +49,7 @@ from hearth.web.pages import (
     chat as chat_page,
     chat_manage,
     dashboard,
+    desk as desk_page,
     frame as shell,
     jobs as jobs_page,
     memory as memory_page,
@@ -63,10 +65,11 @@ log = logging.getLogger(__name__)
 # the token-protected API's modules, the busiest first (a turn's own requests)
 PROTECTED_API = (sessions_api, runs_api, events_api, branching_api, approvals_api, memory_api,
                  jobs_api, usage_api, grants_api, prompts_api, import_api, search_api,
-                 search_page, channels_api, apps_api, attachments_api)
+                 search_page, channels_api, apps_api, attachments_api, desk_api)
 # each dashboard page module (its signed-in routes are `pages`)
 PAGES = (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
-         agent_files_page, jobs_page, memory_page, usage_page, settings_page, shell)
+         agent_files_page, jobs_page, memory_page, usage_page, settings_page, desk_page,
+         shell)
 
 
 def create_app(home: Home, config: Config, engine: Engine | None = None) -> FastAPI:

@@ -357,6 +357,14 @@ class Chores:
     def _busy(self, kind: str, key: str) -> bool:
         return (kind, key) in self._running.values()
 
+    def running(self, kind: str, key: str) -> bool:
+        """Whether a chore of this kind runs for chat `key` now (the delivery desk asks)."""
+        return self._busy(kind, key)
+
+    def wake(self) -> None:
+        """Look at the owed chores now (one was made due by hand)."""
+        self._wake.set()
+
     def _done(self, task: asyncio.Task[None]) -> None:
         self._running.pop(task, None)
         if not task.cancelled() and task.exception() is not None:

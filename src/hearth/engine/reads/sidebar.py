@@ -2,8 +2,9 @@
 chats (pinned first, then by last activity; archived ones left out) and the folders and tags
 they are filed in, the restricted chats
 (Incognito and Temporary: never in the kept list or its search, so in a list of their own),
-which chats are running a turn or waiting on an approval, and the first words an untitled
-chat is called by."""
+which chats are running a turn or waiting on an approval, the first words an untitled
+chat is called by, and how many things the delivery desk holds for the owner (`desk`: failed
+or unknown deliveries, chores owed after many tries; `engine.delivery.desk.needs_owner`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
+from hearth.engine.delivery import desk
 from hearth.store import approvals, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
@@ -41,6 +43,7 @@ class Sidebar:
     waiting: int  # approvals pending across every chat
     folders: list[tuple[str, int]]  # each folder in use, with how many kept chats are in it
     tags: list[tuple[str, int]]
+    desk: int = 0  # what the delivery desk holds for the owner
 
 
 async def sidebar(db: Database) -> Sidebar:
@@ -65,4 +68,4 @@ def _sidebar(conn: Connection) -> Sidebar:
     return Sidebar(kept=[shown(row) for row in kept],
                    restricted=[shown(row) for row in restricted], waiting=len(pending),
                    folders=sorted(folders.items(), key=lambda f: (f[0].casefold(), f[0])),
-                   tags=sorted(tags.items()))
+                   tags=sorted(tags.items()), desk=desk.needs_owner(conn))

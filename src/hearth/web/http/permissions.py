@@ -52,7 +52,9 @@ _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in 
     ("POST", "/settings/chain"), ("POST", "/settings/agents"), ("POST", "/settings/name"),
     ("POST", "/settings/apps/{name}/revoke"), ("GET", "/settings/agents/{name}/files"),
     ("POST", "/settings/agents/{name}/files/{file}"), ("GET", "/jobs"), ("POST", "/jobs/add"),
-    ("POST", "/jobs/{job_id}/{action}"),
+    ("POST", "/jobs/{job_id}/{action}"), ("GET", "/desk"),
+    ("POST", "/desk/deliveries/{delivery_id}/{action}"),
+    ("POST", "/desk/chores/{chore_id}/{action}"),
 )}
 
 ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
@@ -93,6 +95,11 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("GET", "/api/grants"): OWNER, ("DELETE", "/api/grants/{grant_id}"): OWNER,
     ("GET", "/api/export"): OWNER, ("POST", "/api/import"): OWNER,
     ("GET", "/api/usage"): OWNER, ("GET", "/api/channels"): OWNER,
+    ("GET", "/api/desk"): OWNER, ("POST", "/api/deliveries/{delivery_id}/retry"): OWNER,
+    ("POST", "/api/deliveries/{delivery_id}/delivered"): OWNER,
+    ("POST", "/api/deliveries/{delivery_id}/drop"): OWNER,
+    ("POST", "/api/chores/{chore_id}/retry"): OWNER,
+    ("POST", "/api/chores/{chore_id}/drop"): OWNER,
     # apps
     ("GET", "/api/apps"): ADMIN, ("POST", "/api/apps"): ADMIN,
     ("DELETE", "/api/apps/{name}"): ADMIN,

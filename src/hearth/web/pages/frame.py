@@ -70,8 +70,8 @@ async def page(request: Request, engine: EngineDep, template: str, *, status: in
     values.setdefault("here", request.url.path)
     return render(template, status=status, csrf=csrf_of(request), theme=theme_of(request),
                   groups=grouped(side.kept, date.today()), restricted=side.restricted,
-                  waiting=side.waiting, side_folders=side.folders, side_tags=side.tags,
-                  current=current, **values)
+                  waiting=side.waiting, desk=side.desk, side_folders=side.folders,
+                  side_tags=side.tags, current=current, **values)
 
 
 @pages.post("/theme")

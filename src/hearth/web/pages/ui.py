@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).parent.parent  # web/: its templates/ and static/
 STATIC = HERE / "static"
-NAV = (("/approvals", "Approvals", "shield"), ("/jobs", "Jobs", "clock"),
+NAV = (("/approvals", "Approvals", "shield"), ("/desk", "Delivery desk", "inbox"),
+       ("/jobs", "Jobs", "clock"),
        ("/memory", "Memory", "memory"), ("/usage", "Usage", "chart"),
        ("/settings", "Settings", "gear"))
 
