@@ -124,7 +124,43 @@ class ChainsConfig(_Section):
     speak: list[str] = Field(default_factory=list)
 
 
+class SpendLimit(_Section):
+    """US dollars that may be spent on model calls per UTC day and per UTC month (None: no
+    limit for that period); see models/spending.py."""
+
+    usd_per_day: float | None = Field(None, ge=0)
+    usd_per_month: float | None = Field(None, ge=0)
+
+    @property
+    def empty(self) -> bool:
+        return self.usd_per_day is None and self.usd_per_month is None
+
+
+class SpendingLimits(SpendLimit):
+    """The spending limits of [limits]: overall (its own two keys), each job's, and per agent
+    and per app by name. Saved on the Settings page, they replace config.toml's whole."""
+
+    each_job: SpendLimit = Field(default_factory=SpendLimit)
+    agents: dict[str, SpendLimit] = Field(default_factory=dict)
+    apps: dict[str, SpendLimit] = Field(default_factory=dict)
+
+    @property
+    def none(self) -> bool:
+        """No limit is set anywhere: no call is held to any (and none is estimated)."""
+        return self.empty and self.each_job.empty and not any(
+            not each.empty for each in (*self.agents.values(), *self.apps.values()))
+
+
+SPENDING_KEYS = tuple(SpendingLimits.model_fields)
+
+
 class LimitsConfig(_Section):
+    # spending limits (SpendingLimits: the same keys, `spending` reads them as one)
+    usd_per_day: float | None = Field(None, ge=0)
+    usd_per_month: float | None = Field(None, ge=0)
+    each_job: SpendLimit = Field(default_factory=SpendLimit)
+    agents: dict[str, SpendLimit] = Field(default_factory=dict)
+    apps: dict[str, SpendLimit] = Field(default_factory=dict)
     max_model_calls_per_turn: int = Field(50, ge=1)
     max_tool_calls_per_turn: int = Field(200, ge=0)
     recovery_attempts: int = Field(3, ge=0)
@@ -143,6 +179,11 @@ class LimitsConfig(_Section):
     breaker_failures: int = Field(3, ge=1)
     breaker_pause_seconds: float = Field(30.0, ge=0)
     retry_after_max_seconds: float = Field(5.0, ge=0)  # a 429's wait honoured before failover
+
+    @property
+    def spending(self) -> SpendingLimits:
+        """The spending limits alone."""
+        return SpendingLimits.model_validate(self.model_dump(include=set(SPENDING_KEYS)))
 
 
 class LearningConfig(_Section):
@@ -272,6 +313,42 @@ class AttachmentsConfig(_Section):
         return int(self.max_message_mb * 1024 * 1024)
 
 
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds in a duration written like `30m`, `12h` or `1d` (also `45s`, `1.5h`);
+    ValueError with the fix for anything else."""
+    number, unit = text.strip()[:-1], text.strip()[-1:].lower()
+    try:
+        seconds = float(number) * DURATION_UNITS[unit]
+    except (KeyError, ValueError):
+        raise ValueError(f"{text!r} is not a duration: write a number and a unit, "
+                         "e.g. 30m, 12h or 1d") from None
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is not a duration longer than nothing")
+    return seconds
+
+
+class BackupConfig(_Section):
+    """Scheduled backups (see hearth/backup/): `every` (unset: none), the newest `keep`
+    archives kept, in `to` (default $HEARTH_HOME/backups; a relative path is in the home)."""
+
+    every: str | None = None  # a duration: 30m, 12h, 1d
+    keep: int = Field(7, ge=1, le=1000)
+    to: str | None = None
+
+    @model_validator(mode="after")
+    def _every_is_a_duration(self) -> BackupConfig:
+        if self.every is not None:
+            duration_seconds(self.every)
+        return self
+
+    @property
+    def every_seconds(self) -> float | None:
+        return None if self.every is None else duration_seconds(self.every)
+
+
 class Config(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -286,6 +363,7 @@ class Config(_Section):
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     apps: AppsConfig = Field(default_factory=AppsConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
+    backup: BackupConfig = Field(default_factory=BackupConfig)
 
     @model_validator(mode="after")
     def _chains_name_known_models(self) -> Config:
@@ -314,7 +392,9 @@ def _env_table() -> dict[str, tuple[str, str]]:
     table: dict[str, tuple[str, str]] = {}
     for section, model in (("gateway", GatewayConfig), ("limits", LimitsConfig),
                            ("apps", AppsConfig)):
-        for key in model.model_fields:
+        for key, field in model.model_fields.items():
+            if field.annotation in (SpendLimit, dict[str, SpendLimit]):
+                continue  # a table, not a scalar: set in config.toml or on the Settings page
             table[f"HEARTH_{section.upper()}_{key.upper()}"] = (section, key)
     table["HEARTH_STORE_SYNCHRONOUS"] = ("store", "synchronous")
     table.update(_ALIASES)  # last, so the short names win

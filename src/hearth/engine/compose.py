@@ -129,8 +129,9 @@ def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = 
 
 def recording(engine: Engine) -> Engine:
     """Have every model call recorded in `engine`'s store, priced by the model entries of
-    the settings snapshot its next turn runs from (the one engine of a process: the last one
-    composed is the one recorded to)."""
+    the settings snapshot its next turn runs from, and held to its spending limits (the one
+    engine of a process: the last one composed is the one recorded to)."""
     guard.install(CallRecorder(engine.db,
                                lambda model_id: engine.snapshot.models.config_of(model_id)))
+    guard.install_spending(engine.spending)
     return engine

@@ -45,13 +45,15 @@ from hearth.engine.turn.runner import TurnDeps, run_next
 from hearth.engine.turn.supervise import ActiveTurns
 from hearth.memory.desk import MemoryDesk
 from hearth.memory.service import Memory
+from hearth.models import spending
+from hearth.models.spending import Spending
 from hearth.privacy.principal import Principal
 from hearth.privacy.scope import install_default_executor
 from hearth.privacy.stores import protect
 from hearth.sessions.chats import Choices
 from hearth.sessions.lanes import Lanes
 from hearth.settings import Settings, overlay
-from hearth.store import runs as run_store, sessions as session_store
+from hearth.store import model_calls, runs as run_store, sessions as session_store
 from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
 from hearth.tools.registry import ToolRegistry
@@ -128,6 +130,9 @@ class Engine:
         self.memory_desk = MemoryDesk(self.memory)
         self.files = OwnerFiles(self.deps.agents_folder, self.prompts_dir)
         self.attachments = AttachmentDesk(db, self.chats_dir, lambda: self.config.attachments)
+        # what model calls spent, held to [limits]' spending limits (models.spending)
+        self.spending = Spending(lambda: self.config.limits,
+                                 lambda model_id: self.snapshot.models.config_of(model_id))
         self.delivery_desk = DeliveryDesk(db, self.chores)  # what failed to go out, owed
 
     @property
@@ -159,6 +164,8 @@ class Engine:
         begun = time.monotonic()
         install_default_executor(asyncio.get_running_loop())
         await asyncio.to_thread(self.memory.start)
+        month = spending.period_start("month", time.time())
+        self.spending.load(await self.db.reading(model_calls.spent_since, f"{month}-01"))
         self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
         replica = self.replica
         await replica.join()

@@ -31,6 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.config import ModelConfig
 from hearth.models.pricing import price
+from hearth.models.spending import Account, Hold, account
 from hearth.models.types import AnswerCutOff, Completed, Provider, Usage
 from hearth.privacy import scope as work_scope
 from hearth.privacy.modes import keeps_memory
@@ -91,6 +92,8 @@ class Call:
     session_key: str | None = field(default_factory=chat_key)
     began: float = field(default_factory=time.monotonic)
     done: Completed | None = None
+    account: Account = field(default_factory=account)  # whom it is spent for
+    hold: Hold | None = None  # what the spending limits reserved for it
 
     @classmethod
     def of(cls, provider: Provider, purpose: str) -> Call:
@@ -105,7 +108,8 @@ class Call:
             purpose=self.purpose, outcome=outcome_of(self.done, error),
             tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cost_usd=price(model, usage),
             duration_ms=round((time.monotonic() - self.began) * 1000),
-            session_key=self.session_key)
+            session_key=self.session_key, agent=self.account.agent, app=self.account.app,
+            job=self.account.job)
 
 
 class Held:

@@ -21,6 +21,7 @@ from typing import Generic, Protocol, TypeVar
 
 from hearth.models import guard
 from hearth.models.registry import ModelRegistry
+from hearth.models.spending import OverLimit
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -111,6 +112,9 @@ async def run_chore(
             continue
         try:
             said = await _ask(kind, provider, build_request(provider))
+        except OverLimit as over:  # not sent: the model did not fail (its breaker is left)
+            failures.append(Failure(model_id, f"not called: {over.cap.label()} is reached"))
+            continue
         except ModelError as error:
             if breakers is not None:
                 breakers.failed(model_id)

@@ -9,6 +9,11 @@ engine installed (`install`, a `models.calls.CallRecorder`) writes the call's ro
 tokens, cost, duration, never any text. A refused call is recorded too. No call site may
 reach a provider another way, and each names its purpose; a census test holds both rules
 over the source tree.
+
+It holds the spending limits too: before a call is sent the Spending installed
+(`install_spending`, a `models.spending.Spending`) reserves the most it can cost, or refuses it
+(`spending.OverLimit`, nothing sent, nothing recorded); when the call ends its real cost is
+counted.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from hearth.models.calls import Call, CallRecorder
+from hearth.models.spending import Spending
 from hearth.models.types import Completed, ModelError, ModelRequest, Provider, StreamEvent
 from hearth.privacy import reach
 
 calls_made: Counter[str] = Counter()
 _recorder: CallRecorder | None = None
+_spending: Spending | None = None
 
 
 def install(recorder: CallRecorder | None) -> CallRecorder | None:
@@ -31,6 +38,14 @@ def install(recorder: CallRecorder | None) -> CallRecorder | None:
     installed before is returned."""
     global _recorder
     before, _recorder = _recorder, recorder
+    return before
+
+
+def install_spending(spending: Spending | None) -> Spending | None:
+    """Make `spending` the tally every call is held to (None: no limits); the one installed
+    before is returned."""
+    global _spending
+    before, _spending = _spending, spending
     return before
 
 
@@ -48,6 +63,8 @@ def stream(provider: Provider, request: ModelRequest, *,
     except reach.OtherModelRefused as refused:
         _ended(call, refused)
         raise
+    if _spending is not None:
+        call.hold = _spending.reserve(provider.model_id, request)  # or OverLimit: not sent
     calls_made[provider.model_id] += 1
     return _recorded(provider.stream(request), call)
 
@@ -96,3 +113,6 @@ async def _recorded(events: AsyncIterator[StreamEvent],
 def _ended(call: Call, error: BaseException | None) -> None:
     if _recorder is not None:
         _recorder.ended(call, error)
+    if _spending is not None:
+        _spending.ended(call.hold, call.account, call.model_id,
+                        call.done.usage if call.done is not None else None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, func, insert, select
 
 from hearth.store.schema import model_calls
 from hearth.store.usage import day_of
@@ -32,6 +32,20 @@ class CallRow:
     cost_usd: float | None
     duration_ms: int
     session_key: str | None  # a persistent chat's only
+    agent: str | None = None  # whom it was spent for (models.spending.Account)
+    app: str | None = None
+    job: int | None = None
+
+
+def spent_since(conn: Connection, since_day: str
+                ) -> list[tuple[str, str | None, str | None, int | None, float]]:
+    """What priced calls cost from `since_day` on, per day, agent, app and job (the spending
+    limits' tally starts from it)."""
+    c = model_calls.c
+    rows = conn.execute(select(c.day, c.agent, c.app, c.job, func.sum(c.cost_usd))
+                        .where(c.day >= since_day, c.cost_usd.is_not(None))
+                        .group_by(c.day, c.agent, c.app, c.job))
+    return [(str(r[0]), r[1], r[2], r[3], float(r[4] or 0.0)) for r in rows]
 
 
 def insert_call(conn: Connection, row: CallRow) -> None:

@@ -244,6 +244,9 @@ model_calls = Table(
     Column("duration_ms", Integer, nullable=False, server_default="0"),
     Column("session_key", String(200)),
     Column("calls", Integer, nullable=False, server_default="1"),
+    Column("agent", String(80)),  # the account spent for (models.spending): its chat's agent,
+    Column("app", String(80)),  # the app it ran for,
+    Column("job", Integer),  # the job that fired it
     Index("ix_model_calls_day_model", "day", "model_id"),
     Index("ix_model_calls_session", "session_key"),
 )

@@ -34,6 +34,13 @@ FIRES_SPENT = "app_fires_spent"  # why a skipped fire was skipped (the audit's r
 WHERE = "under [apps] in config.toml"
 
 
+class ChatHost(Protocol):
+    """What telling a job's chat needs of the engine."""
+
+    db: Database
+    bus: Bus
+
+
 @runtime_checkable
 class QuotaHost(Protocol):
     """What a fire's check needs of the engine (the scheduler's host)."""
@@ -125,7 +132,7 @@ async def fire_refused(host: object, job: JobRow) -> bool:
     chat is told, and the scheduler skips the fire (audited with the reason FIRES_SPENT)."""
     if not isinstance(host, QuotaHost):
         return False
-    app = await _app_of(host.db, job)
+    app = await app_of(host.db, job)
     if app is None:
         return False
     budget = host.config.apps.job_fires_per_hour
@@ -133,14 +140,14 @@ async def fire_refused(host: object, job: JobRow) -> bool:
     if len(fired) < budget:
         return False
     when = jobs.clock(job.next_at, zone=job.timezone)
-    await _tell(host, job, f"Job #{job.id} did not run at {when}: the app {app!r}'s jobs fired "
+    await tell(host, job, f"Job #{job.id} did not run at {when}: the app {app!r}'s jobs fired "
                 f"{len(fired)} times in the last hour, its quota (`job_fires_per_hour` = "
                 f"{budget} {WHERE}). It runs again at its next time; the owner can raise the "
                 "quota.")
     return True
 
 
-async def _app_of(db: Database, job: JobRow) -> str | None:
+async def app_of(db: Database, job: JobRow) -> str | None:
     """The app a job is for: its principal's, else the app whose chat made it (None: the
     owner's job)."""
     app = principals.decode(job.principal).app
@@ -155,9 +162,10 @@ def _of(app: str) -> str:
     return principals.app(app).encode()
 
 
-async def _tell(host: QuotaHost, job: JobRow, sentence: str) -> None:
-    """A notice in the job's chat (made if it is not there yet), shown live; none when its
-    name is held by a chat of another mode (the scheduler skips the fire all the same)."""
+async def tell(host: ChatHost, job: JobRow, sentence: str, why: str = FIRES_SPENT) -> None:
+    """A notice in the job's chat (made if it is not there yet), shown live, saying why a
+    fire was skipped (`why`, the audit's reason); none when its name is held by a chat of
+    another mode (the scheduler skips the fire all the same)."""
     try:
         await chats.open_chat(host.db, name=job.session_key, memory_mode="persistent",
                               origin="job",
@@ -165,6 +173,6 @@ async def _tell(host: QuotaHost, job: JobRow, sentence: str) -> None:
     except chats.ChatError:
         return
     event = await host.db.writing(transcript.append, job.session_key, "notice",
-                                  {"text": sentence}, meta={"job": job.id, "quota": FIRES_SPENT},
+                                  {"text": sentence}, meta={"job": job.id, "quota": why},
                                   durable=False)
     host.bus.publish(job.session_key, message_frame(event))

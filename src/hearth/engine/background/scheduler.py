@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.engine.background import app_quotas, schedules
+from hearth.engine.background import app_quotas, job_limits, schedules
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.errors import Refusal
 from hearth.privacy import principal as principals
@@ -149,6 +149,8 @@ class Scheduler:
     async def _fire(self, job: JobRow) -> Fired | None:
         if await app_quotas.fire_refused(self.host, job):  # its app's fires per hour are spent
             return await self._skip(job, app_quotas.FIRES_SPENT)
+        if await job_limits.fire_over_limit(self.host, job):  # a spending limit is reached
+            return await self._skip(job, job_limits.SPENDING)
         try:
             await self._open(job)
             admitted = await self._admit(job)

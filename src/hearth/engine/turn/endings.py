@@ -32,7 +32,7 @@ CODES = frozenset({
     "complete", "no_model", "cut_off", "model_error", "output_cap", "no_answer",
     "model_call_limit", "tool_call_limit", "stale", "interrupted", "abandoned", "stopped",
     "connection_lost", "no_progress", "time_limit", "internal_error", "steered",
-    "store_lost",
+    "store_lost", "spending_limit",
 })
 OUTCOMES = frozenset(run_store.FINAL)
 
@@ -109,6 +109,12 @@ def no_answer(steps: int) -> Ending:
             f"The agent ran {steps} {noun} but did not write an answer.",
         )
     return Ending("no_answer", "error", "The model wrote no answer.")
+
+
+def spending_limit(sentence: str) -> Ending:
+    """A model call that would have passed a spending limit was not made (`sentence`, from
+    `models.spending`: the limit, what was spent, when it resets)."""
+    return Ending("spending_limit", "error", sentence)
 
 
 def model_call_limit(limit: int) -> Ending:

@@ -35,6 +35,7 @@ from hearth.engine.turn.toolbatch import run_batch
 from hearth.engine.turn.turn_state import Turn
 from hearth.faults import crash_point
 from hearth.models import guard
+from hearth.models.spending import OverLimit
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
@@ -87,6 +88,8 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
                 continue  # nothing of it was shown: asked once more, on its own
             await keep_partial(turn, cut.code)
             return await _failed(turn, endings.cut_off(cut.sentence), cut, messages)
+        except OverLimit as over:  # not sent: no other model is tried (the limit is the owner's)
+            return endings.spending_limit(over.sentence)
         except ProviderUnreachable as lost:
             retry = await _after_lost_connection(turn, lost, messages)
             if isinstance(retry, Ending):

@@ -22,6 +22,7 @@ from sqlalchemy.exc import OperationalError
 from hearth.config import Config
 from hearth.engine.access import principals
 from hearth.engine.delivery.events import Bus
+from hearth.engine.observe.observer import Observer, failed_over
 from hearth.engine.snapshot import Snapshot
 from hearth.engine.turn import agents, endings, failover, loop, recovery, writes
 from hearth.engine.turn.approval.desk import ApprovalDesk
@@ -36,6 +37,7 @@ from hearth.faults import crash_point
 from hearth.memory.service import Memory
 from hearth.models.calls import held_calls
 from hearth.models.registry import Candidate, ModelRegistry
+from hearth.models.spending import Account, charged_to
 from hearth.models.types import Message, Provider, ToolCall
 from hearth.privacy.scope import answered_by, as_work_of
 from hearth.sessions import attachments as attachment_files, folders
@@ -44,6 +46,7 @@ from hearth.store.db import Database
 from hearth.store.errors import WriterClaimLost
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
+from hearth.store.transcript import EventRow
 from hearth.tools import policy
 from hearth.tools.base import ToolContext, WebSettings
 from hearth.tools.registry import ToolRegistry
@@ -74,6 +77,7 @@ class TurnDeps:
     agents_dir: Path | None = None  # the agents' workspace files (default: beside it too)
     context: ContextCache = field(default_factory=ContextCache)  # chats' recent context
     replica: str | None = None  # this gateway's id among the replicas (store/replicas.py)
+    observer: Observer = field(default_factory=Observer)  # counts and traces (engine/observe)
 
     @property
     def config(self) -> Config:
@@ -104,7 +108,9 @@ async def run_next(deps: TurnDeps, session_key: str) -> bool | None:
         await endings.settle(deps.db, deps.bus, session_key=run.session_key,
                              run_id=run.run_id, ending=claimed, show=False)
         return True
-    await _run_turn(deps, run, claimed)
+    with deps.observer.watching(run.run_id, run.kind, run.session_key,
+                                claimed.session.memory_mode):  # timed, and its span
+        await _run_turn(deps, run, claimed)
     return True
 
 
@@ -114,7 +120,9 @@ async def _run_turn(deps: TurnDeps, run: RunRow, claimed: Claimed) -> None:
     principal = principals.of_run(run)  # fixed at admission; read, never decided here
     memory = principal.is_owner or await deps.db.reading(principals.may_use_memory, principal)
     session = claimed.session
+    spent_for = Account(agent=session.agent, app=principal.app, job=claimed.job)
     with as_work_of(session.key, session.memory_mode, principal, memory=memory), \
+            charged_to(spent_for), \
             held_calls() as held:  # every task and thread of the turn; its last call's row
         ending = await _run_claimed(deps, run, claimed)
     calls = held.take()
@@ -140,6 +148,7 @@ class Claimed:
     plan: failover.Plan
     first: Candidate | None
     asked: str
+    job: int | None = None  # the job that fired it (its spending counts to the job)
 
 
 BUSY = "busy"  # the chat's writer claim is another gateway's turn's
@@ -168,7 +177,9 @@ def _take_next(conn: Connection, session_key: str, snapshot: Snapshot, replica: 
     first = plan.next(snapshot.models, needs_tools=False)
     if first is not None:
         run_store.set_model(conn, run.run_id, first.model_id)
-    return run, Claimed(session, plan, first, _message_in(conn, run))
+    event = _message_of(conn, run)
+    asked = sent_text(event) if event is not None else ""
+    return run, Claimed(session, plan, first, asked, _job_of(run, event))
 
 
 async def _run_claimed(deps: TurnDeps, run: RunRow, claimed: Claimed) -> Ending:
@@ -328,6 +339,7 @@ async def _move_to(deps: TurnDeps, turn: Turn, candidate: Candidate,
     if provider is None:  # resolve names known models only
         raise LookupError(f"model {candidate.model_id} vanished from the registry")
     failed_id, why = plan.tried[-1]
+    failed_over(failed_id)
     turn.provider = provider
     turn.model_config = deps.models.config_of(candidate.model_id)
     turn.resends = 0
@@ -353,9 +365,16 @@ def _final_answer(conn: Connection, key: str, run_id: str) -> str:
     return str(said[-1].content.get("text", "")) if said else ""
 
 
-def _message_in(conn: Connection, run: RunRow) -> str:
-    """The text of the message this run answers ("" for a run without one)."""
+def _message_of(conn: Connection, run: RunRow) -> EventRow | None:
+    """The message this run answers (None for a run without one)."""
     if run.user_event_seq is None:
-        return ""
-    event = transcript.at(conn, run.session_key, run.user_event_seq)
-    return sent_text(event) if event is not None else ""
+        return None
+    return transcript.at(conn, run.session_key, run.user_event_seq)
+
+
+def _job_of(run: RunRow, event: EventRow | None) -> int | None:
+    """The job whose fire this run is (its message says which), None for any other run."""
+    if run.kind != "job" or event is None or not isinstance(event.meta, dict):
+        return None
+    job = event.meta.get("job")
+    return job if isinstance(job, int) else None

@@ -9,6 +9,8 @@ the one object that holds their state (`AppQuotas`, on the app's state, in memor
 - event streams open per token (`streams_per_token`): one more is 429 `quota_exceeded`; the
   count goes down when the request ends, however it ends (`ReleaseAtEnd` runs what a request
   left to do at its end);
+- its spending limits (`[limits.apps]`, `models.spending`): a route that admits a turn while
+  the app, or the gateway as a whole, has reached one is 429 `spending_limit`;
 - its jobs (`new_job`, `changed_job`, `run_now`, the rules in
   `engine.background.app_quotas`): one app's job changes are made one at a time, so its count
   of jobs holds under a race.
@@ -35,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from hearth.engine.access.apps import App
 from hearth.engine.runtime import Engine
 from hearth.errors import Limited
+from hearth.models.spending import Account
 from hearth.web.http import descriptors
 
 WINDOW = 60.0  # seconds a turn counts against turns_per_minute
@@ -155,9 +158,18 @@ def hold(request: Request, app: App, route: tuple[str, str]) -> None:
     config = request.app.state.engine.config.apps
     quotas = quotas_of(request)
     if route in TURN_ROUTES:
+        over_limit(request.app.state.engine, app)
         quotas.take_turn(app.name, config.turns_per_minute)
     if route in STREAM_ROUTES:
         at_end(request, quotas.open_stream(app.name, config.streams_per_token))
+
+
+def over_limit(engine: Engine, app: App) -> None:
+    """Refuse an app's turn while it (or the gateway as a whole) has reached a spending
+    limit: 429 `spending_limit`, the limit's sentence, `Retry-After` until it resets."""
+    over = engine.spending.refusal(Account(app=app.name))
+    if over is not None:
+        raise Limited("spending_limit", 429, over.sentence, over.retry_after)
 
 
 def at_end(request: Request, step: Callable[[], None]) -> None:
