@@ -349,6 +349,24 @@ class BackupConfig(_Section):
         return None if self.every is None else duration_seconds(self.every)
 
 
+class MetricsConfig(_Section):
+    """[metrics]: `GET /metrics` takes the gateway's token, or this token of its own (for a
+    scraper that should hold nothing else: it opens no other route)."""
+
+    token_env: str | None = "HEARTH_METRICS_TOKEN"
+    token: str | None = Field(None, repr=False)
+
+    def resolved_token(self, environ: Mapping[str, str] | None = None) -> str | None:
+        return _secret(self.token, self.token_env, environ)
+
+
+class TelemetryConfig(_Section):
+    """[telemetry]: traces of turns sent over OTLP/HTTP to a collector at this base address
+    (its /v1/traces); None: only where OTEL_EXPORTER_OTLP_ENDPOINT says, else none."""
+
+    otlp_endpoint: str | None = None
+
+
 class Config(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -364,6 +382,8 @@ class Config(_Section):
     apps: AppsConfig = Field(default_factory=AppsConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @model_validator(mode="after")
     def _chains_name_known_models(self) -> Config:

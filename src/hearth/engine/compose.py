@@ -132,6 +132,7 @@ def recording(engine: Engine) -> Engine:
     the settings snapshot its next turn runs from, and held to its spending limits (the one
     engine of a process: the last one composed is the one recorded to)."""
     guard.install(CallRecorder(engine.db,
-                               lambda model_id: engine.snapshot.models.config_of(model_id)))
+                               lambda model_id: engine.snapshot.models.config_of(model_id),
+                               engine.observer.call_ended))  # counted, and traced in a turn
     guard.install_spending(engine.spending)
     return engine

@@ -36,6 +36,9 @@ from hearth.engine.intake.attachment_desk import AttachmentDesk
 from hearth.engine.operations import branching, deletion, read_aloud
 from hearth.engine.operations.chat_desk import Chats
 from hearth.engine.operations.deletion import DeleteReport
+from hearth.engine.observe.desk import Vitals
+from hearth.engine.observe.observer import Observer
+from hearth.engine.observe.traces import Tracing
 from hearth.engine.operations.owner_files import OwnerFiles
 from hearth.engine.reads.facade import Reads
 from hearth.engine.snapshot import Snapshot
@@ -91,6 +94,10 @@ class Engine:
         self.boot = uuid.uuid4().hex  # this start's own id: a client sees a restart by it
         self.bus = Bus()
         self.active = ActiveTurns()
+        # what the engine counts and traces (engine/observe), told by the seams that see it
+        self.observer = Observer(Tracing.configured(config.telemetry.otlp_endpoint))
+        db.writer.on_commit = self.observer.committed
+        self.bus.tap_own(self.observer.heard)
         self.desk = ApprovalDesk(db, self.bus)
         self.chores = Chores(db, lambda: self.deps.models, self.memory,
                              learning_settings=lambda: self.config.learning)
@@ -110,7 +117,7 @@ class Engine:
         # this gateway among those serving the database; the bus across them (PostgreSQL)
         self.replica = Replica(db, self.bus, str(self.chats_dir.parent),
                                config.gateway.lease_seconds)
-        self.deps = replace(self.deps, replica=self.replica.id)
+        self.deps = replace(self.deps, replica=self.replica.id, observer=self.observer)
         self.relay: Relay | None = None
         self.accepting = False
         self._sweeper: asyncio.Task[None] | None = None
@@ -130,6 +137,8 @@ class Engine:
         self.memory_desk = MemoryDesk(self.memory)
         self.files = OwnerFiles(self.deps.agents_folder, self.prompts_dir)
         self.attachments = AttachmentDesk(db, self.chats_dir, lambda: self.config.attachments)
+        self.vitals = Vitals(db, self.observer, self.active.running,
+                             lambda: self.snapshot.breakers())  # /metrics, /api/status
         # what model calls spent, held to [limits]' spending limits (models.spending)
         self.spending = Spending(lambda: self.config.limits,
                                  lambda model_id: self.snapshot.models.config_of(model_id))
@@ -278,6 +287,7 @@ class Engine:
             raise AdmissionError("session_deleting", 409,
                                  f"Chat {session_key!r} is being deleted; it takes no message.")
         mention = await mentions.prepare(self.prompts_dir, text, meta)  # @name expanded
+        began = time.monotonic()
         admitted = await admission.admit(self.db, self.bus, session_key, text,
                                    principal=principal, client_message_id=client_message_id,
                                    source_channel=source_channel, kind=kind, meta=mention.meta,
@@ -286,6 +296,7 @@ class Engine:
                                    files=admission.Files(
                                        files, self.config.attachments.max_message_bytes)
                                    if files else None)
+        self.observer.admitted(time.monotonic() - began)
         await mentions.tell(self.db, self.bus, admitted, mention)
         if dispatch and not admitted.duplicate:
             self.dispatch(session_key)
@@ -300,10 +311,13 @@ class Engine:
     ) -> first_message.FirstSent:
         """Open a new chat with its first message, both written at once (a failed send leaves
         no empty chat): see engine.first_message."""
-        return await first_message.send_first(
+        began = time.monotonic()
+        sent = await first_message.send_first(
             self, text, principal=principal, memory_mode=memory_mode, agent=agent, model=model,
             client_message_id=client_message_id, trust=trust, workspace_dir=workspace_dir,
             origin=origin, dispatch=dispatch)
+        self.observer.admitted(time.monotonic() - began)
+        return sent
 
     async def delete_chat(self, session_key: str) -> DeleteReport:
         """Delete the chat and everything of it (see engine.deletion)."""
@@ -431,8 +445,9 @@ class Engine:
 
     async def close_store(self) -> None:
         """Close the store once everything else has stopped: the writer finishes what is
-        queued (a thread: it waits for the writer)."""
+        queued (a thread: it waits for the writer), then send the traces still batched."""
         await asyncio.to_thread(self.db.close)
+        await asyncio.to_thread(self.observer.close)
 
     async def close(self) -> None:
         """Stop admitting; give running turns the grace period, then leave them to resume."""

@@ -169,15 +169,19 @@ class CallRecorder:
     entries: a price set on the Settings page counts from the next call)."""
 
     def __init__(self, db: Database,
-                 entry_of: Callable[[str], ModelConfig | None]) -> None:
+                 entry_of: Callable[[str], ModelConfig | None],
+                 observe: Callable[[Call, CallRow], None] | None = None) -> None:
         self._db = db
         self._entry_of = entry_of
+        self._observe = observe  # told each ended call and its row (the engine's metrics)
         self._pending: set[asyncio.Task[None]] = set()
 
     def ended(self, call: Call, error: BaseException | None) -> None:
         """Record `call`, ended by `error`, without waiting: a task writes its row, or inside
         a turn the turn's ending does (see `held_calls`)."""
         row = call.row(error, self._entry_of(call.model_id))
+        if self._observe is not None:
+            self._observe(call, row)
         held = _held.get()
         now = held.keep(row) if held is not None else row
         if now is not None:

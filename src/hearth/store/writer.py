@@ -32,6 +32,7 @@ import contextvars
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -71,6 +72,10 @@ class Writer:
         self._sqlite = sqlite
         self.on_death = on_death
         self.fence: Callable[[], str | None] | None = None  # why nothing may commit now
+        # told each commit's time (seconds, begin to commit) and its jobs, in this thread,
+        # after they are answered (engine/observe: the metrics' histogram, a turn's spans);
+        # it must return at once and never raise
+        self.on_commit: Callable[[float, list[Job]], None] | None = None
         self._lock = threading.Lock()
         self._held = threading.local()  # set while this thread holds the connection
         self._conn: Connection | None = None
@@ -131,6 +136,7 @@ class Writer:
 
     def _commit(self, batch: list[Job]) -> None:
         with self._lock, self._holding():
+            began = time.monotonic()
             try:
                 conn = self._connection()
                 tx = self._begin(conn, any(job.durable for job in batch))  # synced if one is
@@ -167,8 +173,11 @@ class Writer:
         self.batches += 1
         self.jobs += len(batch)
         self.synced += durable
+        took = time.monotonic() - began
         for job in batch:
             _answer(job)
+        if self.on_commit is not None:
+            self.on_commit(took, batch)
 
     def _begin(self, conn: Connection, durable: bool) -> Any:
         if self._sqlite:

@@ -108,6 +108,7 @@ class Bus:
         self._run_ended: dict[str, asyncio.Event] = {}
         self._waiters: dict[str, int] = defaultdict(int)  # run -> how many wait_run await it
         self._taps: list[Callable[[str, Frame], None]] = []
+        self._own_taps: list[Callable[[str, Frame], None]] = []  # this gateway's frames alone
         self._answers: dict[str, tuple[str, Answer]] = {}  # chat -> (run, its answer so far)
         self.relay: Callable[[str, Frame], None] | None = None  # to the other replicas
 
@@ -115,6 +116,11 @@ class Bus:
         """Hear every frame of every chat, on the loop, as it is published (the channels'
         delivery hears what a linked chat says this way). `listener` must return at once."""
         self._taps.append(listener)
+
+    def tap_own(self, listener: Callable[[str, Frame], None]) -> None:
+        """Hear every frame this gateway publishes, never one `heard` from another replica
+        (the metrics count this gateway's endings so). `listener` must return at once."""
+        self._own_taps.append(listener)
 
     def subscribe(self, session_key: str) -> Subscription:
         sub = Subscription(session_key)
@@ -133,6 +139,8 @@ class Bus:
         frame = self._noted(session_key, frame)
         if self.relay is not None:
             self.relay(session_key, frame)
+        for listener in self._own_taps:
+            listener(session_key, frame)
         self._hand_on(session_key, frame)
 
     def heard(self, session_key: str, frame: Frame) -> None:

@@ -51,7 +51,9 @@ async def invoke_tool(deps: TurnDeps, session_key: str, name: str,
     scope = CallScope(**scope_fields(deps, run, session))
     call = ToolCall("mcp_" + uuid.uuid4().hex[:12], name, arguments)
     try:
-        with as_work_of(session.key, session.memory_mode, principal, memory=memory):
+        with as_work_of(session.key, session.memory_mode, principal, memory=memory), \
+                deps.observer.watching(run.run_id, run.kind, session.key, session.memory_mode,
+                                       timed=False):  # counted and traced, not as a turn
             outcome = await run_call(scope, 0, call, tool)
     except asyncio.CancelledError:
         await deps.db.writing(ledger.mark_unknown, run.run_id, f"Unknown: {GONE}")

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection
 
+from hearth.engine.observe.observer import tool_called
 from hearth.engine.turn import writes
 from hearth.engine.turn.approval import gate
 from hearth.engine.turn.turn_state import CallScope
@@ -64,21 +66,42 @@ async def run_batch(turn: CallScope, calls: tuple[ToolCall, ...]) -> list[Messag
 async def run_call(
     turn: CallScope, position: int, call: ToolCall, tool: Tool | None
 ) -> ToolOutcome:
-    """One call: its arguments checked, the gate passed, the ledger kept around it."""
+    """One call: its arguments checked, the gate passed, the ledger kept around it; counted
+    by tool, the gate's decision and the ledger's status (`engine/observe`)."""
+    began = time.monotonic()
+    outcome, decision, status = await _gated(turn, position, call, tool)
+    tool_called(tool.name if tool is not None else None, decision, status, began)
+    return outcome
+
+
+async def _gated(turn: CallScope, position: int, call: ToolCall,
+                 tool: Tool | None) -> tuple[ToolOutcome, str, str]:
+    """The call's outcome, the gate's decision (invalid: it never reached the gate) and the
+    ledger's status (not_run: it never started)."""
     if tool is None:
         known = ", ".join(turn.tools.names()) or "none"
         sentence = f"There is no tool named {call.name!r}. The tools are: {known}."
-        return ToolOutcome(sentence, f"Not run: no tool named {call.name!r}.", ok=False)
+        return (ToolOutcome(sentence, f"Not run: no tool named {call.name!r}.", ok=False),
+                "invalid", "not_run")
     if "_invalid_json" in call.arguments:
         sentence = f"The arguments for {call.name} were not valid JSON, so it was not run."
-        return ToolOutcome(sentence, f"Not run: {call.name} had invalid arguments.", ok=False)
+        return (ToolOutcome(sentence, f"Not run: {call.name} had invalid arguments.",
+                            ok=False), "invalid", "not_run")
     problem = check_arguments(tool.parameters, call.arguments)
     if problem:
         sentence = f"{call.name} was not run: {problem}."
-        return ToolOutcome(sentence, f"Not run: {call.name} had invalid arguments.", ok=False)
+        return (ToolOutcome(sentence, f"Not run: {call.name} had invalid arguments.",
+                            ok=False), "invalid", "not_run")
     refused = await gate.permit(turn, position, call, tool)
     if refused is not None:
-        return ToolOutcome(refused, f"Not run: {refused}", ok=False)
+        return ToolOutcome(refused, f"Not run: {refused}", ok=False), "refused", "not_run"
+    outcome, status = await _ledgered(turn, position, call, tool)
+    return outcome, "allowed", status
+
+
+async def _ledgered(turn: CallScope, position: int, call: ToolCall,
+                    tool: Tool) -> tuple[ToolOutcome, str]:
+    """Run an allowed call with the ledger kept around it: its outcome and status."""
     effect = effect_of(tool, call.arguments, turn.context)
     await turn.db.writing(_started, turn, position, call, effect)  # a promise: before it runs
     turn.tools_running += 1
@@ -91,7 +114,7 @@ async def run_call(
     crash_point("tool_ran")
     await turn.db.writing(_ended, turn, call, status, outcome, durable=False)
     crash_point("tool_recorded")
-    return outcome
+    return outcome, status
 
 
 def _started(conn: Connection, turn: CallScope, position: int, call: ToolCall,
