@@ -4,8 +4,9 @@ Owns that file: its shape (validated with `config`'s models), reading it, writin
 (0600: a temporary file, then `os.replace`) and laying it over the loaded `Config`. Models
 added in the dashboard come after config.toml's (config.toml's wins an id both name), a picked
 chat chain replaces `chains.chat`, agents edited here win over config.toml's of the same name,
-and the owner's name becomes `agent.user_name`. config.toml is the user's file: never written.
-API keys given in the dashboard live only in this file, and are told to the masker
+the owner's name becomes `agent.user_name`, and spending limits saved here (the Settings page,
+`/api/limits`, `hearth apps add --limit`) replace config.toml's spending keys of `[limits]`.
+config.toml is the user's file: never written. API keys given in the dashboard live only in this file, and are told to the masker
 (`hearth.masking`) as the file is read, whether or not their model ends up used.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hearth.atomic import write_atomically
-from hearth.config import Config, ModelConfig, NamedAgentConfig
+from hearth.config import Config, ModelConfig, NamedAgentConfig, SpendingLimits
 from hearth.masking import know
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class Settings(BaseModel):
     chat_chain: list[str] | None = None  # None: config.toml's; []: every model, in order
     agents: dict[str, NamedAgentConfig] = Field(default_factory=dict)
     user_name: str | None = Field(None, min_length=1, max_length=USER_NAME_MAX)
+    limits: SpendingLimits | None = None  # None: config.toml's; else these, whole
 
     @model_validator(mode="after")
     def _ids_once(self) -> Settings:
@@ -130,11 +132,23 @@ def overlay(config: Config, kept: Settings) -> tuple[Config, list[str]]:
     raw["agents"].update({name: agent.model_dump() for name, agent in kept.agents.items()})
     if kept.user_name:
         raw["agent"]["user_name"] = kept.user_name
+    if kept.limits is not None:
+        raw["limits"].update(kept.limits.model_dump())
     try:
         return Config.model_validate(raw), notes
     except ValidationError as exc:
         raise SettingsError(f"The dashboard's settings do not fit config.toml: "
                             f"{describe(exc)}.") from exc
+
+
+def with_limits(config: Config, change: Callable[[SpendingLimits], SpendingLimits]
+                ) -> Callable[[Settings], Settings]:
+    """A change of the kept settings that changes their spending limits, starting from
+    config.toml's (`config`) the first time, so saving one limit loses none of the others."""
+    def changed(kept: Settings) -> Settings:
+        limits = kept.limits if kept.limits is not None else config.limits.spending
+        return kept.model_copy(update={"limits": change(limits)})
+    return changed
 
 
 def apply(config: Config, root: Path) -> Config:

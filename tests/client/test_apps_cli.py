@@ -39,3 +39,21 @@ def test_apps_round_trip_through_the_cli(gateway: Gateway, home: Path) -> None:
     assert gone.returncode == 1 and "no app named" in gone.stderr
     down = hearth("apps", "list", "--url", "http://127.0.0.1:9", home=home)
     assert down.returncode == 3 and "Cannot reach the gateway" in down.stderr
+
+
+def test_an_apps_limit_given_at_its_making_is_kept_and_a_bad_one_refused(
+        gateway: Gateway, home: Path) -> None:
+    url = ("--url", gateway.url)
+    added = hearth("apps", "add", "thrifty", "--allow", "send_messages", "--limit", "0.50/day",
+                   "--limit", "$10/month", *url, home=home)
+    assert added.returncode == 0, added.stderr
+    assert "It may spend $0.5 a day and $10 a month" in added.stdout
+    limits = gateway.client().http.get("/api/limits").json()
+    assert limits["limits"]["apps"]["thrifty"] == {"usd_per_day": 0.5, "usd_per_month": 10.0}
+    assert {(r["kind"], r["name"], r["period"]) for r in limits["standing"]} >= {
+        ("app", "thrifty", "day"), ("app", "thrifty", "month")}
+    for bad in ("5", "0.5/week", "-1/day", "lots/day"):
+        refused = hearth("apps", "add", "spendy", "--allow", "send_messages", "--limit", bad,
+                         *url, home=home)
+        assert refused.returncode == 2 and "0.50/day" in refused.stderr, (bad, refused.stderr)
+    assert "spendy" not in gateway.client().http.get("/api/limits").text

@@ -43,3 +43,28 @@ def test_an_apps_limit_is_a_429_with_the_sentence_before_anything_is_admitted(
     assert owner["status"] == "complete"  # the owner is not held to the app's limit
     history = api.http.get(f"/api/sessions/{key}").json()["messages"]
     assert [m["text"] for m in history if m["role"] == "user"] == ["go"]  # nothing admitted
+
+
+def test_the_limits_are_read_and_replaced_by_the_owner_alone(
+        server: ScriptedModelServer, gateway: Gateway, api: Api) -> None:
+    admin = gateway.client(app_token(api, "boss", "admin"))
+    read = admin.http.get("/api/limits")
+    assert read.status_code == 200 and read.json()["limits"]["apps"]["bot"] == {
+        "usd_per_day": 0.01, "usd_per_month": None}
+    assert read.json()["unpriced"] == ["fake"]  # config's model with no price
+    raised = admin.http.put("/api/limits", json={"apps": {"boss": {"usd_per_day": 100}}})
+    assert raised.status_code == 403  # no app changes the limits, its own least of all
+    for bad in ({"usd_per_day": -1}, {"usd_per_day": "lots"}, {"per_week": 3},
+                {"apps": {"bot": {"usd_per_year": 1}}}):
+        refused = api.http.put("/api/limits", json=bad)
+        assert refused.status_code == 422, bad
+        assert refused.json()["error"]["code"] == "invalid_request"
+    kept = api.http.put("/api/limits", json={"usd_per_month": 20,
+                                             "apps": {"bot": {"usd_per_day": 0.02}}})
+    assert kept.status_code == 200
+    assert kept.json()["limits"]["usd_per_month"] == 20.0
+    assert kept.json()["limits"]["apps"] == {"bot": {"usd_per_day": 0.02, "usd_per_month": None}}
+    standing = {(r["kind"], r["period"]): r for r in kept.json()["standing"]}
+    bot = standing[("app", "day")]
+    assert bot["usd"] == 0.02 and bot["reached"] is (bot["spent_usd"] >= 0.02)
+    assert standing[("all", "month")]["usd"] == 20.0

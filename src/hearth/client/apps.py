@@ -27,8 +27,11 @@ class AppsApi(GatewayApi):
     def apps(self) -> list[JSON]:
         return list(self._call("GET", "/api/apps").get("apps", []))
 
-    def add_app(self, name: str, permissions: list[str]) -> JSON:
-        return self._call("POST", "/api/apps", json={"name": name, "permissions": permissions})
+    def add_app(self, name: str, permissions: list[str], limits: JSON | None = None) -> JSON:
+        body: JSON = {"name": name, "permissions": permissions}
+        if limits:
+            body["limits"] = limits
+        return self._call("POST", "/api/apps", json=body)
 
     def revoke_app(self, name: str) -> JSON:
         return self._call("DELETE", f"/api/apps/{quote(name, safe='')}")
@@ -61,10 +64,35 @@ def run_list(base: str, token: str) -> int:
     return _with_api(base, token, work)
 
 
-def run_add(base: str, token: str, name: str, permissions: list[str]) -> int:
+class BadLimit(ValueError):
+    """A `--limit` that is not AMOUNT/day or AMOUNT/month; the message says so."""
+
+
+def limits_of(given: list[str]) -> JSON:
+    """`["0.50/day", "10/month"]` as `{"usd_per_day": 0.5, "usd_per_month": 10.0}`."""
+    limits: JSON = {}
+    for text in given:
+        amount, _, period = text.strip().lstrip("$").partition("/")
+        try:
+            usd = float(amount)
+        except ValueError:
+            usd = -1.0
+        if period not in ("day", "month") or not usd >= 0 or usd == float("inf"):
+            raise BadLimit(f"--limit {text!r} is not a limit: give US dollars per day or per "
+                           "month, like 0.50/day or 10/month.")
+        limits[f"usd_per_{period}"] = usd
+    return limits
+
+
+def run_add(base: str, token: str, name: str, permissions: list[str],
+            limits: JSON | None = None) -> int:
     def work(api: AppsApi, out: Console) -> None:
-        made = api.add_app(name, permissions)
+        made = api.add_app(name, permissions, limits)
         app = made["app"]
+        spend = " and ".join(f"${usd:g} a {key.removeprefix('usd_per_')}"
+                             for key, usd in (limits or {}).items())
+        if spend:
+            out.print(f"It may spend {spend} on model calls.", markup=False, highlight=False)
         out.print(f"Made the app {app['name']} ({', '.join(app['permissions'])}). Its token, "
                   "shown only now (the gateway keeps only its hash; revoke the app and add "
                   "another if it is lost):", markup=False, highlight=False)
