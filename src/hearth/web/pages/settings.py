@@ -1,5 +1,6 @@
 """The dashboard's Settings page: models (add, Test with a real call, remove one added here),
-the chat chain, named agents, and your name; the shell sandbox and the chat channels, as they
+the chat chain, named agents, spending limits (with what was spent against each), and your
+name; the shell sandbox and the chat channels, as they
 are (both set in config.toml).
 
 Each change is kept in `$HEARTH_HOME/settings.json` (see `hearth.settings`; config.toml is
@@ -28,6 +29,7 @@ from hearth.errors import Refusal
 from hearth.models.breakers import BreakerView
 from hearth.models.probe import probe
 from hearth.settings import Settings, SettingsError
+from hearth.web.http import spending
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.pages import channels_view, settings_forms as forms
@@ -44,13 +46,14 @@ SAVED = {
     "agent": "The agent is saved.",
     "name": "Your name is saved; the agent is told it from your next message.",
     "app_revoked": "The app is revoked: its token is refused from now on.",
+    "limits": "The spending limits are saved; the next model call is held to them.",
 }
 # where each saved change's sentence is shown (the anchor the page opens at)
 SAVED_AT = {"model": "models", "removed": "models", "chain": "chain", "agent": "agents",
-            "name": "you", "app_revoked": "apps"}
+            "name": "you", "app_revoked": "apps", "limits": "spending"}
 # the section a form posted to /settings/<first segment> belongs to: a refusal opens it
 SECTION_OF = {"models": "models", "chain": "models", "agents": "agents", "name": "account",
-              "apps": "apps"}
+              "apps": "apps", "limits": "spending"}
 MAX_CHAIN_SLOTS = 6
 
 
@@ -135,6 +138,8 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
     shown.setdefault("agent_form", {})
     posted = request.url.path.removeprefix("/settings/").split("/", 1)[0]
     shown.setdefault("section", SECTION_OF.get(posted))
+    apps = await engine.reads.apps()
+    shown.setdefault("limits_form", _limits_form(engine, apps))
     return await page(
         request, engine, "settings.html", status=status, problem=problem,
         models=_rows(snapshot, kept), kinds=forms.KINDS,
@@ -142,8 +147,35 @@ async def _page(request: Request, engine: Engine, *, status: int = 200,
         chain_slots=[chain[i] if i < len(chain) else "" for i in range(slots)],
         agents=sorted(config.agents.items()), profiles=forms.PROFILES,
         user_name=config.agent.user_name or "", sandbox=engine.placement,
-        channels=channels_view.rows(request), apps=await engine.reads.apps(),
+        channels=channels_view.rows(request), apps=apps,
         jobs_count=len(await engine.jobs.listing(None)), **shown)
+
+
+def _limits_form(engine: Engine, apps: list[Any]) -> dict[str, Any]:
+    """The Spending section: the limits in force, one row per agent and active app, each
+    limit's standing, and the models no limit holds."""
+    limits = engine.spending.limits()
+    agents = sorted({"default", *engine.config.agents, *limits.agents})
+    app_names = sorted({a.name for a in apps if a.revoked_at is None} | set(limits.apps))
+    return {"limits": limits, "agents": agents, "apps": app_names,
+            "standing": spending.standing(engine)["standing"],
+            "unpriced": spending.unpriced(engine)}
+
+
+@pages.post("/settings/limits")
+async def save_limits(request: Request, engine: EngineDep) -> Response:
+    form = await form_of(request)
+    shown = _limits_form(engine, await engine.reads.apps())
+    try:
+        limits = forms.limits_of(form, shown["agents"], shown["apps"])
+    except Invalid as bad:
+        return await _page(request, engine, status=422, error=bad.sentence)
+    refused = await _keep(request, engine,
+                          settings.with_limits(engine.base_config, lambda _: limits),
+                          {"what": "spending_limits"})
+    if refused is not None:
+        return refused
+    return _saved("limits", "spending")
 
 
 @pages.get("/settings")

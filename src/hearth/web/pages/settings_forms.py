@@ -1,4 +1,5 @@
-"""The Settings page's forms read into settings: a model, the chat chain, an agent, your name.
+"""The Settings page's forms read into settings: a model, the chat chain, an agent, your name,
+the spending limits.
 
 Each reader takes the posted form and answers the validated value, or raises `Invalid` with a
 sentence the page shows. A sentence never repeats an API key that was given.
@@ -12,7 +13,14 @@ from collections.abc import Iterable
 from pydantic import ValidationError
 
 from hearth import settings
-from hearth.config import ModelConfig, NamedAgentConfig, ToolPolicyConfig, base_url_problem
+from hearth.config import (
+    ModelConfig,
+    NamedAgentConfig,
+    SpendingLimits,
+    SpendLimit,
+    ToolPolicyConfig,
+    base_url_problem,
+)
 
 KINDS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic", "ollama": "Ollama"}
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
@@ -140,3 +148,39 @@ def user_name_of(form: dict[str, str]) -> str | None:
     if len(name) > settings.USER_NAME_MAX or not name.isprintable():
         raise Invalid(f"Your name is one line of at most {settings.USER_NAME_MAX} characters.")
     return name or None
+
+
+def _dollars(form: dict[str, str], field: str, what: str) -> float | None:
+    """A limit's field: empty is no limit, else US dollars of 0 or more."""
+    text = form.get(field, "").strip().lstrip("$").replace(",", "")
+    if not text:
+        return None
+    try:
+        amount = float(text)
+    except ValueError:
+        amount = -1.0
+    if not 0 <= amount < 1e9:
+        raise Invalid(f"The {what} must be an amount in US dollars, like 5 or 0.50 (or "
+                      "empty for no limit).")
+    return amount
+
+
+def _limit(form: dict[str, str], prefix: str, who: str) -> SpendLimit:
+    return SpendLimit(usd_per_day=_dollars(form, f"{prefix}day", f"daily limit {who}"),
+                      usd_per_month=_dollars(form, f"{prefix}month", f"monthly limit {who}"))
+
+
+def limits_of(form: dict[str, str], agents: Iterable[str], apps: Iterable[str]
+              ) -> SpendingLimits:
+    """The spending limits the Spending form gives: overall, each job's, and one pair per
+    agent and app shown (fields `agent:<name>:day`, `app:<name>:month`, …)."""
+    overall = _limit(form, "all:", "overall")
+    limits = SpendingLimits(
+        usd_per_day=overall.usd_per_day, usd_per_month=overall.usd_per_month,
+        each_job=_limit(form, "job:", "for each job"),
+        agents={name: _limit(form, f"agent:{name}:", f'for the agent "{name}"')
+                for name in agents},
+        apps={name: _limit(form, f"app:{name}:", f'for the app "{name}"') for name in apps})
+    return limits.model_copy(update={
+        "agents": {k: v for k, v in limits.agents.items() if not v.empty},
+        "apps": {k: v for k, v in limits.apps.items() if not v.empty}})

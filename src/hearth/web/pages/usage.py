@@ -2,7 +2,8 @@
 from the per-call record, as a bar chart of tokens per day (inline SVG drawn by the template
 from the geometry computed here: no script, no inline style) and as tables per model, per
 purpose (a turn, a chore, a Settings Test …), per provider and per day with the same
-numbers. A model with no price shows "unpriced", never "$0"."""
+numbers. A model with no price shows "unpriced", never "$0". Above them: each spending limit
+set, with what was spent against it, and the cost per day drawn against the daily limit."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from fastapi.responses import Response
 
 from hearth.engine.reads.facade import Total, today
 from hearth.web.http.auth import require_token
+from hearth.web.http import spending
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.params import span_of
 from hearth.web.pages.frame import page
@@ -149,6 +151,51 @@ def model_chart_of(models: list[Total]) -> ModelChart:
     return ModelChart(CHART_WIDTH, max(len(bars), 1) * MODEL_ROW, bars, label)
 
 
+@dataclass(frozen=True)
+class CostBar:
+    x: float
+    y: float
+    width: float
+    height: float
+    label: str
+
+
+@dataclass(frozen=True)
+class CostChart:
+    width: int
+    height: int
+    base: int
+    top: int
+    bars: list[CostBar]
+    peak: str
+    limit_y: float | None  # where the overall daily limit's line is drawn (None: no limit)
+    limit: str
+    label: str
+    first: str
+    last: str
+
+
+def cost_chart_of(span: list[str], days: list[Total], daily: float | None) -> CostChart | None:
+    """One bar of US dollars per day of the span, to one scale that reaches the daily limit
+    (drawn as a line), or None when no day had a priced call."""
+    found = {t.key: t.cost_usd or 0.0 for t in days if span[0] <= t.key <= span[-1]}
+    if not any(found.values()):
+        return None
+    peak = max([*found.values(), daily or 0.0])
+    scale = (CHART_BASE - CHART_TOP) / peak
+    slot = CHART_WIDTH / len(span)
+    bars = [CostBar(round(i * slot + slot * (1 - BAR_SHARE) / 2, 2),
+                    round(CHART_BASE - found.get(day, 0.0) * scale, 2), round(slot * BAR_SHARE, 2),
+                    round(found.get(day, 0.0) * scale, 2), f"{day}: {money(found.get(day, 0.0))}")
+            for i, day in enumerate(span)]
+    limit_y = None if daily is None else round(CHART_BASE - daily * scale, 2)
+    said = f"; the daily limit is {money(daily)}" if daily is not None else ""
+    label = (f"Cost per day from {span[0]} to {span[-1]} (UTC): {money(sum(found.values()))} "
+             f"in all{said}.")
+    return CostChart(CHART_WIDTH, CHART_HEIGHT, CHART_BASE, CHART_TOP, bars, money(peak),
+                     limit_y, money(daily) if daily is not None else "", label, span[0], span[-1])
+
+
 @pages.get("/usage")
 async def usage_page(request: Request, engine: EngineDep,
                      days: Annotated[int, Query(ge=1, le=366)] = 30) -> Response:
@@ -157,6 +204,8 @@ async def usage_page(request: Request, engine: EngineDep,
     by_day, by_model = found.by_day, found.by_model
     return await page(request, engine, "usage.html", days=days,
                   chart=chart_of(span, by_day) if by_day else None,
+                  cost_chart=cost_chart_of(span, by_day, engine.spending.limits().usd_per_day),
+                  limits=spending.standing(engine),
                   model_chart=model_chart_of(by_model) if by_model else None,
                   name_width=MODEL_NAME_WIDTH,
                   models=[row_of(t) for t in by_model],
