@@ -208,6 +208,66 @@ def db_copy(
     typer.echo(f"Copied and verified: {sum(each.source for each in counted)} rows.")
 
 
+@app.command("backup", cls=HearthCommand)
+def backup(
+    to: Annotated[Path | None, typer.Option(
+        "--to", metavar="DIR", help="Where to write the archive (default: [backup] to in "
+        "config.toml, else $HEARTH_HOME/backups)")] = None,
+    verify: Annotated[Path | None, typer.Option(
+        "--verify", metavar="FILE", help="Check an archive instead: its manifest, every "
+        "checksum and its database")] = None,
+) -> None:
+    """Back up the home into one archive while the gateway serves: the database (no
+    Incognito, Temporary or deleted chat), config, memory documents, agents' files, prompts
+    and attachments. Never the token. Exits 1 when nothing was made (or the archive is bad)."""
+    from hearth.engine.compose import BackupRefused, back_up, verify_backup
+
+    try:
+        if verify is not None:
+            checked = verify_backup(verify)
+            typer.echo(f"{verify}: a whole backup. {_described(checked.manifest)} Every "
+                       "checksum matches and the database opens.")
+            return
+        home, config = _load()
+        made = back_up(home, config, to.absolute() if to is not None else None)
+    except BackupRefused as refused:
+        typer.echo(str(refused), err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"Backed up to {made.path} ({made.size / 1e6:.1f} MB, {made.seconds:.1f} s). "
+               f"{_described(made.manifest)}")
+
+
+def _described(manifest: Any) -> str:
+    left_out = (f"; {manifest.left_out} Incognito or Temporary chat(s) left out"
+                if manifest.left_out else "")
+    engine = "SQLite" if manifest.engine == "sqlite" else "PostgreSQL"
+    return (f"Made {manifest.created_at} by Hearth {manifest.hearth}: {manifest.chats} "
+            f"chat(s){left_out}, {engine} database at migration {manifest.revision}, "
+            f"{len(manifest.files)} file(s).")
+
+
+@app.command("restore", cls=HearthCommand)
+def restore(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="An archive `hearth backup` made")],
+    home: Annotated[Path, typer.Option(
+        "--home", metavar="DIR", help="The new home to restore into (new or empty)")],
+) -> None:
+    """Restore a backup into a new home, all of it or nothing: the archive is checked whole
+    first. A PostgreSQL backup goes into the empty database HEARTH_DATABASE_URL names. The
+    restored gateway makes a new token."""
+    from hearth.engine.compose import BackupRefused, restore_backup
+
+    try:
+        restored = restore_backup(file, home)
+    except BackupRefused as refused:
+        typer.echo(str(refused), err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"Restored into {restored.home} (database: {restored.database}). "
+               f"{_described(restored.manifest)}")
+    typer.echo(f"Start it with HEARTH_HOME={restored.home} hearth gateway; `hearth token` "
+               "prints its new token.")
+
+
 @app.command(cls=HearthCommand)
 def chat(
     message: Annotated[str | None, typer.Option(

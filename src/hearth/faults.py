@@ -33,6 +33,7 @@ POINTS = {
     "answer_persisted": "after the final answer is appended, before the run is marked done",
     "channel_admitted": "after a channel's message is admitted with its cursor, before a reply",
     "delivery_sent": "after a channel took a message, before the ledger records it sent",
+    "backup_archiving": "after a backup's archive holds its database, before its other files",
 }
 
 

@@ -10,6 +10,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hearth import masking, settings
+from hearth.backup import rotation
+from hearth.backup.making import Made, make_backup
+from hearth.backup.manifest import BackupRefused as BackupRefused  # the CLI names it from here
+from hearth.backup.reading import Verified, verify
+from hearth.backup.restoring import Restored, restore
 from hearth.config import Config
 from hearth.engine.background.job_tool import job_tools
 from hearth.engine.runtime import Engine
@@ -68,6 +73,24 @@ def copy_store(home: Home, to_url: str, progress: Progress | None = None) -> lis
     finally:
         source.close()
         target.close()
+
+
+def back_up(home: Home, config: Config, to: Path | None = None) -> Made:
+    """Back up the home while the gateway serves (`hearth backup`) into `to`, else
+    `[backup] to`, else `<home>/backups`. Raises BackupRefused."""
+    folder = rotation.folder_for(home.root, to if to is not None else config.backup.to)
+    return make_backup(home, home.database_url(), folder)
+
+
+def verify_backup(archive: Path) -> Verified:
+    """Check an archive whole (`hearth backup --verify`). Raises BackupRefused."""
+    return verify(archive)
+
+
+def restore_backup(archive: Path, into: Path) -> Restored:
+    """Restore an archive into the new home `into` (`hearth restore`); a PostgreSQL backup
+    into the database HEARTH_DATABASE_URL names. Raises BackupRefused."""
+    return restore(archive, into, os.environ.get("HEARTH_DATABASE_URL"))
 
 
 def upgrade_store_apart(home: Home, verbose: bool = False) -> None:

@@ -23,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from hearth.config import Config
 from hearth.engine.access.desk import Access
 from hearth.engine.background import helper_agents, idle_summaries
+from hearth.engine.background.backups import ScheduledBackups
 from hearth.engine.background.chores import Chores
 from hearth.engine.background.job_desk import Jobs
 from hearth.engine.background.replica import Replica
@@ -125,6 +126,9 @@ class Engine:
         self._leader: asyncio.Task[None] | None = None  # waits to lead (PostgreSQL)
         self._waiting_to_lead: set[asyncio.Task[None]] = set()
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
+        # [backup] every: the home backed up on schedule, on the leader (background/backups)
+        self.backups = ScheduledBackups(self.chats_dir.parent, db.url,
+                                        lambda: self.config.backup)
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
         self.helper_runs: set[str] = set()  # helper runs not ended yet: their end is reported
         tools.add(helper_agents.SpawnHelpers(self))
@@ -223,12 +227,14 @@ class Engine:
 
     async def _lead(self) -> None:
         """What runs on one gateway only (the leader: at once on SQLite): the helpers' reports
-        a crash left untold, the sweepers, the scheduler and the owed chores."""
+        a crash left untold, the sweepers, the scheduler, the scheduled backups and the
+        owed chores."""
         await helper_agents.sweep(self)
         self._sweeper = asyncio.create_task(
             deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
             name="sweep:temporary")
         self.scheduler.start()
+        self.backups.start()
         await self.chores.start()  # owed chores, a previous process's included, are tried again
         self._summarizer = asyncio.create_task(
             idle_summaries.sweep_forever(lambda: self.deps, self.chores),
@@ -453,6 +459,7 @@ class Engine:
         """Stop admitting; give running turns the grace period, then leave them to resume."""
         self.stop_admitting()
         await self.scheduler.close()
+        await self.backups.close()
         for sweeper in (self._leader, self._sweeper, self._summarizer, *self._waiting_to_lead):
             if sweeper is not None:
                 sweeper.cancel()
