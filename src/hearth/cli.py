@@ -379,6 +379,14 @@ def _gateway(url: str | None) -> tuple[str, str]:
     return url or f"http://{config.gateway.host}:{config.gateway.port}", home.token() or ""
 
 
+@app.command("status", cls=HearthCommand)
+def status(url: Annotated[str | None, _URL] = None) -> None:
+    """The running gateway at a glance: turns, models, breakers, deliveries, owed chores."""
+    from hearth.client.status import run_status
+
+    raise typer.Exit(run_status(*_gateway(url)))
+
+
 @jobs_app.command("list", cls=HearthCommand)
 def jobs_list(url: Annotated[str | None, _URL] = None) -> None:
     """List the scheduled jobs with their schedule and next fire time."""

@@ -34,12 +34,12 @@ from hearth.engine.delivery.relay import Relay
 from hearth.engine.intake import admission, first_message, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.intake.attachment_desk import AttachmentDesk
-from hearth.engine.operations import branching, deletion, read_aloud
-from hearth.engine.operations.chat_desk import Chats
-from hearth.engine.operations.deletion import DeleteReport
 from hearth.engine.observe.desk import Vitals
 from hearth.engine.observe.observer import Observer
 from hearth.engine.observe.traces import Tracing
+from hearth.engine.operations import branching, deletion, read_aloud
+from hearth.engine.operations.chat_desk import Chats
+from hearth.engine.operations.deletion import DeleteReport
 from hearth.engine.operations.owner_files import OwnerFiles
 from hearth.engine.reads.facade import Reads
 from hearth.engine.snapshot import Snapshot

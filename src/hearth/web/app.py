@@ -28,6 +28,7 @@ from hearth.web.api import (
     imports as import_api,
     jobs as jobs_api,
     memory as memory_api,
+    metrics as metrics_api,
     openai as openai_api,
     prompts as prompts_api,
     runs as runs_api,
@@ -64,7 +65,7 @@ log = logging.getLogger(__name__)
 
 # the token-protected API's modules, the busiest first (a turn's own requests)
 PROTECTED_API = (sessions_api, runs_api, events_api, branching_api, approvals_api, memory_api,
-                 jobs_api, usage_api, grants_api, prompts_api, import_api, search_api,
+                 jobs_api, usage_api, metrics_api, grants_api, prompts_api, import_api, search_api,
                  search_page, channels_api, apps_api, attachments_api, desk_api)
 # each dashboard page module (its signed-in routes are `pages`)
 PAGES = (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
@@ -101,6 +102,8 @@ def create_app(home: Home, config: Config, engine: Engine | None = None) -> Fast
     app.state.starting = starting
     app.state.token = home.token()
     masking.know(app.state.token)
+    app.state.metrics_token = engine.config.metrics.resolved_token()  # /metrics' own, if set
+    masking.know(app.state.metrics_token)
     app.state.home = home  # where the Settings page keeps settings.json
     errors.install(app, shell.page)  # an error a page asked for is drawn in its frame
     app.add_middleware(BodyLimit)

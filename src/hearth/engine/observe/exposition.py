@@ -81,8 +81,8 @@ def _models(counts: Counts, figures: Figures) -> Iterator[Metric]:
     yield calls
     tokens = CounterMetricFamily("hearth_model_tokens", "Tokens the models read (in) and "
                                  "wrote (out).", labels=["model", "direction"])
-    for labels, n in sorted(counts.tokens.items()):
-        tokens.add_metric(list(labels), n)
+    for (model, direction), n in sorted(counts.tokens.items()):
+        tokens.add_metric([model, direction], n)
     yield tokens
     moved = CounterMetricFamily("hearth_model_failovers", "Turns moved to another model, by "
                                 "the model that failed.", labels=["model"])
@@ -104,8 +104,8 @@ def _models(counts: Counts, figures: Figures) -> Iterator[Metric]:
 def _tools_and_store(counts: Counts, figures: Figures) -> Iterator[Metric]:
     tools = CounterMetricFamily("hearth_tool_calls", "Tool calls, by tool, the gate's decision "
                                 "and the ledger's status.", labels=["tool", "decision", "status"])
-    for labels, n in sorted(counts.tool_calls.items()):
-        tools.add_metric(list(labels), n)
+    for (tool, decision, status), n in sorted(counts.tool_calls.items()):
+        tools.add_metric([tool, decision, status], n)
     yield tools
     deliveries = GaugeMetricFamily("hearth_deliveries", "Messages in the delivery ledger, by "
                                    "state.", labels=["state"])

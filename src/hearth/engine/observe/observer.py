@@ -59,7 +59,8 @@ class Observer:
         keeps memory: `mode`, read by the one reader, failing closed), and with `timed` its
         time counted as a turn's."""
         began = time.monotonic()
-        span = self.tracing.begin_turn(run_id, kind, chat_key if keeps_memory(mode_of(mode)) else None)
+        kept = keeps_memory(mode_of(mode))
+        span = self.tracing.begin_turn(run_id, kind, chat_key if kept else None)
         watch = Watch(run_id, self.counts, self.tracing, span)
         token = _watch.set(watch)
         try:
@@ -69,6 +70,7 @@ class Observer:
             if timed:
                 self.counts.turn_seconds.observe(time.monotonic() - began)
             self.tracing.end_turn(span, watch.ending)
+            watch.span = None  # a task the run started and left behind (a chore) is not in it
 
     def call_ended(self, call: Call, row: CallRow) -> None:
         """A model call ended (the recorder's row: model, purpose, outcome, tokens)."""

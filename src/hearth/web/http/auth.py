@@ -3,7 +3,8 @@ dashboard's session cookie (see `web.http.signin`) whose sign-in is still on (no
 must come with its CSRF token on any request that changes something and never from another
 site's page; or an app's own token (`hearth apps add`), held to its permissions and its chats by
 `web.http.permissions.enforce`. The OpenAI-compatible routes take a bearer token alone
-(`bearer_only`)."""
+(`bearer_only`). `/metrics` also takes the metrics token (`[metrics] token_env`), which opens
+no other route (`permissions.SCRAPED`) and acts for nobody (no principal)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ async def require_token(request: Request) -> None:
     if expected and hmac.compare_digest(given.encode(), expected.encode()):
         request.state.principal = principals.OWNER  # the gateway's own token
         return
+    if _scrapes(request, given):  # a metrics scraper's token, on /metrics alone
+        return
     app = await request.app.state.engine.access.identify(given)
     if app is None:
         raise Refusal("unauthorized", 401,
@@ -56,6 +59,16 @@ async def require_token(request: Request) -> None:
     request.state.app = app
     request.state.principal = principals.app(app.name)
     await permissions.enforce(request, app)
+
+
+def _scrapes(request: Request, given: str) -> bool:
+    """Is `given` the metrics token, sent to a route it opens?"""
+    token: str | None = request.app.state.metrics_token
+    if not token or not hmac.compare_digest(given.encode(), token.encode()):
+        return False
+    path = getattr(request.scope.get("route"), "path", request.url.path)
+    method = "GET" if request.method == "HEAD" else request.method
+    return (method, path) in permissions.SCRAPED
 
 
 async def signed_in(request: Request, cookie: str | None) -> bool:

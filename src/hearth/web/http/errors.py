@@ -84,10 +84,14 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
     return 422, "invalid_request", "; ".join(parts) or "The request is not valid."
 
 
+NOT_PAGES = ("/healthz", "/metrics")  # outside /api/ and /v1/, yet never a page: a 401 there
+#                                       is the envelope, never the sign-in page
+
+
 def _is_page(request: Request) -> bool:
     """A dashboard page (not the API, not the event stream)."""
     path = request.url.path
-    return not path.startswith(("/api/", "/v1/")) and path != "/healthz"
+    return not path.startswith(("/api/", "/v1/")) and path not in NOT_PAGES
 
 
 def _wants_page(request: Request) -> bool:
