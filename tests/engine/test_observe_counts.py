@@ -1,14 +1,21 @@
 """The engine's own counters and histograms (engine/observe/counts.py) and their exposition:
 Prometheus' bucket rule (an observation counts in every bucket whose bound is at or above
-it), the quantiles `hearth status` shows, and a tool the model made up never a label."""
+it), the quantiles `hearth status` shows, a tool the model made up never a label, and a
+failover counted by the model that failed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from hearth.config import Config
 from hearth.engine.observe.counts import Counts, Histogram
 from hearth.engine.observe.exposition import Exposition
 from hearth.engine.observe.figures import Figures
 from hearth.models.breakers import BreakerView
+from hearth.sessions import chats
 from hearth.store.tallies import Tallies
+from tests.engine_harness import make_engine, run, turn
+from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.support.metrics import parse
 
 
@@ -50,3 +57,29 @@ def test_the_exposition_is_what_was_counted() -> None:
     assert scraped.value("hearth_model_breaker_failures", model="m1") == 3
     assert scraped.value("hearth_store_commit_seconds_bucket", le="0.0025") == 1
     assert scraped.value("hearth_store_commit_seconds_bucket", le="0.001") == 0
+
+
+def test_a_failover_is_counted_by_the_model_that_failed(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    models = [{"id": name, "provider": "openai", "base_url": model_server.openai_base_url,
+               "api_key": "sk-test", "model": f"m{name}"} for name in ("a", "b", "bg")]
+    config = Config.model_validate({"models": models, "chains": {
+        "chat": ["a", "b"], "background": ["bg"]}})
+    engine = make_engine(tmp_path, config, [])
+    model_server.push(Reply(status=503), model="ma")
+    model_server.push(Reply(text="From b."), model="mb")
+
+    async def body() -> str:
+        await engine.start()
+        try:
+            opened = await chats.open_chat(engine.db, trust="trusted")
+            return str((await turn(engine, opened.session.key, "hello"))["status"])
+        finally:
+            await engine.close()
+
+    assert run(body()) == "complete"
+    counts = engine.observer.counts
+    assert counts.failovers == {"a": 1}
+    assert counts.model_calls["a", "turn", "failed"] == 1
+    assert counts.model_calls["b", "turn", "ok"] == 1
+    assert counts.endings == {("complete", "complete"): 1}
