@@ -102,18 +102,12 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("POST", "/api/chores/{chore_id}/drop"): OWNER,
     # the gateway's own figures (`/metrics` takes the metrics token too: SCRAPED)
     ("GET", "/metrics"): OWNER, ("GET", "/api/status"): OWNER,
-    # the gateway's own figures (`/metrics` takes the metrics token too: SCRAPED)
-    ("GET", "/metrics"): OWNER, ("GET", "/api/status"): OWNER,
     # apps
     ("GET", "/api/apps"): ADMIN, ("POST", "/api/apps"): ADMIN,
     ("DELETE", "/api/apps/{name}"): ADMIN,
     # spending limits: read by an admin app, changed by the owner alone (no app raises its own)
     ("GET", "/api/limits"): ADMIN, ("PUT", "/api/limits"): OWNER,
 }
-
-
-# the routes the metrics token (`[metrics] token_env`, web.http.auth) opens: these alone
-SCRAPED = frozenset({("GET", "/metrics")})
 
 
 # the routes the metrics token (`[metrics] token_env`, web.http.auth) opens: these alone
