@@ -462,12 +462,19 @@ def apps_add(
     allow: Annotated[list[str], typer.Option(
         "--allow", metavar="PERMISSION", help="A permission to give it (again for more): "
         "read_chats, send_messages, manage_memory, run_jobs, choose_folders, admin")],
+    limit: Annotated[list[str] | None, typer.Option(
+        "--limit", metavar="USD/PERIOD", help="What its model calls may cost: 0.50/day, "
+        "10/month (again for both); kept as [limits.apps.NAME]")] = None,
     url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Make an app's token with the permissions given; the token is printed only now."""
-    from hearth.client.apps import run_add
+    from hearth.client.apps import BadLimit, limits_of, run_add
 
-    raise typer.Exit(run_add(*_gateway(url), name, allow))
+    try:
+        limits = limits_of(limit or [])
+    except BadLimit as bad:
+        raise typer.BadParameter(str(bad), param_hint="--limit") from bad
+    raise typer.Exit(run_add(*_gateway(url), name, allow, limits))
 
 
 @apps_app.command("list", cls=HearthCommand)

@@ -27,6 +27,7 @@ from hearth.web.api import (
     grants as grants_api,
     imports as import_api,
     jobs as jobs_api,
+    limits as limits_api,
     memory as memory_api,
     metrics as metrics_api,
     openai as openai_api,
@@ -66,7 +67,7 @@ log = logging.getLogger(__name__)
 # the token-protected API's modules, the busiest first (a turn's own requests)
 PROTECTED_API = (sessions_api, runs_api, events_api, branching_api, approvals_api, memory_api,
                  jobs_api, usage_api, metrics_api, grants_api, prompts_api, import_api, search_api,
-                 search_page, channels_api, apps_api, attachments_api, desk_api)
+                 search_page, channels_api, apps_api, attachments_api, desk_api, limits_api)
 # each dashboard page module (its signed-in routes are `pages`)
 PAGES = (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
          agent_files_page, jobs_page, memory_page, usage_page, settings_page, desk_page,

@@ -31,7 +31,8 @@ def row(spent: Spent) -> dict[str, Any]:
             "usd": cap.usd, "spent_usd": round(spent.spent, 6),
             "left_usd": round(max(0.0, cap.usd - spent.spent), 6),
             "reached": spent.spent >= cap.usd, "resets_at": iso(spent.resets_at),
-            "label": cap.label(), "short": _short(spent), "spent_words": usd(spent.spent), "usd_words": usd(cap.usd),
+            "label": cap.label(), "short": _short(spent), "spent_words": usd(spent.spent),
+            "usd_words": usd(cap.usd),
             "percent": 100 if cap.usd <= 0 else min(100, round(100 * spent.spent / cap.usd))}
 
 

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from hearth.engine.reads.facade import Total, today
-from hearth.web.http.auth import require_token
 from hearth.web.http import spending
+from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.params import span_of
 from hearth.web.pages.frame import page
