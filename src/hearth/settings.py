@@ -7,7 +7,8 @@ chat chain replaces `chains.chat`, agents edited here win over config.toml's of 
 the owner's name becomes `agent.user_name`, and spending limits saved here (the Settings page,
 `/api/limits`, `hearth apps add --limit`) replace config.toml's spending keys of `[limits]`.
 config.toml is the user's file: never written. API keys given in the dashboard live only in
-this file, and are told to the masker (`hearth.masking`) as the file is read, whether or not their model ends up used.
+this file, and are told to the masker (`hearth.masking`) as the file is read, whether or not
+their model ends up used.
 """
 
 from __future__ import annotations
