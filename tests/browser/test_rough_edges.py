@@ -210,7 +210,7 @@ def test_settings_show_one_section_at_a_time_and_deep_links_open_theirs(
     nav = page.get_by_role("navigation", name="Settings sections")
     page.goto(f"{gateway.url}/settings")
     expect(nav.get_by_role("link")).to_have_text(
-        ["Models", "Agents", "Channels", "Apps", "Jobs", "Shell sandbox", "Account"])
+        ["Models", "Agents", "Channels", "Apps", "Spending", "Jobs", "Shell sandbox", "Account"])
     expect(page.locator("#models")).to_be_visible()
     expect(page.locator("#apps")).to_be_hidden()
     nav.get_by_role("link", name="Apps").click()
