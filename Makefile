@@ -52,6 +52,7 @@ bench: install-dev
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/attachments.py
+	$(BIN)/python bench/backup.py
 	$(BIN)/python bench/soak.py
 
 clean:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hearth import masking, settings
 from hearth.backup import rotation
-from hearth.backup.making import Made, make_backup
+from hearth.backup.making import Made, lower_priority, make_backup
 from hearth.backup.manifest import BackupRefused as BackupRefused  # the CLI names it from here
 from hearth.backup.reading import Verified, verify
 from hearth.backup.restoring import Restored, restore
@@ -77,8 +77,9 @@ def copy_store(home: Home, to_url: str, progress: Progress | None = None) -> lis
 
 def back_up(home: Home, config: Config, to: Path | None = None) -> Made:
     """Back up the home while the gateway serves (`hearth backup`) into `to`, else
-    `[backup] to`, else `<home>/backups`. Raises BackupRefused."""
+    `[backup] to`, else `<home>/backups`, at a lower CPU priority. Raises BackupRefused."""
     folder = rotation.folder_for(home.root, to if to is not None else config.backup.to)
+    lower_priority()
     return make_backup(home, home.database_url(), folder)
 
 

@@ -6,7 +6,8 @@ PostgreSQL on the gateway holding the leader's lease), as the gateway's own work
 chat's. The next backup is due `every` after the newest archive in the folder (at once when
 there is none), so a restart neither skips one nor makes one early; the settings are read at
 each look, so a change applies without a restart. The backup itself (`hearth/backup/`) runs
-on a thread: nothing of it blocks the loop. One that fails is logged with its sentence and
+on a thread of its own, at a lower CPU priority: nothing of it blocks the loop, and turns go
+first. One that fails is logged with its sentence and
 tried again after `RETRY_SECONDS` (or `every`, if sooner). Logs name archives and sizes,
 never what a chat said.
 """
@@ -21,10 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hearth.backup import rotation
-from hearth.backup.making import Made, make_backup
+from hearth.backup.making import Made, lower_priority, make_backup
 from hearth.backup.manifest import BackupRefused
 from hearth.config import BackupConfig
 from hearth.home import Home
+from hearth.threads import ContextCarryingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,9 @@ class ScheduledBackups:
         self.last: Made | None = None  # the newest this process made
         self._task: asyncio.Task[None] | None = None
         self._failed_at: float | None = None
+        # a thread of their own, at a lower priority (so it is never the loop's default pool's)
+        self._thread = ContextCarryingExecutor(max_workers=1, thread_name_prefix="hearth-backup",
+                                               initializer=lower_priority)
 
     def start(self) -> None:
         """Back up on schedule from now on (call on the loop; once)."""
@@ -53,6 +58,7 @@ class ScheduledBackups:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        self._thread.shutdown(wait=False)
 
     async def _forever(self) -> None:
         while True:
@@ -77,8 +83,10 @@ class ScheduledBackups:
     async def back_up(self, config: BackupConfig) -> Made | None:
         """One backup now, then the oldest beyond `keep` deleted; None when it failed."""
         folder = rotation.folder_for(self.home.root, config.to)
+        loop = asyncio.get_running_loop()
         try:
-            made = await asyncio.to_thread(make_backup, self.home, self.db_url, folder)
+            made = await loop.run_in_executor(self._thread, make_backup, self.home,
+                                              self.db_url, folder)
             gone = await asyncio.to_thread(rotation.rotate, folder, config.keep)
         except (BackupRefused, OSError) as error:
             self._failed_at = time.time()
