@@ -63,6 +63,15 @@ def streaming_atomically(path: Path, *, mode: int = 0o600) -> Iterator[BinaryIO]
     _sync_folder(path.parent)
 
 
+def link_into_place(done: Path, path: Path) -> bool:
+    """Put a file written and synced in full elsewhere in the same folder (a backup's
+    `.partial`) at `path`, never over a file already there (False then), the folder synced."""
+    placed = _link(str(done), path)
+    if placed:
+        _sync_folder(path.parent)
+    return placed
+
+
 def _replace(tmp: str, path: Path) -> bool:
     os.replace(tmp, path)
     return True

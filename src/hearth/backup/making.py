@@ -33,6 +33,7 @@ from typing import BinaryIO
 from sqlalchemy import make_url
 
 from hearth import __version__
+from hearth.atomic import link_into_place
 from hearth.backup import rotation
 from hearth.backup.manifest import DB_FILES, NAME, BackupRefused, Entry, Manifest
 from hearth.faults import crash_point
@@ -140,9 +141,7 @@ def _place(partial: Path, folder: Path) -> Path:
     """The finished archive linked to a name of its own (never over another file)."""
     while True:
         path = rotation.free_name(folder, time.time())
-        try:
-            os.link(partial, path)
-        except FileExistsError:
+        if not link_into_place(partial, path):
             continue
         partial.unlink()
         _sync_folder(folder)
