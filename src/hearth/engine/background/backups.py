@@ -83,10 +83,9 @@ class ScheduledBackups:
     async def back_up(self, config: BackupConfig) -> Made | None:
         """One backup now, then the oldest beyond `keep` deleted; None when it failed."""
         folder = rotation.folder_for(self.home.root, config.to)
-        loop = asyncio.get_running_loop()
-        try:
-            made = await loop.run_in_executor(self._thread, make_backup, self.home,
-                                              self.db_url, folder)
+        try:  # on its own thread (a pool that carries the context, `hearth.threads`)
+            made = await asyncio.wrap_future(self._thread.submit(make_backup, self.home,
+                                                                 self.db_url, folder))
             gone = await asyncio.to_thread(rotation.rotate, folder, config.keep)
         except (BackupRefused, OSError) as error:
             self._failed_at = time.time()
