@@ -41,7 +41,7 @@ def write_atomically(path: Path, data: bytes, *, mode: int = 0o600,
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     if placed:
-        _sync_folder(path.parent)
+        sync_folder(path.parent)
     return placed
 
 
@@ -60,7 +60,7 @@ def streaming_atomically(path: Path, *, mode: int = 0o600) -> Iterator[BinaryIO]
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    _sync_folder(path.parent)
+    sync_folder(path.parent)
 
 
 def link_into_place(done: Path, path: Path) -> bool:
@@ -68,7 +68,7 @@ def link_into_place(done: Path, path: Path) -> bool:
     `.partial`) at `path`, never over a file already there (False then), the folder synced."""
     placed = _link(str(done), path)
     if placed:
-        _sync_folder(path.parent)
+        sync_folder(path.parent)
     return placed
 
 
@@ -85,7 +85,7 @@ def _link(tmp: str, path: Path) -> bool:
     return True
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
     """Make the rename itself durable (a no-op where a folder cannot be opened)."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)

@@ -33,7 +33,7 @@ from typing import BinaryIO
 from sqlalchemy import make_url
 
 from hearth import __version__
-from hearth.atomic import link_into_place
+from hearth.atomic import link_into_place, sync_folder
 from hearth.backup import rotation
 from hearth.backup.manifest import DB_FILES, NAME, BackupRefused, Entry, Manifest
 from hearth.faults import crash_point
@@ -144,16 +144,8 @@ def _place(partial: Path, folder: Path) -> Path:
         if not link_into_place(partial, path):
             continue
         partial.unlink()
-        _sync_folder(folder)
+        sync_folder(folder)
         return path
-
-
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def home_files(home: Home, kept_chats: tuple[str, ...]) -> Iterator[tuple[str, Path]]:

@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from hearth.atomic import sync_folder
 from hearth.errors import Refusal
 from hearth.sessions.folders import chat_folder
 
@@ -148,7 +149,7 @@ class Receiving:
             self._temp.unlink()
         else:
             self._temp.rename(final)
-            _sync_folder(self.folder)
+            sync_folder(self.folder)
         return Kept(sha256, self.size, content_type)
 
     def discard(self) -> None:
@@ -192,14 +193,6 @@ def _bomb(width: int, height: int) -> AttachmentRefused:
     return AttachmentRefused("attachment_too_large", 413,
                              f"This image is {width} x {height} pixels when opened, more "
                              "than Hearth opens; nothing of it was kept.")
-
-
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_text(path: Path, content_type: str, budget: int) -> tuple[str, bool]:
