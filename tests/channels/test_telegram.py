@@ -122,19 +122,21 @@ def test_a_guest_in_a_group_is_fenced_and_answered_only_when_addressed(
 def test_a_guests_call_is_asked_of_the_owner_even_in_a_trusted_chat(
         telegram: FakeTelegram, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:
-    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "g.txt", "content": "g"})]),
+    model_server.push(Reply(text="Hi Bob."),
+                      Reply(tool_calls=[Call("write_file", {"path": "g.txt", "content": "g"})]),
                       Reply(text="Done."))
     gateway = gateway_factory(config=telegram_config(telegram))
     api = gateway.client()
     telegram.push_message(GUEST, GUEST, "hello", first_name="Bob")
-    model_server.push(Reply(text="Hi Bob."))
-    telegram.wait_sent(1, chat_id=GUEST)
+    assert telegram.wait_sent(1, chat_id=GUEST)[0].plain == "Hi Bob."
     [chat] = chats(api)
     assert api.http.patch(f"/api/sessions/{chat['key']}",
                           json={"trust": "trusted"}).status_code == 200
     telegram.push_message(GUEST, GUEST, "write g.txt", first_name="Bob")
-    pending_approvals(api)  # the owner is asked on the dashboard
+    pending_approvals(api)  # the owner is asked on the dashboard, and in their own thread
+    assert "write_file" in telegram.wait_sent(1, chat_id=OWNER)[0].plain
     assert not (gateway.home / "workspace" / "g.txt").exists()
+    assert len(telegram.sent(GUEST)) == 1
 
 
 def test_memory_learns_from_the_owner_and_never_from_a_guest(

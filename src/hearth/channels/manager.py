@@ -119,9 +119,13 @@ class Channels:
         return await channel_inbound.receive(self.engine, inbound)
 
     async def _reply_word(self, inbound: Inbound, decision: str) -> bool:
-        """The owner's "yes"/"no" answers the oldest approval waiting in the thread's chat."""
+        """The owner's "yes"/"no" answers the oldest approval waiting in the thread's chat,
+        else the oldest asked in this thread (a guest's, asked in the owner's own thread)."""
         key = await channel_inbound.thread_chat(self.engine, inbound.channel, inbound.thread)
         waiting = await channel_delivery.pending_approvals(self.engine, key) if key else []
+        if not waiting:
+            waiting = await channel_delivery.asked_in(self.engine, inbound.channel,
+                                                      inbound.thread)
         if not waiting:
             return False
         if await channel_inbound.take_only(self.engine, inbound):
@@ -225,11 +229,21 @@ class Channels:
 
     async def _ask(self, approval: dict[str, Any]) -> None:
         tool, target = approval.get("tool", "a tool"), approval.get("target")
+        asker = approval.get("asked_by")
         text = f"Approval needed: {tool}" + (f"\n{target}" if target else "")
+        if asker:  # asked of the owner in the owner's own thread, not where the guest is
+            text = f"Approval needed for {asker} (in another chat): {tool}" + (
+                f"\n{target}" if target else "")
         text += "\nAnswer with a button, or reply yes, always or no."
-        rows = await channel_delivery.owe_approval(self.engine, str(approval["id"]), text[:3000])
+        rows = await channel_delivery.owe_approval(self.engine, str(approval["id"]), text[:3000],
+                                                   self._owner_thread)
         if rows and rows[0].channel in self._kicks:
             self._kicks[rows[0].channel].set()
+
+    def _owner_thread(self, channel: str) -> str | None:
+        """The owner's own thread on `channel` (None: the channel knows none)."""
+        adapter = self.adapters.get(channel)
+        return adapter.owner_thread() if adapter is not None else None
 
     async def _type(self, session_key: str) -> None:
         try:

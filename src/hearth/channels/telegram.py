@@ -9,7 +9,11 @@ only when addressed (an @mention of it, a reply to it, or a /command@it). Approv
 with buttons; only an owner's press answers them.
 
 A wrong token or an unreachable server is said in `health` and tried again with a pause that
-doubles up to five minutes; the gateway and the other channels go on meanwhile.
+doubles up to five minutes, reset only by a poll that succeeds (a `getMe` that answers while
+`getUpdates` keeps failing does not reset it); the gateway and the other channels go on
+meanwhile. Sending never depends on the poller: replies, approvals and typing go through a bot
+of their own (`_sender`), made at the first send and kept, so an answer owed while polling is
+down still goes out.
 """
 
 from __future__ import annotations
@@ -82,9 +86,11 @@ class TelegramChannel:
         self._token = config.resolved_token()
         if self._token:
             masking.know(self._token)  # never in a log line or an error sentence
-        self._bot: Bot | None = None
+        self._bot: Bot | None = None  # the poller's
+        self._sending: Bot | None = None  # the sender's, kept whatever the poller does
         self._desk: Desk | None = None
         self._task: asyncio.Task[None] | None = None
+        self._pause = 1.0  # before the poller's next try; reset by a poll that succeeds
 
     def owner_thread(self) -> str | None:
         """The owner's private chat with the bot: its id is the owner's user id."""
@@ -105,16 +111,19 @@ class TelegramChannel:
                 await self._task
             self._task = None
         await self._drop_bot()
+        sending, self._sending = self._sending, None
+        if sending is not None:
+            with contextlib.suppress(TelegramError, httpx.HTTPError, RuntimeError):
+                await sending.shutdown()
 
     # -- taking in ---------------------------------------------------------------------
 
     async def _run(self) -> None:
         """Connect and poll; on a failure say why, pause (doubling), and try again."""
-        pause = 1.0
         while True:
+            pause = self._pause
             try:
                 await self._connect()
-                pause = 1.0
                 await self._poll()
             except InvalidToken:
                 self._failed("The Telegram token was refused (401 Unauthorized): check the "
@@ -127,7 +136,7 @@ class TelegramChannel:
                              pause)
             await self._drop_bot()
             await asyncio.sleep(pause)
-            pause = min(PAUSE_MAX, pause * 2)
+            self._pause = min(PAUSE_MAX, max(self._pause, pause) * 2)
 
     def _failed(self, sentence: str, pause: float) -> None:
         self.health = Health("error", f"{sentence} (next try in {pause:.0f} s)")
@@ -139,15 +148,18 @@ class TelegramChannel:
             with contextlib.suppress(TelegramError, httpx.HTTPError, RuntimeError):
                 await bot.shutdown()
 
-    async def _connect(self) -> None:
+    def _new_bot(self) -> Bot:
         assert self._token is not None
         poll = self.config.poll_timeout_seconds
-        bot = Bot(self._token, base_url=self.config.base_url,
-                  base_file_url=_file_url(self.config.base_url),
-                  request=HTTPXRequest(connection_pool_size=64, read_timeout=20.0,
-                                       write_timeout=20.0, connect_timeout=10.0),
-                  get_updates_request=HTTPXRequest(read_timeout=poll + 15.0,
-                                                   connect_timeout=10.0))
+        return Bot(self._token, base_url=self.config.base_url,
+                   base_file_url=_file_url(self.config.base_url),
+                   request=HTTPXRequest(connection_pool_size=64, read_timeout=20.0,
+                                        write_timeout=20.0, connect_timeout=10.0),
+                   get_updates_request=HTTPXRequest(read_timeout=poll + 15.0,
+                                                    connect_timeout=10.0))
+
+    async def _connect(self) -> None:
+        bot = self._new_bot()
         await bot.initialize()  # getMe: a wrong token fails here
         self._bot = bot
         self.health = Health("running", f"Connected as @{bot.username}.",
@@ -160,6 +172,7 @@ class TelegramChannel:
             updates = await self._bot.get_updates(
                 offset=offset, timeout=int(self.config.poll_timeout_seconds),
                 allowed_updates=UPDATES)
+            self._pause = 1.0  # the failing call itself answered: the backoff starts over
             for update in updates:
                 await self._take(update)
                 offset = update.update_id + 1
@@ -238,7 +251,7 @@ class TelegramChannel:
                 text = text.replace(said, "", 1)
             elif entity.type == MessageEntity.BOT_COMMAND and said.lower().endswith(handle):
                 addressed = True
-        return addressed, " ".join(text.split()) if addressed else text
+        return addressed, _tidy(text) if addressed else text
 
     async def _pressed(self, query: CallbackQuery) -> None:
         """An approval's button: answered by the owner only; the buttons go once answered."""
@@ -259,10 +272,25 @@ class TelegramChannel:
 
     # -- sending -------------------------------------------------------------------------
 
+    async def _sender(self) -> Bot:
+        """The bot replies go out by, made and kept at the first send: it does not wait on
+        the poller (NotSent while Telegram cannot be reached, tried again by the ledger)."""
+        if self._sending is not None:
+            return self._sending
+        if not self._token:
+            raise NotSent("Telegram has no bot token")
+        bot = self._new_bot()
+        try:
+            await bot.initialize()
+        except TelegramError as error:  # getMe: nothing was sent
+            with contextlib.suppress(TelegramError, httpx.HTTPError, RuntimeError):
+                await bot.shutdown()
+            raise NotSent(f"Telegram cannot be reached ({masking.mask(str(error))})") from error
+        self._sending = bot
+        return bot
+
     async def send(self, out: Outbound) -> str | None:
-        bot = self._bot
-        if bot is None:
-            raise NotSent("Telegram is not connected")
+        bot = await self._sender()
         markup = None
         if out.buttons and out.approval_id:
             markup = InlineKeyboardMarkup([[
@@ -285,10 +313,15 @@ class TelegramChannel:
             raise _send_error(error) from error
 
     async def typing(self, thread: str) -> None:
-        if self._bot is None:
-            return
-        with contextlib.suppress(TelegramError):
-            await self._bot.send_chat_action(_chat_id(thread), ChatAction.TYPING)
+        with contextlib.suppress(TelegramError, SendError):
+            bot = await self._sender()
+            await bot.send_chat_action(_chat_id(thread), ChatAction.TYPING)
+
+
+def _tidy(text: str) -> str:
+    """An addressed group message without the spaces its @mention left: each line's runs of
+    spaces made one, its line breaks kept, blank lines at either end dropped."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines()).strip()
 
 
 def _file_url(base_url: str) -> str:

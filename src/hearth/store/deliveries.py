@@ -145,6 +145,16 @@ def of_approval(conn: Connection, approval_id: str) -> list[DeliveryRow]:
                  .order_by(deliveries.c.id))
 
 
+def approvals_asked_in(conn: Connection, channel: str, thread: str) -> list[str]:
+    """The approvals whose question was owed to this thread, oldest first (once each)."""
+    c = deliveries.c
+    rows = conn.execute(select(c.approval_id, func.min(c.id))
+                        .where(c.channel == channel, c.thread == thread, c.kind == "approval",
+                               c.approval_id.is_not(None))
+                        .group_by(c.approval_id).order_by(func.min(c.id)))
+    return [str(row[0]) for row in rows]
+
+
 def _set(conn: Connection, delivery_id: int, **values: Any) -> None:
     conn.execute(update(deliveries).where(deliveries.c.id == delivery_id)
                  .values(updated_at=now(), **values))

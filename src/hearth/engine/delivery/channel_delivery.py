@@ -19,6 +19,7 @@ from sqlalchemy import Connection
 
 from hearth.engine.delivery.events import Bus, message_frame
 from hearth.errors import Refusal
+from hearth.privacy import principal as principals
 from hearth.store import (
     approvals as approval_store,
     channels as channel_store,
@@ -79,20 +80,44 @@ async def owe_said(engine: DeliveryHost, session_key: str, split: Split) -> list
     return await engine.db.writing(deliveries.owe_said, session_key, split, durable=False)
 
 
-async def owe_approval(engine: DeliveryHost, approval_id: str, text: str) -> list[DeliveryRow]:
-    """Ask the approval on the chat's thread (once per approval); nothing when not linked."""
-    return await engine.db.writing(_owe_approval, approval_id, text)
+async def owe_approval(engine: DeliveryHost, approval_id: str, text: str,
+                       owner_thread: Callable[[str], str | None]) -> list[DeliveryRow]:
+    """Ask the approval on the channel of the chat's thread (once per approval): on the
+    thread itself for the owner's own work, and for anyone else's (a guest's) in the owner's
+    own thread on that channel (`owner_thread(channel)`), never where the guest could be
+    asked; nothing when the chat is not linked, or no owner's thread is known (the dashboard
+    asks)."""
+    return await engine.db.writing(_owe_approval, approval_id, text, owner_thread)
 
 
-def _owe_approval(conn: Connection, approval_id: str, text: str) -> list[DeliveryRow]:
+def _owe_approval(conn: Connection, approval_id: str, text: str,
+                  owner_thread: Callable[[str], str | None]) -> list[DeliveryRow]:
     row = approval_store.get(conn, approval_id)
     if row is None or row.status != "pending" or deliveries.of_approval(conn, approval_id):
         return []
     link = channel_store.of_chat(conn, row.session_key)
     if link is None:
         return []
-    return deliveries.owe(conn, row.session_key, link.channel, link.thread, "approval",
+    thread = link.thread
+    if not principals.decode(row.principal).is_owner:
+        owners = owner_thread(link.channel)
+        if owners is None:
+            return []
+        thread = owners
+    return deliveries.owe(conn, row.session_key, link.channel, thread, "approval",
                           [text], approval_id=approval_id)
+
+
+async def asked_in(engine: DeliveryHost, channel: str, thread: str) -> list[str]:
+    """The ids of the approvals still pending that were asked in this thread (a guest's
+    asked in the owner's own thread among them), oldest first."""
+    return await engine.db.reading(_asked_in, channel, thread)
+
+
+def _asked_in(conn: Connection, channel: str, thread: str) -> list[str]:
+    pending = {row.id for row in approval_store.pending(conn)}
+    asked = deliveries.approvals_asked_in(conn, channel, thread)
+    return [approval_id for approval_id in asked if approval_id in pending]
 
 
 async def asked_on(engine: DeliveryHost, approval_id: str, channel: str) -> bool:
