@@ -330,6 +330,45 @@ def duration_seconds(text: str) -> float:
     return seconds
 
 
+SEARCH_ADDRESSES = {"brave": "https://api.search.brave.com/res/v1/web/search",
+                    "tavily": "https://api.tavily.com/search"}
+
+
+class WebSearchConfig(_Section):
+    """[web_search]: the `web_search` tool's provider (tools/web_search.py). SearXNG answers at
+    the owner's own address (often loopback or the LAN: reached as configured); Brave and
+    Tavily at theirs unless `base_url` says otherwise, with a key."""
+
+    provider: Literal["searxng", "brave", "tavily"]
+    base_url: str | None = None  # SearXNG's (required); Brave's or Tavily's API to use instead
+    api_key_env: str | None = None
+    api_key: str | None = Field(None, repr=False)
+    max_results: int = Field(5, ge=1, le=20)
+    timeout_seconds: float = Field(15.0, gt=0, le=120)
+    usd_per_search: float | None = Field(None, ge=0)  # what the provider charges: on Usage
+    temporary: bool = True  # may a Temporary chat search (its words leave for the provider)
+
+    @model_validator(mode="after")
+    def _reachable(self) -> WebSearchConfig:
+        if self.provider == "searxng" and self.base_url is None:
+            raise ValueError("a SearXNG provider needs its base_url (http://127.0.0.1:8888)")
+        problem = None if self.base_url is None else base_url_problem(self.base_url)
+        if problem is not None:
+            raise ValueError(f"web_search: {problem}")
+        return self
+
+    @property
+    def address(self) -> str:
+        """Where the search is asked (SearXNG's `/search` under its base URL)."""
+        if self.base_url is None:
+            return SEARCH_ADDRESSES[self.provider]
+        base = self.base_url.rstrip("/")
+        return f"{base}/search" if self.provider == "searxng" else base
+
+    def resolved_api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
+        return _secret(self.api_key, self.api_key_env, environ)
+
+
 class BackupConfig(_Section):
     """Scheduled backups (see hearth/backup/): `every` (unset: none), the newest `keep`
     archives kept, in `to` (default $HEARTH_HOME/backups; a relative path is in the home)."""
@@ -382,6 +421,7 @@ class Config(_Section):
     apps: AppsConfig = Field(default_factory=AppsConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    web_search: WebSearchConfig | None = None
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 

@@ -15,7 +15,7 @@ from hearth.backup.making import Made, lower_priority, make_backup
 from hearth.backup.manifest import BackupRefused as BackupRefused  # the CLI names it from here
 from hearth.backup.reading import Verified, verify
 from hearth.backup.restoring import Restored, restore
-from hearth.config import Config
+from hearth.config import Config, WebSearchConfig
 from hearth.engine.background.job_tool import job_tools
 from hearth.engine.runtime import Engine
 from hearth.engine.snapshot import Snapshot
@@ -40,6 +40,7 @@ from hearth.store.upgrade import (
 )
 from hearth.tools.base import Tool
 from hearth.tools.registry import ToolRegistry, builtin_tools
+from hearth.tools.web_search import WebSearch
 
 log = logging.getLogger(__name__)
 EXIT_STORE_FAILED = 75  # EX_TEMPFAIL: the store failed under the gateway; a restart recovers
@@ -101,9 +102,14 @@ def upgrade_store_apart(home: Home, verbose: bool = False) -> None:
     upgrade_apart(home.database_url(), verbose)
 
 
-def standard_tools(db: Database, memory: Memory) -> list[Tool]:
-    """The built-in tools, memory's, the jobs tool and the attachments' reader."""
-    return [*builtin_tools(), *memory_tools(memory, db), *job_tools(db), OpenAttachment(db)]
+def standard_tools(db: Database, memory: Memory, search: WebSearchConfig | None = None
+                   ) -> list[Tool]:
+    """The built-in tools, memory's, the jobs tool, the attachments' reader, and web_search
+    when `[web_search]` names a provider."""
+    searching: list[Tool] = [] if search is None else [
+        WebSearch(search, lambda provider, usd: guard.charge(provider, "web_search", usd))]
+    return [*builtin_tools(), *memory_tools(memory, db), *job_tools(db), OpenAttachment(db),
+            *searching]
 
 
 def build_engine(home: Home, config: Config) -> Engine:
@@ -122,7 +128,7 @@ def build_engine(home: Home, config: Config) -> Engine:
     if not snapshot.models.ids():
         log.warning("no model is set up; every turn will end saying how to add one")
     memory = Memory(db, home.memory_dir)
-    tools = ToolRegistry(standard_tools(db, memory))
+    tools = ToolRegistry(standard_tools(db, memory, config.web_search))
     engine = Engine(db=db, snapshot=snapshot, tools=tools, memory=memory,
                     workspace=home.workspace, hidden_from_tools=(home.root,),
                     chats_dir=home.sessions_dir, base_config=base,
@@ -146,7 +152,8 @@ def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = 
     workspace = folder / "workspace"
     workspace.mkdir(exist_ok=True)
     memory = Memory(db, workspace / "memory")
-    registry = ToolRegistry(standard_tools(db, memory) if tools is None else tools)
+    registry = ToolRegistry(standard_tools(db, memory, config.web_search) if tools is None
+                            else tools)
     return recording(Engine(db=db, snapshot=Snapshot.first(config),
                             tools=registry, workspace=workspace, memory=memory))
 

@@ -112,6 +112,14 @@ class Call:
             job=self.account.job)
 
 
+    def charged(self, usd: float) -> CallRow:
+        """The row of a paid call that is no model's (a web search): no tokens, `usd`."""
+        return CallRow(created_at=now(), model_id=self.model_id, provider=self.provider,
+                       purpose=self.purpose, outcome="ok", tokens_in=0, tokens_out=0,
+                       cost_usd=usd, duration_ms=0, session_key=self.session_key,
+                       agent=self.account.agent, app=self.account.app, job=self.account.job)
+
+
 class Held:
     """The row of a turn's latest call, held for its ending's transaction (see the module
     docstring)."""
@@ -186,6 +194,10 @@ class CallRecorder:
         now = held.keep(row) if held is not None else row
         if now is not None:
             self._write_soon(now)
+
+    def record(self, row: CallRow) -> None:
+        """Write `row` soon, as it is (a paid call that is no model's)."""
+        self._write_soon(row)
 
     def _write_soon(self, row: CallRow) -> None:
         """A task writes `row`; outside an event loop it is logged as not recorded."""

@@ -83,6 +83,17 @@ async def speak(provider: Provider, text: str) -> bytes:
     return bytes(await say(text))
 
 
+def charge(provider: str, purpose: str, usd: float) -> None:
+    """A paid call that is no model's (a web search): recorded on the per-call record as
+    `provider`'s, for `purpose`, at `usd`, and counted against the spending limits for the
+    work running now."""
+    call = Call(model_id=provider, provider=provider, purpose=purpose)
+    if _recorder is not None:
+        _recorder.record(call.charged(usd))
+    if _spending is not None:
+        _spending.count(call.account, usd)
+
+
 def _audio(provider: Provider, method: str, what: str) -> Any:
     """The provider's audio `method`, once the guard lets the work reach it (counted)."""
     reach.check_model(provider.model_id)

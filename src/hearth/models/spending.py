@@ -264,6 +264,11 @@ class Spending:
         if cost:
             self._count(_keys_of(period_start("day", time.time()), spent_for), cost)
 
+    def count(self, spent_for: Account, cost: float) -> None:
+        """Count a paid call that is no model's (a web search) for `spent_for`, today."""
+        if cost:
+            self._count(_keys_of(period_start("day", time.time()), spent_for), cost)
+
     def _count(self, keys: list[Key], cost: float) -> None:
         for key in keys:
             self.spent[key] += cost

@@ -18,7 +18,7 @@ from hearth.config import Config, ToolPolicyConfig
 MINIMAL = ("read_file", "list_dir", "glob", "grep", "memory_recall", "memory_list",
            "chat_search", "open_attachment")
 CODING = (*MINIMAL, "write_file", "edit_file", "shell", "memory_remember", "memory_forget",
-          "schedule_job", "spawn_helpers")
+          "schedule_job", "spawn_helpers", "web_search")
 PROFILES: dict[str, tuple[str, ...] | None] = {
     "minimal": MINIMAL,
     "coding": CODING,
