@@ -50,7 +50,7 @@ def test_settings_list_apps_and_revoke_refuses_the_token_at_once(
 
     page.goto(f"{gateway.url}/settings#apps")
     notes.get_by_role("button", name="Revoke notes-bot").click()
-    expect(page.get_by_role("status")).to_contain_text("The app is revoked")
+    expect(page.locator(".notice.saved")).to_contain_text("The app is revoked")
     expect(notes.locator(".app-revoked")).to_contain_text("revoked")
     expect(notes.get_by_role("button")).to_have_count(0)
     assert bot.http.get("/api/sessions").status_code == 401  # at once

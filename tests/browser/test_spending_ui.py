@@ -29,7 +29,7 @@ def test_limits_are_set_in_settings_and_shown_on_the_usage_page(
     section.get_by_label("Everything: per month").fill("30")
     section.get_by_label("Each job: per day").fill("0.25")
     section.get_by_role("button", name="Save the limits").click()
-    expect(page.get_by_role("status")).to_contain_text("The spending limits are saved")
+    expect(page.locator(".notice.saved")).to_contain_text("The spending limits are saved")
     expect(section.get_by_label("Everything: per month")).to_have_value("30")
     expect(section.locator("#limit-standing")).to_contain_text("$0.00 of $2.00")
     shots(page, gateway, shot, "/settings#spending", "settings-spending")
