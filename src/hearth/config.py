@@ -280,9 +280,31 @@ class WebhookConfig(_Section):
         return _secret(self.secret, self.secret_env, environ)
 
 
+class SlackConfig(_Section):
+    """[channels.slack]: a Slack app's bot. Slack POSTs events (`app_mention`, direct messages)
+    to /channels/slack/events and button presses to /channels/slack/actions, each signed with
+    the app's signing secret; answers go out through the Web API with the bot token."""
+
+    bot_token_env: str | None = "SLACK_BOT_TOKEN"
+    bot_token: str | None = Field(None, repr=False)
+    signing_secret_env: str | None = "SLACK_SIGNING_SECRET"
+    signing_secret: str | None = Field(None, repr=False)
+    owner_ids: list[str] = Field(default_factory=list)  # Slack user ids (U…) of the owner
+    api_url: str = "https://slack.com/api/"  # the Web API (a test's fake)
+    max_chars: int = Field(3000, ge=100, le=40_000)
+    max_age_seconds: float = Field(300.0, gt=0)  # an older request timestamp is refused
+
+    def resolved_token(self, environ: Mapping[str, str] | None = None) -> str | None:
+        return _secret(self.bot_token, self.bot_token_env, environ)
+
+    def resolved_secret(self, environ: Mapping[str, str] | None = None) -> str | None:
+        return _secret(self.signing_secret, self.signing_secret_env, environ)
+
+
 class ChannelsConfig(_Section):
     telegram: TelegramConfig | None = None
     webhook: WebhookConfig | None = None
+    slack: SlackConfig | None = None
 
 
 class AppsConfig(_Section):

@@ -502,7 +502,8 @@ def test_runs_unknown_and_bad_waits(api: Api) -> None:
 
 PUBLIC = ("/healthz", "/login",  # the health check and the sign-in page
           "/sw.js",  # the dashboard's service worker: the gateway's own code, like /static
-          "/channels/webhook")  # a webhook's message: authenticated by its signature alone
+          "/channels/webhook",  # a webhook's message: authenticated by its signature alone
+          "/channels/slack/events", "/channels/slack/actions")  # Slack's: its signature
 
 
 def calls(dependant: Any) -> Iterator[Any]:
@@ -617,9 +618,9 @@ def test_the_api_found_first_can_never_take_a_pages_path() -> None:
     """create_app includes the API before the pages (a turn's requests are found sooner);
     that is safe only while no API path shares its first segment with a page's."""
     from hearth.web import app as web_app
-    from hearth.web.api import openai as openai_api, webhook as webhook_api
+    from hearth.web.api import openai as openai_api, slack as slack_api, webhook as webhook_api
 
-    api = [m.router for m in (*web_app.PROTECTED_API, openai_api, webhook_api)]
+    api = [m.router for m in (*web_app.PROTECTED_API, openai_api, webhook_api, slack_api)]
     pages = [web_app.dashboard.public, *(m.pages for m in web_app.PAGES)]
     assert shared_first_segments(api, pages) == set()
     planted = APIRouter()  # the positive control: a page under /api

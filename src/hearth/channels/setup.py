@@ -20,4 +20,8 @@ def build(config: Config) -> list[Channel]:
         from hearth.channels.webhook import WebhookChannel
 
         adapters.append(WebhookChannel(config.channels.webhook))
+    if config.channels.slack is not None:
+        from hearth.channels.slack import SlackChannel
+
+        adapters.append(SlackChannel(config.channels.slack))
     return adapters

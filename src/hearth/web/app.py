@@ -35,6 +35,7 @@ from hearth.web.api import (
     runs as runs_api,
     search as search_api,
     sessions as sessions_api,
+    slack as slack_api,
     usage as usage_api,
     webhook as webhook_api,
 )
@@ -138,6 +139,7 @@ def _include_api(app: FastAPI, engine: Engine, channels: Channels, starting: Sta
 
     app.include_router(openai_api.router)  # the bearer token alone: no cookie
     app.include_router(webhook_api.router)  # its signature alone: no token, no cookie
+    app.include_router(slack_api.router)  # Slack's signature alone
     protected = APIRouter(dependencies=[Depends(require_token)])
     for module in PROTECTED_API:
         protected.include_router(module.router)

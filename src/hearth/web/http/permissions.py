@@ -62,6 +62,7 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("GET", "/healthz"): PUBLIC, ("GET", "/login"): PUBLIC, ("POST", "/login"): PUBLIC,
     ("GET", "/sw.js"): PUBLIC,  # the dashboard's service worker: the gateway's own code
     ("POST", "/channels/webhook"): PUBLIC,
+    ("POST", "/channels/slack/events"): PUBLIC, ("POST", "/channels/slack/actions"): PUBLIC,
     **_PAGES,
     # chats
     ("GET", "/api/sessions"): READ, ("POST", "/api/sessions"): SEND,

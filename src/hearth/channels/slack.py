@@ -1,0 +1,279 @@
+"""The Slack channel: a Slack app's bot, on Slack's own SDK (slack_sdk).
+
+In: Slack POSTs each event to `/channels/slack/events` and each button press to
+`/channels/slack/actions` (the routes, `web.api.slack`, read the HTTP request; this adapter
+decides). Every request is checked with the app's signing secret (Slack's v0 signature over
+the timestamp and the raw body, by the SDK's `SignatureVerifier`; a timestamp older than
+`max_age_seconds` is refused): a bad or stale one is 401 and takes nothing in. An event Slack
+sends again (a retry, a replay) is acknowledged with 200 and admitted once: its `event_id` is
+the inbound id the engine records with the admission.
+
+Threads: a direct message's thread is its conversation (`D…`); a mention in a channel
+(`app_mention`) is answered in its Slack thread, whose thread is `<channel>/<thread_ts>`. A
+message from a bot, an edit of a message (already answered or not) and a deletion are not
+messages to answer: they are skipped, saying so in the log.
+
+Out: `send` posts with `chat.postMessage` (in the thread), approvals with Block Kit buttons
+that only an owner's press answers. While a turn runs, `typing` posts a "…" placeholder once,
+and the answer's first part replaces it (`chat.update`), so the thread shows one message that
+becomes the answer. A 429 waits its `Retry-After`; a refusal (a channel the bot is not in) is
+final. The SDK's client is blocking (urllib): each call runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hearth import masking
+from hearth.channels.base import (
+    APPROVAL_BUTTONS,
+    DECISIONS,
+    Desk,
+    Health,
+    NotSent,
+    Outbound,
+    Refused,
+    SendError,
+    Unsure,
+)
+from hearth.config import SlackConfig
+from hearth.engine.intake.channel_inbound import Inbound
+from hearth.errors import Refusal
+
+log = logging.getLogger(__name__)
+
+NAME = "slack"
+APPROVAL_PREFIX = "ap"
+PLACEHOLDER = "…"
+MENTION = re.compile(r"<@[A-Z0-9]+>")
+REFUSED = frozenset({"channel_not_found", "not_in_channel", "is_archived", "msg_too_long",
+                     "no_text", "invalid_blocks", "cant_update_message", "message_not_found"})
+
+
+class SlackChannel:
+    name = NAME
+    resend_is_safe = False  # Slack cannot say whether a post arrived
+
+    def __init__(self, config: SlackConfig) -> None:
+        self.config = config
+        self.max_chars = config.max_chars
+        self.measure: Callable[[str], int] = len
+        self.health = Health()
+        self._token = config.resolved_token()
+        self._secret = config.resolved_secret()
+        masking.know(self._token, self._secret)
+        self._desk: Desk | None = None
+        self._client: Any = None  # slack_sdk.WebClient, made at start
+        self._bot_user: str | None = None
+        self._dms: dict[str, str] = {}  # owner's user id → their direct conversation's id
+        self._placeholders: dict[str, str] = {}  # thread → the "…" message's ts
+
+    # -- the protocol --------------------------------------------------------------------
+
+    async def start(self, desk: Desk) -> None:
+        self._desk = desk
+        if not self._token or not self._secret:
+            self.health = Health("error", "Slack needs its bot token and signing secret: set "
+                                 "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (or the keys of "
+                                 "[channels.slack]) and restart.")
+            return
+        from slack_sdk import WebClient
+
+        self._client = WebClient(token=self._token, base_url=self.config.api_url,
+                                 timeout=20, retry_handlers=[])
+        try:
+            said = await self._call("auth_test")
+        except SendError as error:
+            self.health = Health("error", f"Slack did not accept the bot token ({error}).")
+            return
+        self._bot_user = str(said.get("user_id") or "") or None
+        self.health = Health("running", f"Connected as {said.get('user', 'the bot')}; events "
+                             "are taken in at POST /channels/slack/events.",
+                             {"bot": str(said.get("user", ""))})
+
+    async def stop(self) -> None:
+        self._desk = None
+
+    def owner_thread(self) -> str | None:
+        """The owner's direct conversation with the bot, as `@<user id>` until it is opened."""
+        return f"@{self.config.owner_ids[0]}" if self.config.owner_ids else None
+
+    async def typing(self, thread: str) -> None:
+        """A "…" placeholder in the thread, once per answer; the answer replaces it."""
+        if self._client is None or thread in self._placeholders:
+            return
+        try:
+            channel, thread_ts = await self._where(thread)
+            said = await self._call("chat_postMessage", channel=channel, text=PLACEHOLDER,
+                                    thread_ts=thread_ts)
+        except SendError:
+            return
+        self._placeholders[thread] = str(said["ts"])
+
+    async def send(self, out: Outbound) -> str | None:
+        if self._client is None:
+            raise NotSent("Slack is not set up (no bot token or signing secret)")
+        channel, thread_ts = await self._where(out.thread)
+        blocks = _approval_blocks(out) if out.buttons and out.approval_id else None
+        placeholder = self._placeholders.pop(out.thread, None)
+        if placeholder is not None and out.part == 1:
+            said = await self._call("chat_update", channel=channel, ts=placeholder,
+                                    text=out.text, blocks=blocks)
+            return str(said["ts"])
+        if placeholder is not None:
+            self._placeholders[out.thread] = placeholder
+        said = await self._call("chat_postMessage", channel=channel, text=out.text,
+                                thread_ts=thread_ts, blocks=blocks)
+        return str(said["ts"])
+
+    # -- taking in (called by the routes) -------------------------------------------------
+
+    def verify(self, body: bytes, timestamp: str | None, signature: str | None) -> None:
+        """Refuse (401, nothing taken in) a request not signed with the secret lately."""
+        if self._desk is None or not self._secret:
+            raise Refusal("channel_stopped", 503, "The Slack channel is not taking events now "
+                          "(it is starting, stopping, or has no signing secret).")
+        from slack_sdk.signature import SignatureVerifier
+
+        try:
+            fresh = abs(time.time() - int(str(timestamp))) <= self.config.max_age_seconds
+        except ValueError:
+            fresh = False
+        if not fresh or not SignatureVerifier(self._secret).is_valid(
+                body, str(timestamp), str(signature)):
+            log.warning("slack: a request was refused (bad or stale signature)")
+            raise Refusal("bad_signature", 401, "This request was not signed with the Slack "
+                          "app's signing secret in the last few minutes; nothing was taken in.")
+
+    async def take_event(self, envelope: dict[str, Any]) -> str:
+        """Admit the event's message in its thread's chat (once); what became of it."""
+        event = envelope.get("event")
+        if not isinstance(event, dict) or self._desk is None:
+            return "ignored"
+        inbound = self._inbound(event, str(envelope.get("event_id") or ""))
+        if inbound is None:
+            return "ignored"
+        received = await self._desk.receive(inbound)
+        if received is None:
+            return "answered"
+        return "admitted" if received.admitted is not None else "again"
+
+    async def take_action(self, payload: dict[str, Any]) -> str:
+        """A button pressed on an approval: answered by an owner only, then its buttons go."""
+        actions = payload.get("actions") or []
+        value = str(actions[0].get("value", "")) if actions and isinstance(actions[0], dict) \
+            else ""
+        parts = value.split(":")
+        if len(parts) != 3 or parts[0] != APPROVAL_PREFIX or parts[2] not in DECISIONS \
+                or self._desk is None:
+            return "This button is not Hearth's."
+        user = str((payload.get("user") or {}).get("id", ""))
+        owner = user in self.config.owner_ids
+        sentence = await self._desk.answer(NAME, parts[1], parts[2], user, owner)
+        message, channel = payload.get("message") or {}, payload.get("channel") or {}
+        if owner and message.get("ts") and channel.get("id"):
+            try:
+                await self._call("chat_update", channel=channel["id"], ts=message["ts"],
+                                 text=f"{message.get('text', '')}\n{sentence}", blocks=[])
+            except SendError as error:
+                log.info("slack: an approval's buttons stayed (%s)", error)
+        return sentence
+
+    def _inbound(self, event: dict[str, Any], event_id: str) -> Inbound | None:
+        kind, user = event.get("type"), event.get("user")
+        if event.get("bot_id") or event.get("subtype") or not isinstance(user, str) \
+                or user == self._bot_user:
+            if event.get("subtype") in ("message_changed", "message_deleted"):
+                log.info("slack: an edit or a deletion was not taken as a message")
+            return None
+        channel = str(event.get("channel") or "")
+        if kind == "message" and event.get("channel_type") == "im":
+            thread = channel
+        elif kind == "app_mention":
+            thread = f"{channel}/{event.get('thread_ts') or event.get('ts')}"
+        else:
+            return None
+        text = MENTION.sub("", str(event.get("text") or "")).strip()
+        if not text:
+            return None
+        owner = user in self.config.owner_ids
+        return Inbound(channel=NAME, thread=thread, inbound_id=event_id or str(event.get("ts")),
+                       sender=user, sender_name=user, text=text, owner=owner,
+                       owner_dm=owner and thread == channel)
+
+    # -- the Web API ---------------------------------------------------------------------
+
+    async def _where(self, thread: str) -> tuple[str, str | None]:
+        """The conversation and the Slack thread (ts) a thread's messages go to."""
+        if thread.startswith("@"):
+            user = thread[1:]
+            if user not in self._dms:
+                opened = await self._call("conversations_open", users=user)
+                self._dms[user] = str(opened["channel"]["id"])
+            return self._dms[user], None
+        channel, _, thread_ts = thread.partition("/")
+        return channel, thread_ts or None
+
+    async def _call(self, method: str, **args: Any) -> Any:
+        """One Web API call in a worker thread; its failure as what it means for a send."""
+        from slack_sdk.errors import SlackApiError
+
+        call = getattr(self._client, method)
+        try:
+            return (await asyncio.to_thread(call, **args)).data
+        except SlackApiError as error:
+            raise _send_error(error) from None
+        except (OSError, TimeoutError) as error:  # urllib: refused, reset, timed out
+            raise _network_error(error) from None
+
+
+def _approval_blocks(out: Outbound) -> list[dict[str, Any]]:
+    buttons = out.buttons or APPROVAL_BUTTONS
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": out.text[:3000]}},
+            {"type": "actions", "block_id": f"approval-{out.approval_id}", "elements": [
+                {"type": "button", "text": {"type": "plain_text", "text": label},
+                 "value": f"{APPROVAL_PREFIX}:{out.approval_id}:{decision}",
+                 "action_id": decision} for label, decision in buttons]}]
+
+
+def _send_error(error: Any) -> SendError:
+    """What a Web API error means for the ledger: wait and send again, or refused."""
+    response = error.response
+    status = getattr(response, "status_code", 0)
+    code = str((getattr(response, "data", None) or {}).get("error", "error"))
+    if status == 429 or code == "ratelimited":
+        headers = getattr(response, "headers", {}) or {}
+        wait = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+        return NotSent("Slack asked to wait", float(wait) if wait else None)
+    if status >= 500:
+        return NotSent(f"Slack answered {status}")
+    if code in REFUSED:
+        return Refused(f"Slack refused it ({code})")
+    return NotSent(f"Slack answered {masking.mask(code)}")
+
+
+def _network_error(error: BaseException) -> SendError:
+    why = masking.mask(str(error))[:200]
+    if isinstance(error, ConnectionRefusedError) or "refused" in why.lower():
+        return NotSent(f"Slack cannot be reached ({why})")
+    return Unsure(f"the connection to Slack broke during the call ({why})")
+
+
+def form_payload(body: bytes) -> dict[str, Any]:
+    """The JSON `payload` field of an interactivity request's form body (ValueError: none)."""
+    from urllib.parse import parse_qs
+
+    found = parse_qs(body.decode("utf-8", "replace")).get("payload")
+    if not found:
+        raise ValueError("no payload")
+    payload = json.loads(found[0])
+    if not isinstance(payload, dict):
+        raise ValueError("not an object")
+    return payload
+
