@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hearth.store.db import Database
+from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
 from tests.support import postgres
 from tests.support.dashboard import dashboard
@@ -63,6 +64,14 @@ def client_fixture(home: Path) -> Iterator[TestClient]:
     in (tests/support/dashboard.py)."""
     with dashboard(home) as test_client:
         yield test_client
+
+
+@pytest.fixture(name="slack")
+def slack_fixture() -> Iterator[FakeSlack]:
+    """A fake Slack (Web API and signed event deliveries) of the test's own
+    (tests/fakes/slack_server.py)."""
+    with FakeSlack() as fake:
+        yield fake
 
 
 @pytest.fixture(name="telegram")

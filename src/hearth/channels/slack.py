@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 NAME = "slack"
 APPROVAL_PREFIX = "ap"
 PLACEHOLDER = "…"
+QUIET_SECONDS = 10.0  # no placeholder in a thread that was sent a message this lately
 MENTION = re.compile(r"<@[A-Z0-9]+>")
 REFUSED = frozenset({"channel_not_found", "not_in_channel", "is_archived", "msg_too_long",
                      "no_text", "invalid_blocks", "cant_update_message", "message_not_found"})
@@ -73,6 +74,8 @@ class SlackChannel:
         self._bot_user: str | None = None
         self._dms: dict[str, str] = {}  # owner's user id → their direct conversation's id
         self._placeholders: dict[str, str] = {}  # thread → the "…" message's ts
+        self._sent_at: dict[str, float] = {}  # thread → when a message last went to it
+        self._locks: dict[str, asyncio.Lock] = {}  # one placeholder or send at a time
 
     # -- the protocol --------------------------------------------------------------------
 
@@ -105,20 +108,34 @@ class SlackChannel:
         return f"@{self.config.owner_ids[0]}" if self.config.owner_ids else None
 
     async def typing(self, thread: str) -> None:
-        """A "…" placeholder in the thread, once per answer; the answer replaces it."""
-        if self._client is None or thread in self._placeholders:
+        """A "…" placeholder in the thread, once per answer (none just after a message went
+        there: the turn is ending); the answer's first part replaces it."""
+        if self._client is None:
             return
-        try:
-            channel, thread_ts = await self._where(thread)
-            said = await self._call("chat_postMessage", channel=channel, text=PLACEHOLDER,
-                                    thread_ts=thread_ts)
-        except SendError:
-            return
-        self._placeholders[thread] = str(said["ts"])
+        async with self._lock(thread):
+            recent = time.monotonic() - self._sent_at.get(thread, -QUIET_SECONDS)
+            if thread in self._placeholders or recent < QUIET_SECONDS:
+                return
+            try:
+                channel, thread_ts = await self._where(thread)
+                said = await self._call("chat_postMessage", channel=channel, text=PLACEHOLDER,
+                                        thread_ts=thread_ts)
+            except SendError:
+                return
+            self._placeholders[thread] = str(said["ts"])
+
+    def _lock(self, thread: str) -> asyncio.Lock:
+        return self._locks.setdefault(thread, asyncio.Lock())
 
     async def send(self, out: Outbound) -> str | None:
         if self._client is None:
             raise NotSent("Slack is not set up (no bot token or signing secret)")
+        async with self._lock(out.thread):
+            sent = await self._send(out)
+            self._sent_at[out.thread] = time.monotonic()
+            return sent
+
+    async def _send(self, out: Outbound) -> str:
         channel, thread_ts = await self._where(out.thread)
         blocks = _approval_blocks(out) if out.buttons and out.approval_id else None
         placeholder = self._placeholders.pop(out.thread, None)

@@ -1,0 +1,119 @@
+"""Slack end to end: the real Slack adapter (slack_sdk's WebClient, its SignatureVerifier)
+against the fake Slack over loopback, in a real gateway answering from the scripted model.
+Events arrive signed at /channels/slack/events as Slack delivers them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.fakes.slack_server import SECRET, TOKEN, FakeSlack, dm, mention
+from tests.gateway import Gateway
+from tests.support.polling import until
+from tests.support.telegram import chats
+
+OWNER, GUEST = "UOWNER1", "UGUEST2"
+
+
+def slack_config(fake: FakeSlack, extra: str = "") -> str:
+    return (f'[channels.slack]\nbot_token = "{TOKEN}"\nsigning_secret = "{SECRET}"\n'
+            f'owner_ids = ["{OWNER}"]\napi_url = "{fake.api_url}"\n{extra}')
+
+
+def _events(gateway: Gateway) -> str:
+    return f"{gateway.url}/channels/slack/events"
+
+
+def test_the_events_url_is_verified_and_a_dm_is_answered_in_place_of_its_placeholder(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="Hello **Ann**."))
+    gateway = gateway_factory(config=slack_config(slack))
+    challenge = slack.post(_events(gateway), b'{"type":"url_verification","challenge":"c-1"}',
+                           "application/json")
+    assert challenge.status_code == 200 and challenge.json() == {"challenge": "c-1"}
+    taken = slack.deliver(_events(gateway), dm(OWNER, "hi bot"))
+    assert taken.status_code == 200 and taken.json() == {"ok": True, "taken": "admitted"}
+    slack.wait_for(lambda: any(p.now == "Hello **Ann**." for p in slack.in_channel(f"D{OWNER}")))
+    [answer] = slack.in_channel(f"D{OWNER}")  # one message: the placeholder became the answer
+    assert answer.text == "…" and answer.thread_ts is None
+    [chat] = chats(gateway.client())
+    said = gateway.client().messages(chat["key"])
+    assert said[0]["source"] == {"channel": "slack", "thread": f"D{OWNER}", "user": OWNER}
+
+
+def test_a_mention_is_answered_in_its_thread_and_a_retry_is_admitted_once(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="On it.")
+    gateway = gateway_factory(config=slack_config(slack))
+    event = mention(GUEST, "C42", "what is the plan?")
+    first = slack.deliver(_events(gateway), event, event_id="Ev-same")
+    again = slack.deliver(_events(gateway), event, event_id="Ev-same", retry=1)
+    assert first.json()["taken"] == "admitted"
+    assert again.status_code == 200 and again.json()["taken"] == "again"
+    slack.wait_for(lambda: any(p.now == "On it." for p in slack.in_channel("C42")))
+    time.sleep(0.5)
+    posts = slack.in_channel("C42")
+    assert len(posts) == 1 and posts[0].thread_ts == event["ts"]  # in the mention's thread
+    [request] = model_server.requests
+    said = [m for m in request.messages if m["role"] == "user"]
+    assert said[-1]["content"].endswith("\nwhat is the plan?")  # the <@bot> mention gone
+    assert said[-1]["content"].startswith("[A message from")  # a guest's line, fenced
+
+
+def test_a_bad_or_stale_signature_is_401_and_takes_nothing_in(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    gateway = gateway_factory(config=slack_config(slack))
+    forged = slack.deliver(_events(gateway), dm(OWNER, "forged"), signature="v0=" + "0" * 64)
+    stale = slack.deliver(_events(gateway), dm(OWNER, "old"), at=time.time() - 600)
+    assert (forged.status_code, stale.status_code) == (401, 401)
+    assert forged.json()["error"]["code"] == "bad_signature"
+    edit = dm(OWNER, "changed")
+    edit["subtype"] = "message_changed"
+    assert slack.deliver(_events(gateway), edit).json()["taken"] == "ignored"
+    bot = dm(OWNER, "from a bot")
+    bot["bot_id"] = "B1"
+    assert slack.deliver(_events(gateway), bot).json()["taken"] == "ignored"
+    bad = slack.post(_events(gateway), b"not json", "application/json")
+    assert bad.status_code == 400
+    time.sleep(0.5)
+    assert not chats(gateway.client()) and not model_server.requests
+
+
+def test_an_approval_has_buttons_only_the_owners_press_answers(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "s.txt", "content": "s"})]),
+                      Reply(text="Wrote it."))
+    gateway = gateway_factory(config=slack_config(slack))
+    slack.deliver(_events(gateway), dm(OWNER, "write s.txt"))
+    slack.wait_for(lambda: any(p.blocks for p in slack.in_channel(f"D{OWNER}")))
+    question = next(p for p in slack.in_channel(f"D{OWNER}") if p.blocks)
+    buttons = question.blocks[1]["elements"]  # type: ignore[index]
+    values = {b["text"]["text"]: b["value"] for b in buttons}
+    assert set(values) == {"Allow once", "Always", "Deny"}
+    actions = f"{gateway.url}/channels/slack/actions"
+    guest = slack.press(actions, GUEST, values["Allow once"], f"D{OWNER}", question.ts)
+    assert "only the owner" in guest.json()["text"].lower()
+    assert not (gateway.home / "workspace" / "s.txt").exists()
+    owner = slack.press(actions, OWNER, values["Allow once"], f"D{OWNER}", question.ts)
+    assert owner.json()["text"] == "Allowed once."
+    until(lambda: (gateway.home / "workspace" / "s.txt").exists(), what="the file written")
+    slack.wait_for(lambda: any(p.now == "Wrote it." for p in slack.in_channel(f"D{OWNER}")))
+    assert question.blocks == []  # the buttons went once the owner answered
+
+
+def test_a_rate_limited_post_waits_its_retry_after_and_goes_out_once(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="After the wait."))
+    slack.fail("chat.postMessage", 429, "ratelimited", retry_after=1, times=2)
+    gateway = gateway_factory(config=slack_config(slack))
+    slack.deliver(_events(gateway), dm(OWNER, "hello"))
+    slack.wait_for(lambda: any(p.now == "After the wait." for p in slack.in_channel(f"D{OWNER}")))
+    posts = [m for m, _ in slack.calls if m == "chat.postMessage"]
+    assert len(posts) >= 3  # two refused, then taken
+    assert [p.now for p in slack.in_channel(f"D{OWNER}")].count("After the wait.") == 1
