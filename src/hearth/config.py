@@ -301,10 +301,35 @@ class SlackConfig(_Section):
         return _secret(self.signing_secret, self.signing_secret_env, environ)
 
 
+class EmailConfig(_Section):
+    """[channels.email]: mail in by SMTP (the gateway listens; your mail server hands it the
+    bot's mail), answers out through your SMTP relay, each conversation one thread."""
+
+    address: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")
+    owner_addresses: list[str] = Field(default_factory=list)  # the senders who are you
+    # an owner's mail counts as the owner's only with your mail server's word that it is
+    # genuine: an Authentication-Results header saying dkim=pass or dmarc=pass
+    require_authentication: bool = True
+    listen_host: str = "127.0.0.1"
+    listen_port: int = Field(2525, ge=0, le=65535)  # 0: any free port
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = Field(587, ge=1, le=65535)
+    smtp_starttls: bool = True
+    smtp_user: str | None = None
+    smtp_password_env: str | None = "HEARTH_SMTP_PASSWORD"
+    smtp_password: str | None = Field(None, repr=False)
+    max_chars: int = Field(20_000, ge=100, le=1_000_000)
+    max_message_mb: float = Field(25.0, gt=0, le=1024)
+
+    def resolved_password(self, environ: Mapping[str, str] | None = None) -> str | None:
+        return _secret(self.smtp_password, self.smtp_password_env, environ)
+
+
 class ChannelsConfig(_Section):
     telegram: TelegramConfig | None = None
     webhook: WebhookConfig | None = None
     slack: SlackConfig | None = None
+    email: EmailConfig | None = None
 
 
 class AppsConfig(_Section):

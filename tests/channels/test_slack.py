@@ -11,7 +11,7 @@ from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.fakes.slack_server import SECRET, TOKEN, FakeSlack, dm, mention
 from tests.gateway import Gateway
 from tests.support.polling import until
-from tests.support.telegram import chats
+from tests.support.telegram import chats, running
 
 OWNER, GUEST = "UOWNER1", "UGUEST2"
 
@@ -22,6 +22,7 @@ def slack_config(fake: FakeSlack, extra: str = "") -> str:
 
 
 def _events(gateway: Gateway) -> str:
+    running(gateway.client(), "slack")  # taking events in
     return f"{gateway.url}/channels/slack/events"
 
 

@@ -24,4 +24,8 @@ def build(config: Config) -> list[Channel]:
         from hearth.channels.slack import SlackChannel
 
         adapters.append(SlackChannel(config.channels.slack))
+    if config.channels.email is not None:
+        from hearth.channels.mail import EmailChannel
+
+        adapters.append(EmailChannel(config.channels.email))
     return adapters

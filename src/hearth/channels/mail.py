@@ -1,0 +1,218 @@
+"""The email channel: mail in by SMTP, answers out through the owner's SMTP relay.
+
+In: the gateway listens for SMTP (aiosmtpd's protocol, served on the gateway's own event loop
+at `listen_host:listen_port`); the owner's mail server hands it the bot's mail. Only mail to
+`address` is taken (any other recipient: 550). A mail is read (`mail_reading`), admitted in
+its conversation's chat, and only then answered `250`: a mail server whose delivery broke
+before that sends it again, and its Message-ID, the inbound id the engine records with the
+admission, has it answered once. A mail that cannot be read is refused (550, saying why); one
+the gateway cannot take now (it is stopping) is deferred (451), so the sender's server tries
+again. A sender in `owner_addresses` is the owner only when the receiving mail server vouched
+for the mail (`Authentication-Results`: dkim or dmarc pass), unless `require_authentication =
+false`; anyone else is a guest, fenced, whose calls ask the owner.
+
+Out: each message the ledger owes a thread is one mail to the conversation's sender, from
+`address`, "Re: " its subject, with `In-Reply-To` and `References` so mail programs keep the
+conversation together; its Message-ID is the message's id. smtplib is blocking: each send runs
+in a worker thread. A 4xx or a refused connection is sent again later; a 5xx is final; a
+connection that broke after the mail was handed over is unsure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import smtplib
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import formataddr, make_msgid
+from typing import Any
+
+from hearth import masking
+from hearth.channels.base import Desk, Health, NotSent, Outbound, Refused, SendError, Unsure
+from hearth.channels.mail_reading import Mail, parse
+from hearth.config import EmailConfig
+from hearth.engine.intake.channel_inbound import Inbound
+from hearth.errors import Refusal
+
+log = logging.getLogger(__name__)
+
+NAME = "email"
+SEND_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What a reply in a thread needs: the subject and the References so far."""
+
+    subject: str
+    references: tuple[str, ...]
+
+
+class EmailChannel:
+    name = NAME
+    resend_is_safe = False  # a relay that took a mail cannot be asked whether it went on
+
+    def __init__(self, config: EmailConfig) -> None:
+        self.config = config
+        self.max_chars = config.max_chars
+        self.measure: Callable[[str], int] = len
+        self.health = Health()
+        self._password = config.resolved_password()
+        masking.know(self._password)
+        self._desk: Desk | None = None
+        self._server: asyncio.Server | None = None
+        self._threads: dict[str, Conversation] = {}  # learned from the mail taken in
+        self.port = config.listen_port
+
+    async def start(self, desk: Desk) -> None:
+        from aiosmtpd.smtp import SMTP
+
+        self._desk = desk
+        loop = asyncio.get_running_loop()
+        limit = int(self.config.max_message_mb * 1024 * 1024)
+        try:
+            self._server = await loop.create_server(
+                lambda: SMTP(_Handler(self), data_size_limit=limit, hostname="hearth"),
+                self.config.listen_host, self.config.listen_port)
+        except OSError as error:
+            self.health = Health("error", f"Cannot listen for mail on {self.config.listen_host}:"
+                                 f"{self.config.listen_port} ({error.strerror}).")
+            return
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.health = Health("running", f"Taking mail for {self.config.address} on "
+                             f"{self.config.listen_host}:{self.port}; answers go out through "
+                             f"{self.config.smtp_host}:{self.config.smtp_port}.")
+
+    async def stop(self) -> None:
+        self._desk = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+            await server.wait_closed()
+
+    async def typing(self, thread: str) -> None:
+        return None  # mail has no "typing"
+
+    def owner_thread(self) -> str | None:
+        return None  # a conversation begins with a mail; the dashboard starts none
+
+    # -- taking in -----------------------------------------------------------------------
+
+    def accepts(self, address: str) -> bool:
+        return address.strip().lower() == self.config.address.lower()
+
+    async def take(self, raw: bytes) -> str:
+        """The SMTP answer to one mail's data: admitted (or admitted before), or why not."""
+        desk = self._desk
+        if desk is None:
+            return "451 4.3.2 Not taking mail now; try again later"
+        try:
+            mail = await asyncio.to_thread(parse, raw)
+        except ValueError as error:
+            return f"550 5.6.0 This mail cannot be read ({error})"
+        self._threads[mail.thread] = Conversation(mail.subject, mail.references)
+        if not mail.text and not mail.files:
+            return "250 2.0.0 Taken (an empty mail: nothing to answer)"
+        try:
+            received = await desk.receive(self._inbound(mail))
+        except Refusal as refusal:
+            if refusal.code == "shutting_down":
+                return "451 4.3.2 The gateway is stopping; try again later"
+            log.warning("email: a mail was not admitted: %s", refusal.sentence)
+            return f"550 5.7.1 {refusal.sentence[:200]}"
+        if received is not None and received.admitted is None:
+            return "250 2.0.0 Taken before"
+        return "250 2.0.0 Taken"
+
+    def _inbound(self, mail: Mail) -> Inbound:
+        listed = mail.sender in {a.lower() for a in self.config.owner_addresses}
+        owner = listed and (mail.authenticated or not self.config.require_authentication)
+        if listed and not owner:
+            log.warning("email: a mail from an owner's address came without your mail "
+                        "server's dkim or dmarc pass; it is taken as a guest's")
+        return Inbound(channel=NAME, thread=mail.thread, inbound_id=mail.message_id,
+                       sender=mail.sender, sender_name=mail.sender_name, text=mail.text,
+                       owner=owner, owner_dm=False, files=mail.files)
+
+    # -- sending -------------------------------------------------------------------------
+
+    async def send(self, out: Outbound) -> str | None:
+        recipient, _, root = out.thread.partition(" ")
+        if "@" not in recipient:
+            raise Refused("this thread names no address to write to")
+        known = self._threads.get(out.thread, Conversation("", (root,) if root else ()))
+        mail = self._mail(recipient, known, out)
+        await asyncio.to_thread(self._deliver, mail)
+        self._threads[out.thread] = Conversation(known.subject,
+                                                 (*known.references, str(mail["Message-ID"])))
+        return str(mail["Message-ID"])
+
+    def _mail(self, recipient: str, known: Conversation, out: Outbound) -> EmailMessage:
+        mail = EmailMessage()
+        domain = self.config.address.rpartition("@")[2]
+        mail["From"] = formataddr(("Hearth", self.config.address))
+        mail["To"] = recipient
+        subject = known.subject or "your message"
+        mail["Subject"] = subject if subject.lower().startswith("re:") else f"Re: {subject}"
+        mail["Message-ID"] = make_msgid("hearth", domain=domain)
+        if known.references:
+            mail["In-Reply-To"] = known.references[-1]
+            mail["References"] = " ".join(known.references[-20:])
+        mail["Auto-Submitted"] = "auto-replied"
+        mail.set_content(out.text)
+        return mail
+
+    def _deliver(self, mail: EmailMessage) -> None:
+        """Hand the mail to the relay (in a worker thread); a failure as what it means."""
+        try:
+            with smtplib.SMTP(self.config.smtp_host, self.config.smtp_port,
+                              timeout=SEND_SECONDS) as relay:
+                if self.config.smtp_starttls:
+                    relay.starttls(context=ssl.create_default_context())
+                if self.config.smtp_user:
+                    relay.login(self.config.smtp_user, self._password or "")
+                relay.send_message(mail)
+        except smtplib.SMTPResponseException as error:
+            raise _answered(error.smtp_code, error.smtp_error) from None
+        except smtplib.SMTPRecipientsRefused as error:
+            [(code, said)] = list(error.recipients.values())[:1] or [(550, b"refused")]
+            raise _answered(code, said) from None
+        except (ConnectionError, smtplib.SMTPConnectError, TimeoutError, OSError) as error:
+            raise _unreached(error) from None
+
+
+def _answered(code: int, said: bytes | str) -> SendError:
+    text = said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)
+    why = f"the mail server answered {code} {masking.mask(text)[:200]}"
+    return Refused(why) if code >= 500 else NotSent(why)
+
+
+def _unreached(error: BaseException) -> SendError:
+    why = masking.mask(str(error) or type(error).__name__)[:200]
+    if isinstance(error, ConnectionRefusedError | smtplib.SMTPConnectError):
+        return NotSent(f"the mail server cannot be reached ({why})")
+    if isinstance(error, smtplib.SMTPServerDisconnected):
+        return Unsure(f"the mail server went away during the send ({why})")
+    return NotSent(f"the mail server cannot be reached ({why})")
+
+
+class _Handler:
+    """aiosmtpd's handler: the recipients this gateway takes, and each mail's data."""
+
+    def __init__(self, channel: EmailChannel) -> None:
+        self.channel = channel
+
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any,  # noqa: N802
+                          address: str, rcpt_options: list[str]) -> str:
+        if not self.channel.accepts(address):
+            return "550 5.1.1 No such mailbox here"
+        envelope.rcpt_tos.append(address)
+        return "250 2.1.5 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+        content = envelope.original_content or envelope.content
+        raw = content if isinstance(content, bytes) else str(content).encode()
+        return await self.channel.take(raw)
