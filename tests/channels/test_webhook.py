@@ -422,11 +422,14 @@ class NoDesk:
                      owner: bool) -> str:
         raise AssertionError("nothing is answered here")
 
-    async def skip(self, channel: str, cursor: int) -> None:
+    async def skip(self, channel: str, cursor: int, token: str | None = None) -> None:
         return None
 
     async def cursor(self, channel: str) -> int | None:
         return None
+
+    async def cursor_token(self, channel: str) -> tuple[int | None, str | None]:
+        return None, None
 
 
 OUT = Outbound(delivery_id=17, thread="t-9", text="hi", kind="reply", chat="chat-1-1")

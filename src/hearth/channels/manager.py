@@ -146,11 +146,14 @@ class Channels:
             return refusal.sentence
         return ANSWERED.get(decision, "Answered.")
 
-    async def skip(self, channel: str, cursor: int) -> None:
-        await channel_inbound.skip(self.engine, channel, cursor)
+    async def skip(self, channel: str, cursor: int, token: str | None = None) -> None:
+        await channel_inbound.skip(self.engine, channel, cursor, token)
 
     async def cursor(self, channel: str) -> int | None:
         return await channel_inbound.cursor_of(self.engine, channel)
+
+    async def cursor_token(self, channel: str) -> tuple[int | None, str | None]:
+        return await channel_inbound.cursor_token_of(self.engine, channel)
 
     # -- where a chat answers (the dashboard's "Continue on") -----------------------------
 

@@ -133,12 +133,21 @@ def cursor(conn: Connection, channel: str) -> int | None:
         channel_cursors.c.channel == channel)).scalar()
 
 
-def move_cursor(conn: Connection, channel: str, position: int) -> None:
-    """The channel's cursor moves forward only (a stale writer never moves it back)."""
+def cursor_token(conn: Connection, channel: str) -> tuple[int | None, str | None]:
+    """The channel's cursor and the token kept with it."""
+    row = conn.execute(select(channel_cursors.c.position, channel_cursors.c.token).where(
+        channel_cursors.c.channel == channel)).first()
+    return (None, None) if row is None else (row[0], row[1])
+
+
+def move_cursor(conn: Connection, channel: str, position: int,
+                token: str | None = None) -> None:
+    """The channel's cursor (and its token) moves forward only (a stale writer never moves
+    it back)."""
     current = cursor(conn, channel)
     if current is None:
         conn.execute(insert(channel_cursors).values(channel=channel, position=position,
-                                                    updated_at=now()))
+                                                    token=token, updated_at=now()))
     elif position > current:
         conn.execute(update(channel_cursors).where(channel_cursors.c.channel == channel)
-                     .values(position=position, updated_at=now()))
+                     .values(position=position, token=token, updated_at=now()))

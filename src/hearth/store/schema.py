@@ -364,12 +364,13 @@ channel_inbound = Table(
 )
 
 # A channel's own cursor (Telegram's next update offset), committed in the transaction that
-# admitted what it passed.
+# admitted what it passed; `token`, an opaque position that goes with it (Matrix's `since`).
 channel_cursors = Table(
     "channel_cursors",
     metadata,
     Column("channel", String(40), primary_key=True),
     Column("position", Integer, nullable=False),
+    Column("token", String(500)),
     Column("updated_at", Float, nullable=False),
 )
 

@@ -71,6 +71,7 @@ class Inbound:
     owner_dm: bool  # the thread is the owner's own direct chat
     attachments: tuple[str, ...] = ()  # what it carried that was not fetched (named only)
     cursor: int | None = None  # the channel's cursor once this message is taken in
+    token: str | None = None  # the opaque position kept with that cursor (Matrix's since)
     files: tuple[tuple[str, bytes], ...] = ()  # (name, bytes): what it carried, fetched
 
 
@@ -163,7 +164,7 @@ def _take(conn: Connection, inbound: Inbound, text: str, new: NewChat,
           deleting: frozenset[str], files: admission.Files | None = None
           ) -> tuple[Received, EventRow | None]:
     if inbound.cursor is not None:
-        channel_store.move_cursor(conn, inbound.channel, inbound.cursor)
+        channel_store.move_cursor(conn, inbound.channel, inbound.cursor, inbound.token)
     if not channel_store.take_inbound(conn, inbound.channel, inbound.inbound_id):
         return Received(None, None), None
     key, opened = _chat_of_thread(conn, inbound, new, deleting)
@@ -187,13 +188,18 @@ def _chat_of_thread(conn: Connection, inbound: Inbound, new: NewChat,
     return session.key, True
 
 
-async def skip(engine: InboundHost, channel: str, cursor: int) -> None:
-    """Move the channel's cursor past something it takes nothing from."""
-    await engine.db.writing(channel_store.move_cursor, channel, cursor)
+async def skip(engine: InboundHost, channel: str, cursor: int,
+               token: str | None = None) -> None:
+    """Move the channel's cursor (and its token) past something it takes nothing from."""
+    await engine.db.writing(channel_store.move_cursor, channel, cursor, token)
 
 
 async def cursor_of(engine: InboundHost, channel: str) -> int | None:
     return await engine.db.reading(channel_store.cursor, channel)
+
+
+async def cursor_token_of(engine: InboundHost, channel: str) -> tuple[int | None, str | None]:
+    return await engine.db.reading(channel_store.cursor_token, channel)
 
 
 async def take_only(engine: InboundHost, inbound: Inbound) -> bool:
@@ -204,7 +210,7 @@ async def take_only(engine: InboundHost, inbound: Inbound) -> bool:
 
 def _take_only(conn: Connection, inbound: Inbound) -> bool:
     if inbound.cursor is not None:
-        channel_store.move_cursor(conn, inbound.channel, inbound.cursor)
+        channel_store.move_cursor(conn, inbound.channel, inbound.cursor, inbound.token)
     return channel_store.take_inbound(conn, inbound.channel, inbound.inbound_id)
 
 
