@@ -301,6 +301,28 @@ class SlackConfig(_Section):
         return _secret(self.signing_secret, self.signing_secret_env, environ)
 
 
+class MatrixConfig(_Section):
+    """[channels.matrix]: a bot account on a Matrix homeserver, long-polling /sync."""
+
+    homeserver: str = Field(min_length=8)  # https://matrix.example.org
+    user_id: str = Field(pattern=r"^@[^:\s]+:\S+$")  # the bot's account
+    access_token_env: str | None = "MATRIX_ACCESS_TOKEN"
+    access_token: str | None = Field(None, repr=False)
+    owner_ids: list[str] = Field(default_factory=list)  # your Matrix user ids (@you:server)
+    poll_timeout_seconds: float = Field(30.0, ge=0, le=120)
+    max_chars: int = Field(16_000, ge=100, le=60_000)
+
+    @model_validator(mode="after")
+    def _homeserver_is_a_web_address(self) -> MatrixConfig:
+        problem = base_url_problem(self.homeserver)
+        if problem is not None:
+            raise ValueError(f"channels.matrix.homeserver: {problem}")
+        return self
+
+    def resolved_token(self, environ: Mapping[str, str] | None = None) -> str | None:
+        return _secret(self.access_token, self.access_token_env, environ)
+
+
 class EmailConfig(_Section):
     """[channels.email]: mail in by SMTP (the gateway listens; your mail server hands it the
     bot's mail), answers out through your SMTP relay, each conversation one thread."""
@@ -330,6 +352,7 @@ class ChannelsConfig(_Section):
     webhook: WebhookConfig | None = None
     slack: SlackConfig | None = None
     email: EmailConfig | None = None
+    matrix: MatrixConfig | None = None
 
 
 class AppsConfig(_Section):

@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hearth.store.db import Database
+from tests.fakes.matrix_server import FakeMatrix
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
 from tests.support import postgres
@@ -71,6 +72,13 @@ def slack_fixture() -> Iterator[FakeSlack]:
     """A fake Slack (Web API and signed event deliveries) of the test's own
     (tests/fakes/slack_server.py)."""
     with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture(name="matrix")
+def matrix_fixture() -> Iterator[FakeMatrix]:
+    """A fake Matrix homeserver of the test's own (tests/fakes/matrix_server.py)."""
+    with FakeMatrix() as fake:
         yield fake
 
 

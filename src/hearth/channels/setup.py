@@ -28,4 +28,8 @@ def build(config: Config) -> list[Channel]:
         from hearth.channels.mail import EmailChannel
 
         adapters.append(EmailChannel(config.channels.email))
+    if config.channels.matrix is not None:
+        from hearth.channels.matrix import MatrixChannel
+
+        adapters.append(MatrixChannel(config.channels.matrix))
     return adapters

@@ -1,0 +1,289 @@
+"""The Matrix channel: a bot account on a homeserver, on matrix-nio's AsyncClient.
+
+Why matrix-nio: it is the kept asyncio client (mautrix's bridge framework is more than a bot
+needs), it validates every /sync answer against the spec's schema, and its end-to-end
+encryption is optional, so the gateway runs without libolm.
+
+Taking in is Hearth's own /sync loop. Each batch's messages are admitted in order, and the
+batch's `next_batch` is committed with the last one's admission (or, when none of them is
+admitted, alone after them): a restart syncs from what was committed, so what came while the
+gateway was down is read, and each event id, recorded with its admission, is admitted once.
+The first start reads nothing old: it begins at the homeserver's present. A room of two (the
+bot and one person) is a direct chat, answered always; in a bigger room the bot answers when
+mentioned (`m.mentions`, its name) or replied to. Edits of a message are not taken as new
+ones, and a message redacted before it was read is not taken at all. Invites are joined.
+
+End-to-end encrypted rooms are refused: the bot cannot read them (no crypto store is kept), and
+the room is told so once, in plain words, rather than left silent.
+
+Out: each message is sent with a transaction id made of its delivery id, so a send repeated
+after a crash is the same event (`resend_is_safe`); Markdown goes as Matrix HTML. Approvals are
+answered by a reaction on the question (👍 ✅ 👎) or a reply word, an owner's only. Typing is
+shown while a turn runs. The poller's pause doubles (to five minutes) and starts over only when
+a /sync succeeds; sending never waits on the poller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import aiohttp
+from nio import AsyncClient, AsyncClientConfig, RoomSendResponse, SyncResponse
+
+from hearth import masking
+from hearth.channels import matrix_reading as reading
+from hearth.channels.base import Desk, Health, NotSent, Outbound, Refused, SendError
+from hearth.config import MatrixConfig
+from hearth.engine.intake.channel_inbound import Inbound
+from hearth.errors import Refusal
+
+log = logging.getLogger(__name__)
+
+NAME = "matrix"
+PAUSE_MAX = 300.0
+NETWORK = (OSError, TimeoutError, aiohttp.ClientError)  # the homeserver could not be reached
+REFUSED = frozenset({"M_FORBIDDEN", "M_NOT_FOUND", "M_BAD_JSON", "M_NOT_JSON", "M_TOO_LARGE",
+                     "M_INVALID_PARAM"})
+ENCRYPTED = ("This room is end-to-end encrypted, and Hearth reads only unencrypted rooms: "
+             "nothing said here reaches it. Talk to it in a room without encryption.")
+
+
+class SyncFailed(Exception):
+    """/sync did not answer; the message says why (never the token)."""
+
+
+class MatrixChannel:
+    name = NAME
+    resend_is_safe = True  # one transaction id per delivery: the homeserver keeps it once
+
+    def __init__(self, config: MatrixConfig) -> None:
+        self.config = config
+        self.max_chars = config.max_chars
+        self.measure: Callable[[str], int] = len
+        self.health = Health()
+        self._token = config.resolved_token()
+        masking.know(self._token)
+        self._desk: Desk | None = None
+        self._client: Any = None  # nio.AsyncClient
+        self._task: asyncio.Task[None] | None = None
+        self._pause = 1.0
+        self._members: dict[str, int] = {}  # room → joined members, as the last summary said
+        self._mine: set[str] = set()  # the event ids the bot sent (a reply to one is for it)
+        self._asked: dict[str, str] = {}  # an approval question's event id → the approval
+        self._told: set[str] = set()  # encrypted rooms told they are not read
+
+    # -- the protocol --------------------------------------------------------------------
+
+    async def start(self, desk: Desk) -> None:
+        self._desk = desk
+        if not self._token:
+            self.health = Health("error", "No access token: set MATRIX_ACCESS_TOKEN (or "
+                                 "access_token_env / access_token in [channels.matrix]) and "
+                                 "restart.")
+            return
+        self._client = AsyncClient(
+            self.config.homeserver.rstrip("/"), self.config.user_id, device_id="HEARTH",
+            store_path="", config=AsyncClientConfig(encryption_enabled=False,
+                                                    max_limit_exceeded=0, max_timeouts=0,
+                                                    request_timeout=self.config
+                                                    .poll_timeout_seconds + 30))
+        self._client.access_token = self._token
+        self._client.user_id = self.config.user_id  # known without a login or whoami
+        self._task = asyncio.create_task(self._run(), name="channel:matrix:sync")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    def owner_thread(self) -> str | None:
+        return None  # a direct room is made by the owner inviting the bot
+
+    async def typing(self, thread: str) -> None:
+        if self._client is None:
+            return
+        with contextlib.suppress(*NETWORK):  # best effort, as the protocol says
+            await self._client.room_typing(thread, True, timeout=6000)
+
+    async def send(self, out: Outbound) -> str | None:
+        if self._client is None:
+            raise NotSent("Matrix is not set up (no access token)")
+        text = out.text + (f"\n\n{reading.REACT_HINT}" if out.kind == "approval" else "")
+        content = {"msgtype": "m.text", "body": text, "format": "org.matrix.custom.html",
+                   "formatted_body": reading.html_of(text)}
+        event_id = await self._send(out.thread, content, f"hearth-{out.delivery_id}")
+        if out.approval_id:
+            self._asked[event_id] = out.approval_id
+        return event_id
+
+    async def _send(self, room: str, content: dict[str, Any], txn: str) -> str:
+        try:
+            said = await self._client.room_send(room, "m.room.message", content, tx_id=txn)
+        except NETWORK as error:  # the same txnId again is safe: NotSent, not Unsure
+            raise NotSent(f"the homeserver cannot be reached ({type(error).__name__})"
+                          ) from None
+        if not isinstance(said, RoomSendResponse):
+            raise _send_error(said)
+        self._mine.add(said.event_id)
+        return str(said.event_id)
+
+    # -- taking in -----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        """Sync and take in; on a failure say why, pause (doubling), and try again."""
+        while True:
+            try:
+                await self._sync_forever()
+            except SyncFailed as failed:
+                self.health = Health("error", f"{failed} (next try in {self._pause:.0f} s)")
+                log.warning("matrix: %s", failed)
+            await asyncio.sleep(self._pause)
+            self._pause = min(PAUSE_MAX, self._pause * 2)
+
+    async def _sync_forever(self) -> None:
+        assert self._desk is not None
+        position, since = await self._desk.cursor_token(NAME)
+        batch = position or 0
+        if since is None:  # the first start: begin at the present, read nothing old
+            first = await self._sync(None, 0)
+            batch += 1
+            await self._desk.skip(NAME, batch, first.next_batch)
+            since = first.next_batch
+        while True:
+            answer = await self._sync(since, int(self.config.poll_timeout_seconds * 1000))
+            batch += 1
+            await self._take_batch(answer, batch)
+            since = answer.next_batch
+
+    async def _sync(self, since: str | None, timeout_ms: int) -> Any:
+        try:
+            answer = await self._client.sync(timeout=timeout_ms, since=since, full_state=False)
+        except NETWORK as error:
+            raise SyncFailed(f"The homeserver cannot be reached ({type(error).__name__})"
+                             ) from None
+        if not isinstance(answer, SyncResponse):
+            status = getattr(answer, "status_code", None) or "an error"
+            raise SyncFailed(f"The homeserver answered /sync with {status}: "
+                             f"{masking.mask(str(getattr(answer, 'message', '')))[:200]}")
+        self._pause = 1.0  # the failing call itself answered: the backoff starts over
+        if self.health.state != "running":
+            self.health = Health("running", f"Syncing as {self.config.user_id}.",
+                                 {"account": self.config.user_id})
+        return answer
+
+    async def _take_batch(self, answer: Any, batch: int) -> None:
+        assert self._desk is not None
+        for room_id in answer.rooms.invite:
+            await self._join(room_id)
+        found: list[Inbound] = []
+        for room_id, info in answer.rooms.join.items():
+            found += await self._room_messages(room_id, info)
+        admitted_last = False
+        for index, inbound in enumerate(found):
+            last = index == len(found) - 1
+            if last:
+                inbound = replace(inbound, cursor=batch, token=answer.next_batch)
+            admitted_last = await self._take(inbound) and last
+        if not admitted_last:
+            await self._desk.skip(NAME, batch, answer.next_batch)
+
+    async def _take(self, inbound: Inbound) -> bool:
+        assert self._desk is not None
+        try:
+            await self._desk.receive(inbound)
+        except Refusal as refusal:
+            if refusal.code == "shutting_down":
+                raise asyncio.CancelledError from refusal  # read again at the next start
+            log.warning("matrix: a message was not admitted: %s", refusal.sentence)
+            return False
+        return True
+
+    async def _room_messages(self, room_id: str, info: Any) -> list[Inbound]:
+        """The messages of a room's new timeline to take, in order; reactions answered and an
+        encrypted room told, on the way."""
+        if info.summary is not None and info.summary.joined_member_count:
+            self._members[room_id] = info.summary.joined_member_count
+        events = [event.source for event in info.timeline.events]
+        taken_back = reading.redacted_in(events)
+        found = []
+        for event in events:
+            if event.get("sender") == self.config.user_id:
+                continue
+            if event.get("type") == "m.room.encrypted":
+                await self._tell_encrypted(room_id)
+                continue
+            await self._reacted(event)
+            inbound = await self._inbound(room_id, event, taken_back)
+            if inbound is not None:
+                found.append(inbound)
+        return found
+
+    async def _inbound(self, room_id: str, event: dict[str, Any],
+                       taken_back: set[str]) -> Inbound | None:
+        text = reading.message_text(event, taken_back)
+        if text is None:
+            if reading.is_edit(event):
+                log.info("matrix: an edit of a message was not taken as a new one")
+            return None
+        direct = await self._direct(room_id)
+        bot = self.config.user_id
+        if not direct and not reading.addressed(event, bot, self._mine):
+            return None
+        words = reading.without_name(text, bot) if not direct else text.strip()
+        if not words:
+            return None
+        sender = str(event.get("sender"))
+        owner = sender in self.config.owner_ids
+        return Inbound(channel=NAME, thread=room_id, inbound_id=str(event.get("event_id")),
+                       sender=sender, sender_name=sender, text=words, owner=owner,
+                       owner_dm=direct and owner)
+
+    async def _direct(self, room_id: str) -> bool:
+        """A room of the bot and one person (asked of the homeserver when not yet known)."""
+        if room_id not in self._members:
+            with contextlib.suppress(*NETWORK):  # unknown: taken as a group room
+                said = await self._client.joined_members(room_id)
+                self._members[room_id] = len(getattr(said, "members", []) or [])
+        return self._members.get(room_id) == 2
+
+    async def _reacted(self, event: dict[str, Any]) -> None:
+        found = reading.reaction(event)
+        if found is None or found[0] not in self._asked or self._desk is None:
+            return
+        sender = str(event.get("sender"))
+        await self._desk.answer(NAME, self._asked[found[0]], found[1], sender,
+                                sender in self.config.owner_ids)
+
+    async def _tell_encrypted(self, room_id: str) -> None:
+        if room_id in self._told:
+            return
+        self._told.add(room_id)
+        with contextlib.suppress(SendError):
+            await self._send(room_id, {"msgtype": "m.notice", "body": ENCRYPTED},
+                             f"hearth-encrypted-{room_id}")
+
+    async def _join(self, room_id: str) -> None:
+        with contextlib.suppress(*NETWORK):  # an invite not joined stays one
+            await self._client.join(room_id)
+
+
+def _send_error(said: Any) -> SendError:
+    """What a RoomSendError means for the ledger: wait and send again, or refused."""
+    code = str(getattr(said, "status_code", "") or "")
+    why = masking.mask(str(getattr(said, "message", "") or code))[:200]
+    if code == "M_LIMIT_EXCEEDED":
+        wait = getattr(said, "retry_after_ms", None)
+        return NotSent("the homeserver asked to wait", wait / 1000 if wait else None)
+    if code in REFUSED:
+        return Refused(f"the homeserver refused it ({code}: {why})")
+    return NotSent(f"the homeserver answered {code or 'an error'}: {why}")

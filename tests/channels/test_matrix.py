@@ -1,0 +1,139 @@
+"""Matrix end to end: the real Matrix adapter (matrix-nio's AsyncClient) syncing with the fake
+homeserver over loopback, in a real gateway answering from the scripted model."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tests.fakes.matrix_server import BOT, TOKEN, FakeMatrix
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.gateway import Gateway
+from tests.support.polling import until
+from tests.support.telegram import chats, running
+
+OWNER, GUEST = "@ann:example.org", "@bob:example.org"
+DM, GROUP = "!dm:example.org", "!group:example.org"
+
+
+def matrix_config(fake: FakeMatrix) -> str:
+    return (f'[channels.matrix]\nhomeserver = "{fake.url}"\nuser_id = "{BOT}"\n'
+            f'access_token = "{TOKEN}"\nowner_ids = ["{OWNER}"]\npoll_timeout_seconds = 1\n')
+
+
+def _started(factory: Callable[..., Gateway], fake: FakeMatrix) -> Gateway:
+    gateway = factory(config=matrix_config(fake))
+    running(gateway.client(), "matrix")
+    until(lambda: len(fake.syncs) >= 2, what="syncing from the present")
+    return gateway
+
+
+def test_a_direct_room_is_answered_as_html_and_nothing_old_is_read(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    matrix.room(DM, [OWNER])
+    matrix.message(DM, OWNER, "an old message, before the bot was set up")
+    model_server.push(Reply(text="Hello **Ann**.", delay=0.3))  # a turn long enough to type in
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "hi bot")
+    [answer] = matrix.wait_sent(DM, 1)
+    assert answer.body == "Hello **Ann**."
+    assert answer.content["formatted_body"] == "<p>Hello <strong>Ann</strong>.</p>"
+    assert answer.txn.startswith("hearth-")
+    assert DM in matrix.typing
+    [chat] = chats(gateway.client())
+    said = [m["text"] for m in gateway.client().messages(chat["key"]) if m["kind"] == "user"]
+    assert said == ["hi bot"]  # the old message was never read
+    assert len(model_server.requests) == 1
+
+
+def test_what_came_while_down_is_read_once_after_a_restart(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    matrix.room(DM, [OWNER])
+    model_server.default = Reply(text="Noted.")
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "first")
+    matrix.wait_sent(DM, 1)
+    gateway.kill()
+    matrix.message(DM, OWNER, "while you were down")
+    gateway.start()
+    matrix.wait_sent(DM, 2)
+    time.sleep(1.5)
+    assert len(matrix.sent_to(DM)) == 2  # once each
+    [chat] = chats(gateway.client())
+    said = [m["text"] for m in gateway.client().messages(chat["key"]) if m["kind"] == "user"]
+    assert said == ["first", "while you were down"]
+
+
+def test_a_group_room_is_answered_when_addressed_and_edits_redactions_skipped(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    matrix.room(GROUP, [OWNER, GUEST])
+    model_server.default = Reply(text="Here.")
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(GROUP, GUEST, "just chatting")
+    edited = matrix.message(GROUP, GUEST, "hearth: first draft")
+    matrix.message(GROUP, GUEST, "* hearth: second draft", **{
+        "m.relates_to": {"rel_type": "m.replace", "event_id": edited}})
+    gone = matrix.message(GROUP, GUEST, "hearth: oops")
+    matrix.redaction(GROUP, GUEST, gone)
+    matrix.message(GROUP, GUEST, f"{BOT} what is the plan?\nline two",
+                   **{"m.mentions": {"user_ids": [BOT]}})
+    answers = matrix.wait_sent(GROUP, 2)
+    time.sleep(1.5)
+    assert len(matrix.sent_to(GROUP)) == 2
+    users = [m["content"] for r in model_server.requests for m in r.messages
+             if m["role"] == "user"]
+    assert users[0].endswith("\nfirst draft")  # the edit was not a new message
+    assert users[-1].endswith("\nwhat is the plan?\nline two")  # the name left out
+    assert users[-1].startswith("[A message from")  # a guest's words, fenced
+    assert not any("oops" in u for u in users) and not any("chatting" in u for u in users)
+    matrix.message(GROUP, GUEST, "and a reply", **{
+        "m.relates_to": {"m.in_reply_to": {"event_id": answers[0].event_id}}})
+    matrix.wait_sent(GROUP, 3)  # a reply to the bot is for it
+    assert len(chats(gateway.client())) == 1
+
+
+def test_an_encrypted_room_is_told_once_it_is_not_read(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    matrix.room("!secret:example.org", [OWNER])
+    _started(gateway_factory, matrix)
+    matrix.encrypted("!secret:example.org", OWNER)
+    matrix.encrypted("!secret:example.org", OWNER)
+    until(lambda: matrix.sent_to("!secret:example.org"), what="the room told")
+    time.sleep(1.5)
+    [told] = matrix.sent_to("!secret:example.org")
+    assert "end-to-end encrypted" in told.body and told.content["msgtype"] == "m.notice"
+    assert not model_server.requests
+
+
+def test_an_approval_is_answered_by_the_owners_reaction_only(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    matrix.room(DM, [OWNER])
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "m.txt", "content": "m"})]),
+                      Reply(text="Wrote it."))
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "write m.txt")
+    [question] = matrix.wait_sent(DM, 1)
+    assert "write_file" in question.body and "React 👍" in question.body
+    matrix.reaction(DM, GUEST, question.event_id, "👍")
+    time.sleep(1.5)
+    assert not (gateway.home / "workspace" / "m.txt").exists()
+    matrix.reaction(DM, OWNER, question.event_id, "👍")
+    until(lambda: (gateway.home / "workspace" / "m.txt").exists(), what="the file written")
+    assert matrix.wait_sent(DM, 2)[1].body == "Wrote it."
+
+
+def test_a_rate_limited_send_waits_and_goes_out_once(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    matrix.room(DM, [OWNER])
+    model_server.push(Reply(text="After the wait."))
+    matrix.fail("send", 429, times=2, retry_after_ms=300)
+    _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "hello")
+    [answer] = matrix.wait_sent(DM, 1)
+    assert answer.body == "After the wait."
