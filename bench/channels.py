@@ -1,4 +1,5 @@
-"""What a Telegram channel adds to a turn, and whether a flood is answered once and in order.
+"""What each chat channel adds to a turn, and whether a Telegram flood is answered once and in
+order.
 
 A real `hearth gateway` subprocess (tests.gateway.Gateway, its own temp HEARTH_HOME) polls the
 fake Telegram Bot API (tests.fakes.telegram_server, in this process) and answers from the
@@ -14,6 +15,10 @@ Phases:
   * one thread, `--warm` messages: the unloaded latency; then as many turns sent on the
     HTTP API and waited for (the same gateway, no channel): the channel's own share is the
     difference of the medians;
+  * the same for Matrix (a message event on the fake homeserver to the bot's event sent),
+    Slack (a signed DM event POSTed to the gateway to the answer in place of its placeholder)
+    and email (a mail handed to the SMTP listener to the answer at the relay), each against
+    its fake (tests/fakes/), on the same gateway;
   * `--threads` threads x `--per-thread` messages at once (1,000 by default over 50 threads):
     latency, throughput, and the checks: every message admitted once and answered once, each
     thread's messages answered in the order sent (each message's run answered once, the
@@ -33,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -40,7 +46,19 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
+from tests.fakes.mail_server import FakeRelay, free_port, mail, send  # noqa: E402
+from tests.fakes.matrix_server import (  # noqa: E402
+    BOT,
+    TOKEN as MATRIX_TOKEN,  # noqa: E402
+    FakeMatrix,
+)
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
+from tests.fakes.slack_server import (  # noqa: E402
+    SECRET,
+    TOKEN as SLACK_TOKEN,  # noqa: E402
+    FakeSlack,
+    dm,
+)
 from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 from tests.gateway import TOKEN, Gateway, write_config  # noqa: E402
 
@@ -106,6 +124,61 @@ def dashboard_turns(url: str, count: int) -> list[float]:
     return samples
 
 
+@dataclass
+class Others:
+    """The other channels' fakes, and the listener's port for mail."""
+
+    matrix: FakeMatrix
+    slack: FakeSlack
+    relay: FakeRelay
+    mail_port: int
+
+    def config(self) -> str:
+        return (f'[channels.matrix]\nhomeserver = "{self.matrix.url}"\nuser_id = "{BOT}"\n'
+                f'access_token = "{MATRIX_TOKEN}"\nowner_ids = ["@ann:b"]\n'
+                "poll_timeout_seconds = 25\n\n"
+                f'[channels.slack]\nbot_token = "{SLACK_TOKEN}"\nsigning_secret = "{SECRET}"\n'
+                f'owner_ids = ["UANN"]\napi_url = "{self.slack.api_url}"\n\n'
+                '[channels.email]\naddress = "bot@example.org"\nowner_addresses = '
+                f'["ann@example.org"]\nlisten_port = {self.mail_port}\nsmtp_host = '
+                f'"127.0.0.1"\nsmtp_port = {self.relay.port}\nsmtp_starttls = false\n')
+
+
+def matrix_turns(matrix: FakeMatrix, count: int) -> list[float]:
+    room = matrix.room("!bench:b", ["@ann:b"])
+    while len(matrix.syncs) < 2:  # the channel syncs from the present
+        time.sleep(0.05)
+    samples = []
+    for n in range(count):
+        began = time.monotonic()
+        matrix.message(room, "@ann:b", f"matrix {n}")
+        matrix.wait_sent(room, n + 1, timeout=60)
+        samples.append((time.monotonic() - began) * 1000)
+    return samples
+
+
+def slack_turns(slack: FakeSlack, url: str, count: int) -> list[float]:
+    samples = []
+    for n in range(count):
+        began = time.monotonic()
+        slack.deliver(f"{url}/channels/slack/events", dm("UANN", f"slack {n}"))
+        slack.wait_for(lambda n=n: sum(p.now == ANSWER for p in slack.in_channel("DUANN"))
+                       > n, timeout=60)
+        samples.append((time.monotonic() - began) * 1000)
+    return samples
+
+
+def mail_turns(others: Others, count: int) -> list[float]:
+    samples = []
+    for n in range(count):
+        began = time.monotonic()
+        send(others.mail_port, mail("ann@example.org", "bot@example.org", f"mail {n}",
+                                    message_id=f"<bench-{n}@example.org>"), "bot@example.org")
+        others.relay.wait(n + 1, timeout=60)
+        samples.append((time.monotonic() - began) * 1000)
+    return samples
+
+
 def check(url: str, fake: FakeTelegram, threads: int, per_thread: int) -> list[str]:
     """What is wrong with what the flood left (nothing: all answered once, in order)."""
     http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"},
@@ -114,8 +187,9 @@ def check(url: str, fake: FakeTelegram, threads: int, per_thread: int) -> list[s
     problems = []
     for chat in chats:
         said = http.get(f"/api/sessions/{chat['key']}", params={"limit": 1000}).json()
-        thread = said["messages"][0]["source"]["thread"]
-        if thread is None or int(thread) < FIRST_THREAD:
+        source = said["messages"][0]["source"]
+        thread = source["thread"]
+        if source["channel"] != "telegram" or thread is None or int(thread) < FIRST_THREAD:
             continue
         users = [m for m in said["messages"] if m["kind"] == "user"]
         if [m["text"] for m in users] != [f"message {n} from {thread}" for n in range(per_thread)]:
@@ -129,25 +203,34 @@ def check(url: str, fake: FakeTelegram, threads: int, per_thread: int) -> list[s
 
 
 def measure(args: argparse.Namespace) -> None:
-    with ScriptedModelServer() as model, FakeTelegram() as fake:
+    with ScriptedModelServer() as model, FakeTelegram() as fake, FakeMatrix() as matrix, \
+            FakeSlack() as slack, FakeRelay() as relay:
+        others = Others(matrix, slack, relay, free_port())
         model.default = Reply(text=ANSWER)
         own = model_own_time(model, 50)
         home = Path(tempfile.mkdtemp(prefix="hearth-bench-channels-")) / "home"
         write_config(home, model.openai_base_url,
                      f'[channels.telegram]\ntoken = "{fake.token}"\nbase_url = '
                      f'"{fake.base_url}"\nowner_ids = [{FIRST_THREAD}]\n'
-                     "poll_timeout_seconds = 25\n")
+                     "poll_timeout_seconds = 25\n\n" + others.config())
         gateway = Gateway(home).start()
         try:
             person(fake, 1, 3, [])  # warm up: the first turn imports what turns use
             warm: list[float] = []
             person(fake, 2, args.warm, warm)
             dashboard = dashboard_turns(gateway.url, args.warm)
+            each = {"Matrix": matrix_turns(matrix, args.warm),
+                    "Slack": slack_turns(slack, gateway.url, args.warm),
+                    "email": mail_turns(others, args.warm)}
             flood, took = people(fake, args.threads, args.per_thread)
             problems = check(gateway.url, fake, args.threads, args.per_thread)
         finally:
             gateway.stop()
     report(own, (warm, dashboard), flood, took, problems, args)
+    for name, samples in each.items():
+        print(f"{name + ', message to reply':<30}{_summary(samples)}")
+        print(f"  its own share over the API  p50 "
+              f"{statistics.median(samples) - statistics.median(dashboard):.1f} ms")
 
 
 def report(own: list[float], single: tuple[list[float], list[float]], flood: list[float],
