@@ -104,3 +104,21 @@ def test_a_relay_that_defers_is_tried_again_and_the_answer_goes_once(
     assert send(port, mail(GUEST, BOT, "hi", message_id="<g1@example.net>"), BOT)[0] == 250
     [answer] = relay.wait(1, timeout=30)
     assert answer.get_content().strip() == "Eventually." and answer["To"] == GUEST
+
+
+def test_an_attached_file_is_kept_in_the_chat_and_read_by_the_model(
+        relay: FakeRelay, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="Read it.")
+    gateway, port = _gateway(gateway_factory, relay)
+    with_file = mail(OWNER, BOT, "see the notes", message_id="<f1@example.org>")
+    with_file.add_attachment(b"the garden plan: beans by the fence\n", maintype="text",
+                             subtype="plain", filename="plan.txt")
+    assert send(port, with_file, BOT)[0] == 250
+    relay.wait(1)
+    api = gateway.client()
+    [chat] = chats(api)
+    kept = api.http.get(f"/api/sessions/{chat['key']}/attachments").json()["attachments"]
+    assert [a["name"] for a in kept] == ["plan.txt"]
+    sent = str(model_server.requests[0].messages)
+    assert "beans by the fence" in sent  # the model read the file
