@@ -76,6 +76,7 @@ class MatrixChannel:
         self._mine: set[str] = set()  # the event ids the bot sent (a reply to one is for it)
         self._asked: dict[str, str] = {}  # an approval question's event id → the approval
         self._told: set[str] = set()  # encrypted rooms told they are not read
+        self._owner_room: str | None = None  # the owner's direct room, once they wrote in it
 
     # -- the protocol --------------------------------------------------------------------
 
@@ -107,7 +108,9 @@ class MatrixChannel:
             await client.close()
 
     def owner_thread(self) -> str | None:
-        return None  # a direct room is made by the owner inviting the bot
+        """The owner's direct room with the bot, once they wrote in it since the start (the
+        bot cannot tell which room of two is theirs before)."""
+        return self._owner_room
 
     async def typing(self, thread: str) -> None:
         if self._client is None:
@@ -244,6 +247,8 @@ class MatrixChannel:
             return None
         sender = str(event.get("sender"))
         owner = sender in self.config.owner_ids
+        if direct and owner:
+            self._owner_room = room_id
         return Inbound(channel=NAME, thread=room_id, inbound_id=str(event.get("event_id")),
                        sender=sender, sender_name=sender, text=words, owner=owner,
                        owner_dm=direct and owner)
