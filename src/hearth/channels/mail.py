@@ -54,6 +54,8 @@ class Conversation:
 class EmailChannel:
     name = NAME
     resend_is_safe = False  # a relay that took a mail cannot be asked whether it went on
+    continue_hint = ("A mail conversation begins with your mail: the dashboard cannot start "
+                     "one, so chats are not continued on Email.")
 
     def __init__(self, config: EmailConfig) -> None:
         self.config = config

@@ -60,6 +60,8 @@ class SyncFailed(Exception):
 class MatrixChannel:
     name = NAME
     resend_is_safe = True  # one transaction id per delivery: the homeserver keeps it once
+    continue_hint = ("Write to the bot in your direct room first: Matrix says which room is "
+                     "yours only then, and chats can be continued there from that moment.")
 
     def __init__(self, config: MatrixConfig) -> None:
         self.config = config

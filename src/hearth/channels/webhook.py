@@ -73,6 +73,8 @@ class Message:
 class WebhookChannel:
     name = NAME
     resend_is_safe = True
+    continue_hint = ("A webhook has no chat of yours to move a chat to: its app starts each "
+                     "thread.")
 
     def __init__(self, config: WebhookConfig) -> None:
         import httpx

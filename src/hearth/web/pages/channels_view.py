@@ -26,6 +26,7 @@ class ChannelRow:
     state: str  # starting | running | error
     sentence: str
     can_continue: bool  # it knows the owner's own chat, so a chat can be moved there
+    hint: str | None = None  # why not, when the channel says (else: set owner_ids)
 
 
 def shown(name: str) -> str:
@@ -44,7 +45,8 @@ def rows(request: Request) -> list[ChannelRow]:
     if channels is None:
         return []
     return [ChannelRow(name, shown(name), health["state"], health["sentence"],
-                       channels.adapters[name].owner_thread() is not None)
+                       channels.adapters[name].owner_thread() is not None,
+                       getattr(channels.adapters[name], "continue_hint", None))
             for name, health in channels.health().items()]
 
 
