@@ -137,3 +137,26 @@ def test_a_rate_limited_send_waits_and_goes_out_once(
     matrix.message(DM, OWNER, "hello")
     [answer] = matrix.wait_sent(DM, 1)
     assert answer.body == "After the wait."
+
+
+def test_a_flood_across_rooms_is_answered_once_each_in_order(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    rooms = [matrix.room(f"!r{n}:example.org", [OWNER]) for n in range(3)]
+    model_server.default = Reply(text="ok")
+    gateway = _started(gateway_factory, matrix)
+    for n in range(4):
+        for room in rooms:
+            matrix.message(room, OWNER, f"{room} message {n}")
+    for room in rooms:
+        matrix.wait_sent(room, 4, timeout=60)
+    time.sleep(1.5)
+    api = gateway.client()
+    for chat in chats(api):
+        said = api.messages(chat["key"])
+        users = [m for m in said if m["kind"] == "user"]
+        room = users[0]["source"]["thread"]
+        assert [m["text"] for m in users] == [f"{room} message {n}" for n in range(4)]
+        answers = [m["run_id"] for m in said if m["kind"] == "assistant"]
+        assert answers == [m["run_id"] for m in users]  # each answered once, in order
+        assert len(matrix.sent_to(room)) == 4

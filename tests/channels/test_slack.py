@@ -118,3 +118,27 @@ def test_a_rate_limited_post_waits_its_retry_after_and_goes_out_once(
     posts = [m for m, _ in slack.calls if m == "chat.postMessage"]
     assert len(posts) >= 3  # two refused, then taken
     assert [p.now for p in slack.in_channel(f"D{OWNER}")].count("After the wait.") == 1
+
+
+def test_a_flood_across_threads_is_answered_once_each_in_order(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="ok")
+    gateway = gateway_factory(config=slack_config(slack))
+    threads = [mention(GUEST, "C7", f"thread {t}") for t in range(3)]
+    url = _events(gateway)
+    for n in range(4):
+        for t, root in enumerate(threads):
+            event = mention(GUEST, "C7", f"thread {t} message {n}", thread_ts=root["ts"])
+            assert slack.deliver(url, event).json()["taken"] == "admitted"
+    slack.wait_for(lambda: sum(p.now == "ok" for p in slack.in_channel("C7")) >= 12,
+                   timeout=60)
+    time.sleep(1.5)
+    posts = slack.in_channel("C7")
+    assert sum(p.now == "ok" for p in posts) == 12
+    api = gateway.client()
+    assert len(chats(api)) == 3  # one chat per Slack thread
+    for chat in chats(api):
+        users = [m["text"] for m in api.messages(chat["key"]) if m["kind"] == "user"]
+        t = users[0].split()[1]
+        assert users == [f"thread {t} message {n}" for n in range(4)]
