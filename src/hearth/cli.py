@@ -1,4 +1,5 @@
-"""The `hearth` command: gateway, chat, export, import, token, db, tools, mcp, jobs, apps.
+"""The `hearth` command: gateway, chat, status, export, import, backup, restore, token, db, tools,
+mcp, jobs, apps.
 
 Its help shows no type tags: a flag is shown bare (`--verbose`, not `--verbose <bool>`) and an
 option that takes a value names it (`--port PORT`, not `--port <int>`), by `HearthCommand` and
