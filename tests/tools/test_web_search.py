@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from hearth.config import Config, ConfigError, WebSearchConfig, load_config
+from hearth.models.spending import Account
 from hearth.store.schema import model_calls
 from hearth.tools.base import ToolContext, ToolOutcome, ToolRefused
 from hearth.tools.web_search import WebSearch
@@ -152,3 +153,20 @@ def test_a_temporary_chat_searches_unless_the_owner_says_no(
         assert _search_turn(client, model_server, kept)["status"] == "complete"
     assert "web searches are off in Temporary chats" in tool_result[0]["content"]
     assert [r.query["q"] for r in search.requests] == [["hearth gateway"]]  # the kept chat's
+
+
+def test_a_paid_search_is_not_made_once_a_spending_limit_is_reached(
+        tmp_path: Path, model_server: ScriptedModelServer, search: FakeSearch) -> None:
+    config = _turn_config(model_server, search, usd_per_search=0.004)
+    raw = config.model_dump()
+    raw["limits"]["usd_per_day"] = 0.001  # below one search
+    with dashboard(tmp_path / "home", Config.model_validate(raw), csrf=True) as client:
+        engine = client.app.state.engine  # type: ignore[attr-defined]
+        engine.spending.count(Account(), 0.002)  # spent today already: past the limit
+        key = api_chat(client, model="plain")  # an unpriced model: the turn itself is free
+        ended = _search_turn(client, model_server, key)
+        tool_result = [m for m in model_server.requests[-1].messages if m["role"] == "tool"]
+    assert ended["status"] == "complete"
+    assert tool_result[0]["content"].startswith("Refused: a search on SearXNG costs money, and "
+                                                "the daily spending limit overall ($0.001)")
+    assert not search.requests

@@ -107,7 +107,8 @@ def standard_tools(db: Database, memory: Memory, search: WebSearchConfig | None 
     """The built-in tools, memory's, the jobs tool, the attachments' reader, and web_search
     when `[web_search]` names a provider."""
     searching: list[Tool] = [] if search is None else [
-        WebSearch(search, lambda provider, usd: guard.charge(provider, "web_search", usd))]
+        WebSearch(search, lambda provider, usd: guard.charge(provider, "web_search", usd),
+                  guard.over_limit)]
     return [*builtin_tools(), *memory_tools(memory, db), *job_tools(db), OpenAttachment(db),
             *searching]
 

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from hearth.models.calls import Call, CallRecorder
-from hearth.models.spending import Spending
+from hearth.models.spending import Spending, account
 from hearth.models.types import Completed, ModelError, ModelRequest, Provider, StreamEvent
 from hearth.privacy import reach
 
@@ -81,6 +81,15 @@ async def speak(provider: Provider, text: str) -> bytes:
     """`text` read aloud by `provider`, through the guard (as `transcribe`)."""
     say = _audio(provider, "speak", "read aloud")
     return bytes(await say(text))
+
+
+def over_limit() -> str | None:
+    """The spending limit the work running now has reached, as its sentence (None: none),
+    for a paid call that is no model's to ask before it is made."""
+    if _spending is None:
+        return None
+    over = _spending.refusal(account())
+    return None if over is None else over.sentence
 
 
 def charge(provider: str, purpose: str, usd: float) -> None:

@@ -6,8 +6,9 @@ The provider's address is the owner's own choice (a SearXNG is often on loopback
 and is asked as configured; what the agent then opens from the results goes through web_fetch
 and its guard. A search changes nothing (a read), so it is not asked of the owner; a Temporary
 chat may search unless `temporary = false` says no (its words would leave for the provider).
-Where the provider charges (`usd_per_search`), each search is counted on the Usage page and
-against the spending limits (`charge`, given by the engine). The key is told to the masker and
+Where the provider charges (`usd_per_search`), a search is not made once a spending limit is
+reached (`over_limit`), and each one made is counted on the Usage page and against the
+limits (`charge`; both given by the engine). The key is told to the masker and
 never said; a failure names the provider and the HTTP status, never its address or key.
 """
 
@@ -30,6 +31,7 @@ SNIPPET_MAX = 400
 TAGS = re.compile(r"<[^>]{0,200}>")
 PROVIDERS = {"searxng": "SearXNG", "brave": "Brave Search", "tavily": "Tavily"}
 Charge = Callable[[str, float], None]
+OverLimit = Callable[[], str | None]
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,11 @@ class WebSearch:
     placed: Placed = "remote"
     parallel_safe = True
 
-    def __init__(self, config: WebSearchConfig, charge: Charge | None = None) -> None:
+    def __init__(self, config: WebSearchConfig, charge: Charge | None = None,
+                 over_limit: OverLimit | None = None) -> None:
         self.config = config
         self._charge = charge
+        self._over_limit = over_limit
         self._key = config.resolved_api_key()
         if self._key:
             masking.know(self._key)
@@ -73,6 +77,11 @@ class WebSearch:
                               "([web_search] temporary = false), so this chat's words do not "
                               "leave for the search provider.")
         name = PROVIDERS[self.config.provider]
+        if self.config.usd_per_search and self._over_limit is not None:
+            over = self._over_limit()
+            if over is not None:
+                raise ToolRefused(f"Refused: a search on {name} costs money, and {over[0].lower()}"
+                                  f"{over[1:]}")
         try:
             async with asyncio.timeout(self.config.timeout_seconds):
                 results = (await self._ask(query, count))[:count]
