@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from hearth.engine.intake.channel_inbound import Inbound, Received
 
@@ -22,6 +22,15 @@ REPLY_WORDS = {"yes": "allow_once", "allow": "allow_once", "ok": "allow_once",
                "always": "allow_always", "no": "deny", "deny": "deny"}
 APPROVAL_BUTTONS = (("Allow once", "allow_once"), ("Always", "allow_always"),
                     ("Deny", "deny"))
+
+
+def remember(kept: dict[str, Any], key: str, value: Any, most: int) -> None:
+    """Keep `key` among the newest `most` entries of `kept` (an adapter's memory of what it
+    sent or took in), the oldest let go: a gateway running for months holds no more."""
+    kept.pop(key, None)
+    kept[key] = value
+    while len(kept) > most:
+        del kept[next(iter(kept))]
 
 
 class SendError(Exception):

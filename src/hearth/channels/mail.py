@@ -31,7 +31,16 @@ from email.utils import formataddr, make_msgid
 from typing import Any
 
 from hearth import masking
-from hearth.channels.base import Desk, Health, NotSent, Outbound, Refused, SendError, Unsure
+from hearth.channels.base import (
+    Desk,
+    Health,
+    NotSent,
+    Outbound,
+    Refused,
+    SendError,
+    Unsure,
+    remember,
+)
 from hearth.channels.mail_reading import Mail, parse
 from hearth.config import EmailConfig
 from hearth.engine.intake.channel_inbound import Inbound
@@ -41,6 +50,7 @@ log = logging.getLogger(__name__)
 
 NAME = "email"
 SEND_SECONDS = 30.0
+THREADS_KEPT = 2000  # the conversations whose subject and References are kept in mind
 
 
 @dataclass(frozen=True)
@@ -115,7 +125,8 @@ class EmailChannel:
             mail = await asyncio.to_thread(parse, raw)
         except ValueError as error:
             return f"550 5.6.0 This mail cannot be read ({error})"
-        self._threads[mail.thread] = Conversation(mail.subject, mail.references)
+        remember(self._threads, mail.thread, Conversation(mail.subject, mail.references),
+                 THREADS_KEPT)
         if not mail.text and not mail.files:
             return "250 2.0.0 Taken (an empty mail: nothing to answer)"
         try:
@@ -148,8 +159,9 @@ class EmailChannel:
         known = self._threads.get(out.thread, Conversation("", (root,) if root else ()))
         mail = self._mail(recipient, known, out)
         await asyncio.to_thread(self._deliver, mail)
-        self._threads[out.thread] = Conversation(known.subject,
-                                                 (*known.references, str(mail["Message-ID"])))
+        remember(self._threads, out.thread,
+                 Conversation(known.subject, (*known.references, str(mail["Message-ID"]))),
+                 THREADS_KEPT)
         return str(mail["Message-ID"])
 
     def _mail(self, recipient: str, known: Conversation, out: Outbound) -> EmailMessage:

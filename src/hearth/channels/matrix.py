@@ -37,7 +37,15 @@ from nio import AsyncClient, AsyncClientConfig, RoomSendResponse, SyncResponse
 
 from hearth import masking
 from hearth.channels import matrix_reading as reading
-from hearth.channels.base import Desk, Health, NotSent, Outbound, Refused, SendError
+from hearth.channels.base import (
+    Desk,
+    Health,
+    NotSent,
+    Outbound,
+    Refused,
+    SendError,
+    remember,
+)
 from hearth.config import MatrixConfig
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
@@ -46,6 +54,7 @@ log = logging.getLogger(__name__)
 
 NAME = "matrix"
 PAUSE_MAX = 300.0
+REMEMBERED = 2000  # the bot's latest sent events and questions kept in mind (not all, ever)
 NETWORK = (OSError, TimeoutError, aiohttp.ClientError)  # the homeserver could not be reached
 REFUSED = frozenset({"M_FORBIDDEN", "M_NOT_FOUND", "M_BAD_JSON", "M_NOT_JSON", "M_TOO_LARGE",
                      "M_INVALID_PARAM"})
@@ -75,8 +84,10 @@ class MatrixChannel:
         self._task: asyncio.Task[None] | None = None
         self._pause = 1.0
         self._members: dict[str, int] = {}  # room → joined members, as the last summary said
-        self._mine: set[str] = set()  # the event ids the bot sent (a reply to one is for it)
-        self._asked: dict[str, str] = {}  # an approval question's event id → the approval
+        # the latest event ids the bot sent (a reply to one is for it), and its approval
+        # questions' event ids → the approval; each holds the newest REMEMBERED only
+        self._mine: dict[str, None] = {}
+        self._asked: dict[str, str] = {}
         self._told: set[str] = set()  # encrypted rooms told they are not read
         self._owner_room: str | None = None  # the owner's direct room, once they wrote in it
 
@@ -128,7 +139,7 @@ class MatrixChannel:
                    "formatted_body": reading.html_of(text)}
         event_id = await self._send(out.thread, content, f"hearth-{out.delivery_id}")
         if out.approval_id:
-            self._asked[event_id] = out.approval_id
+            remember(self._asked, event_id, out.approval_id, REMEMBERED)
         return event_id
 
     async def _send(self, room: str, content: dict[str, Any], txn: str) -> str:
@@ -139,7 +150,7 @@ class MatrixChannel:
                           ) from None
         if not isinstance(said, RoomSendResponse):
             raise _send_error(said)
-        self._mine.add(said.event_id)
+        remember(self._mine, str(said.event_id), None, REMEMBERED)
         return str(said.event_id)
 
     # -- taking in -----------------------------------------------------------------------

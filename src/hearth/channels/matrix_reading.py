@@ -9,6 +9,7 @@ the bot's name, a reaction's approval decision, and Markdown as Matrix HTML.
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -57,7 +58,7 @@ def replied_to(event: Event) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def addressed(event: Event, bot: str, mine: set[str]) -> bool:
+def addressed(event: Event, bot: str, mine: Container[str]) -> bool:
     """A group room's message is for the bot: it mentions it, names it, or replies to it."""
     content = event.get("content") or {}
     mentions = content.get("m.mentions") or {}

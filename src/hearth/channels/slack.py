@@ -41,6 +41,7 @@ from hearth.channels.base import (
     Refused,
     SendError,
     Unsure,
+    remember,
 )
 from hearth.config import SlackConfig
 from hearth.engine.intake.channel_inbound import Inbound
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 NAME = "slack"
 APPROVAL_PREFIX = "ap"
 PLACEHOLDER = "…"
+THREADS_KEPT = 2000  # the threads whose last send is kept in mind
 QUIET_SECONDS = 10.0  # no placeholder in a thread that was sent a message this lately
 MENTION = re.compile(r"<@[A-Z0-9]+>")
 REFUSED = frozenset({"channel_not_found", "not_in_channel", "is_archived", "msg_too_long",
@@ -132,7 +134,7 @@ class SlackChannel:
             raise NotSent("Slack is not set up (no bot token or signing secret)")
         async with self._lock(out.thread):
             sent = await self._send(out)
-            self._sent_at[out.thread] = time.monotonic()
+            remember(self._sent_at, out.thread, time.monotonic(), THREADS_KEPT)
             return sent
 
     async def _send(self, out: Outbound) -> str:

@@ -278,14 +278,9 @@ class Spending:
         per agent and app limits, and each job's for the jobs that spent this period."""
         at = time.time() if at is None else at
         limits = self.limits()
-        caps = caps_of(limits, Account())
-        for name in sorted(limits.agents):
-            caps += caps_of(limits.model_copy(update={"usd_per_day": None,
-                                                      "usd_per_month": None,
-                                                      "each_job": SpendLimit()}),
-                            Account(agent=name))
-        for name in sorted(limits.apps):
-            caps += _caps("app", name, limits.apps[name])
+        caps = _caps("all", "", limits)
+        for kind, named in (("agent", limits.agents), ("app", limits.apps)):
+            caps += [cap for name in sorted(named) for cap in _caps(kind, name, named[name])]
         caps += [cap for job in self._jobs_spending(at)
                  for cap in _caps("job", job, limits.each_job)]
         return [Spent(cap, self.spent[_key(cap, at)], resets_at(cap.period, at))

@@ -35,6 +35,17 @@ class ToolRefused(Exception):
         self.sentence = sentence
 
 
+def at_most(args: dict[str, Any], name: str, most: int) -> int:
+    """The whole number argument `name` (at least 1; `most` when not given), held to `most`;
+    ToolRefused for anything else."""
+    asked = args.get(name)
+    if asked is None:
+        return most
+    if not isinstance(asked, int) or isinstance(asked, bool) or asked < 1:
+        raise ToolRefused(f"Refused: {name} must be a whole number of at least 1.")
+    return min(asked, most)
+
+
 @dataclass(frozen=True)
 class WebSettings:
     """What web_fetch may reach and how much it may take."""

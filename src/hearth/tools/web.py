@@ -14,7 +14,7 @@ import ssl
 from typing import Any
 from urllib.parse import urljoin
 
-from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused, at_most
 from hearth.tools.files import size_words
 from hearth.tools.web_reach import (
     Blocked,
@@ -58,7 +58,7 @@ class WebFetch:
         import httpx  # when the tool is first used, not at every start
 
         url = str(args["url"]).strip()
-        limit = self._char_limit(args, ctx)
+        limit = at_most(args, "max_chars", ctx.output_chars)
         try:
             async with asyncio.timeout(ctx.web.timeout_seconds):
                 target, reply, hops = await self._follow(url, ctx)
@@ -74,14 +74,6 @@ class WebFetch:
         if reply.status >= 300:
             return await asyncio.to_thread(_http_error, target, reply)
         return await asyncio.to_thread(self._page, target, reply, hops, limit)
-
-    def _char_limit(self, args: dict[str, Any], ctx: ToolContext) -> int:
-        asked = args.get("max_chars")
-        if asked is None:
-            return ctx.output_chars
-        if not isinstance(asked, int) or isinstance(asked, bool) or asked < 1:
-            raise ToolRefused("Refused: max_chars must be a whole number of at least 1.")
-        return min(asked, ctx.output_chars)
 
     async def _follow(self, url: str, ctx: ToolContext) -> tuple[Target, Reply, int]:
         """Fetch `url`, following at most MAX_REDIRECTS redirects, every hop checked."""

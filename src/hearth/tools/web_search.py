@@ -24,7 +24,7 @@ from typing import Any
 from hearth import masking
 from hearth.config import WebSearchConfig
 from hearth.privacy import reach
-from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused
+from hearth.tools.base import Effect, Placed, ToolContext, ToolOutcome, ToolRefused, at_most
 
 QUERY_MAX = 400
 SNIPPET_MAX = 400
@@ -71,7 +71,7 @@ class WebSearch:
             masking.know(self._key)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        query, count = self._query(args), self._count(args)
+        query, count = self._query(args), at_most(args, "max_results", self.config.max_results)
         if not self.config.temporary and reach.restricted_mode() in ("temporary", "unreadable"):
             raise ToolRefused("Refused: web searches are off in Temporary chats here "
                               "([web_search] temporary = false), so this chat's words do not "
@@ -102,14 +102,6 @@ class WebSearch:
         if len(query) > QUERY_MAX:
             raise ToolRefused(f"Refused: a query is at most {QUERY_MAX} characters.")
         return " ".join(query.split())
-
-    def _count(self, args: dict[str, Any]) -> int:
-        asked = args.get("max_results")
-        if asked is None:
-            return self.config.max_results
-        if not isinstance(asked, int) or isinstance(asked, bool) or asked < 1:
-            raise ToolRefused("Refused: max_results must be a whole number of at least 1.")
-        return min(asked, self.config.max_results)
 
     async def _ask(self, query: str, count: int) -> list[Result]:
         import httpx  # at the first search, not at every start
