@@ -2,7 +2,8 @@
 are short (`[gateway] header_timeout_seconds = 1`, `body_timeout_seconds = 1`): a connection
 that sends nothing, part of its headers, its headers a byte at a time, or its headers and part
 of a body is answered 408 or closed within the limit; a slow but steady body, an ordinary
-request and a long-lived event stream are not cut."""
+request, a long-lived event stream and a connection idle past its client's own limit are not
+cut."""
 
 from __future__ import annotations
 
@@ -204,3 +205,16 @@ def test_a_body_nobody_reads_cannot_hold_the_connection_after_the_answer(
         raw, took = _until_closed(sock, LIMIT + SLACK)
     assert raw.startswith(b"HTTP/1.1 200"), raw
     assert took < LIMIT + SLACK
+
+
+def test_an_idle_connection_outlasts_the_clients_own_idle_limit(gateway: Gateway) -> None:
+    """A connection idle for longer than httpx keeps its own (5 s) still answers: the client
+    always gives it up first, so a request cannot meet the server's close on the way. Before:
+    both were 5 s, and a request sent at that moment got "Server disconnected"."""
+    ask = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with _connect(gateway) as sock:
+        sock.sendall(ask)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        time.sleep(httpx.Limits().keepalive_expiry + 1.0)
+        sock.sendall(ask)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")

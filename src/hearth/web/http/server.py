@@ -14,6 +14,13 @@ reads cannot be trickled in for ever either. A request that is served (an event 
 included) is never cut by these limits. Each connection holds a file: the soft limit on open
 files is raised to the hard one before serving (`web.http.descriptors`).
 
+An idle kept-alive connection is held `KEEP_ALIVE_SECONDS`, longer than the clients that talk
+to it keep theirs (httpx, which Hearth's own client and most Python clients use, drops an idle
+connection after 5 seconds, uvicorn's default too): with both at 5 seconds a request sent on a
+connection idle for about that long could meet the server's close on the way, and the client
+saw "Server disconnected without sending a response" for a request never read. A client
+always gives up its idle connection first, so that race cannot happen.
+
 `hearth gateway` binds its address before it builds anything (`listen`): an address it cannot
 have is one sentence naming the setting to change (`ListenRefused`), said before any start-up
 line. It says where it serves only once the server is up (`on_started`). Its logs
@@ -40,6 +47,7 @@ from hearth.engine.runtime import Engine
 from hearth.web.http import descriptors
 
 GRACE_SECONDS = 10
+KEEP_ALIVE_SECONDS = 30  # above the 5 s after which httpx (and most clients) drop idle ones
 HEADER_TIMEOUT_SECONDS = 15.0
 PORT_SETTING = ("`port` under [gateway] in config.toml, the HEARTH_PORT environment variable, "
                 "or `hearth gateway --port`")
@@ -181,6 +189,7 @@ def gateway_server(app: FastAPI, *, host: str, port: int,
     engine: Engine = app.state.engine
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACE_SECONDS,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         http=TimedHttpProtocol.timed(engine.config.gateway.header_timeout_seconds),
         log_config=log_config,
     )
