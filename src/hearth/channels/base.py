@@ -10,7 +10,9 @@ through the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +33,32 @@ def remember(kept: dict[str, Any], key: str, value: Any, most: int) -> None:
     kept[key] = value
     while len(kept) > most:
         del kept[next(iter(kept))]
+
+
+class OneAtATime:
+    """A lock per key (an adapter's thread), kept only while someone holds it or waits for it:
+    `async with locks.held(key)`. A gateway that answered in a million threads holds none."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # key → (lock, holders + waiters)
+
+    @contextlib.asynccontextmanager
+    async def held(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (None, 0))
+        lock = lock or asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            users = self._locks[key][1] - 1
+            if users:
+                self._locks[key] = (lock, users)
+            else:
+                del self._locks[key]
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
 
 class SendError(Exception):

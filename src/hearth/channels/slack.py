@@ -37,6 +37,7 @@ from hearth.channels.base import (
     Desk,
     Health,
     NotSent,
+    OneAtATime,
     Outbound,
     Refused,
     SendError,
@@ -77,7 +78,7 @@ class SlackChannel:
         self._dms: dict[str, str] = {}  # owner's user id → their direct conversation's id
         self._placeholders: dict[str, str] = {}  # thread → the "…" message's ts
         self._sent_at: dict[str, float] = {}  # thread → when a message last went to it
-        self._locks: dict[str, asyncio.Lock] = {}  # one placeholder or send at a time
+        self._locks = OneAtATime()  # one placeholder or send at a time in a thread
 
     # -- the protocol --------------------------------------------------------------------
 
@@ -114,7 +115,7 @@ class SlackChannel:
         there: the turn is ending); the answer's first part replaces it."""
         if self._client is None:
             return
-        async with self._lock(thread):
+        async with self._locks.held(thread):
             recent = time.monotonic() - self._sent_at.get(thread, -QUIET_SECONDS)
             if thread in self._placeholders or recent < QUIET_SECONDS:
                 return
@@ -124,15 +125,12 @@ class SlackChannel:
                                         thread_ts=thread_ts)
             except SendError:
                 return
-            self._placeholders[thread] = str(said["ts"])
-
-    def _lock(self, thread: str) -> asyncio.Lock:
-        return self._locks.setdefault(thread, asyncio.Lock())
+            remember(self._placeholders, thread, str(said["ts"]), THREADS_KEPT)
 
     async def send(self, out: Outbound) -> str | None:
         if self._client is None:
             raise NotSent("Slack is not set up (no bot token or signing secret)")
-        async with self._lock(out.thread):
+        async with self._locks.held(out.thread):
             sent = await self._send(out)
             remember(self._sent_at, out.thread, time.monotonic(), THREADS_KEPT)
             return sent
