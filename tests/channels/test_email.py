@@ -3,7 +3,9 @@ would) is admitted in its conversation's chat and answered through a real SMTP r
 in the same thread (Re: its subject, In-Reply-To, References); a reply continues the chat; a
 mail delivered twice is answered once; only mail to the bot's address is taken; an owner's
 address counts only with the receiving server's dkim/dmarc pass; HTML mail is read as text and
-a reply's quoted history left out; a relay that defers is tried again."""
+a reply's quoted history left out; a relay that defers is tried again; "Continue on Email"
+opens a conversation with the owner that their replies continue, and a guest's call is asked of
+the owner by mail, answered by their "yes"."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.fakes.mail_server import FakeRelay, free_port, mail, send
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
+from tests.support.polling import until
 from tests.support.telegram import chats, running
 
 BOT, OWNER, GUEST = "hearth@example.org", "me@example.org", "bob@example.net"
@@ -122,3 +125,64 @@ def test_an_attached_file_is_kept_in_the_chat_and_read_by_the_model(
     assert [a["name"] for a in kept] == ["plan.txt"]
     sent = str(model_server.requests[0].messages)
     assert "beans by the fence" in sent  # the model read the file
+
+
+def test_continue_on_email_opens_a_conversation_the_owners_replies_continue(
+        relay: FakeRelay, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="Sunny all week."))
+    gateway, port = _gateway(gateway_factory, relay)
+    api = gateway.client()
+    key = api.new_chat()
+    assert api.http.patch(f"/api/sessions/{key}", json={"title": "Trip to Lisbon"}).is_success
+    [email] = api.http.get("/api/channels").json()["channels"]
+    assert email["can_continue"] is True
+    moved = api.http.put(f"/api/sessions/{key}/link", json={"channel": "email"})
+    assert moved.status_code == 200, moved.text
+    thread = moved.json()["link"]["thread"]
+    owner, root = thread.split(" ")
+    assert owner == OWNER and root.startswith("<") and moved.json()["link"]["owner_dm"]
+    [opening] = relay.wait(1)
+    assert opening["To"] == OWNER and opening["Subject"] == "“Trip to Lisbon” continues here."
+    assert opening["In-Reply-To"].strip() == root and "Reply to this mail" in opening.get_content()
+    again = api.http.put(f"/api/sessions/{key}/link", json={"channel": "email"})
+    assert again.json()["link"]["thread"] == thread  # continued where it is: nothing opened
+    reply = mail(OWNER, BOT, "Weather there?\n\nOn Tue, Hearth wrote:\n> continues here",
+                 subject=f"Re: {opening['Subject']}", message_id="<r1@example.org>",
+                 in_reply_to=str(opening["Message-ID"]))
+    reply.replace_header("References", f"{root} {opening['Message-ID']}")
+    assert send(port, reply, BOT)[0] == 250
+    answer = relay.wait(2)[1]
+    assert answer.get_content().strip() == "Sunny all week."
+    assert answer["In-Reply-To"] == "<r1@example.org>" and root in answer["References"]
+    assert answer["Subject"] == "Re: “Trip to Lisbon” continues here."
+    assert len(chats(api)) == 1  # the reply continued the chat; none was started
+    users = [m["text"] for m in api.messages(key) if m["kind"] == "user"]
+    assert users == ["Weather there?"]
+    assert len(relay.received) == 2
+
+
+def test_a_guests_call_is_asked_of_the_owner_by_mail_and_a_yes_answers_it(
+        relay: FakeRelay, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "g.txt", "content": "g"})]),
+                      Reply(text="Written for Bob."))
+    gateway, port = _gateway(gateway_factory, relay)
+    assert send(port, mail(GUEST, BOT, "write g.txt", message_id="<g1@example.net>"), BOT)[0] \
+        == 250
+    [question] = relay.wait(1)
+    assert question["To"] == OWNER  # asked of the owner, in a conversation of its own
+    assert "write_file" in question.get_content()
+    assert not (gateway.home / "workspace" / "g.txt").exists()
+    yes = mail(OWNER, BOT, "yes", subject=f"Re: {question['Subject']}",
+               message_id="<y1@example.org>", in_reply_to=str(question["Message-ID"]))
+    yes.replace_header("References",
+                       f"{question['In-Reply-To'].strip()} {question['Message-ID']}")
+    assert send(port, yes, BOT)[0] == 250
+    until(lambda: (gateway.home / "workspace" / "g.txt").exists(), what="the file written")
+    answer = relay.wait(2)[1]
+    assert answer["To"] == GUEST and answer.get_content().strip() == "Written for Bob."
+    api = gateway.client()
+    said = [m["text"] for chat in chats(api) for m in api.messages(chat["key"])
+            if m["kind"] == "user"]
+    assert "yes" not in said  # the owner's "yes" answered; it was no message of any chat

@@ -16,6 +16,11 @@ Out: each message the ledger owes a thread is one mail to the conversation's sen
 conversation together; its Message-ID is the message's id. smtplib is blocking: each send runs
 in a worker thread. A 4xx or a refused connection is sent again later; a 5xx is final; a
 connection that broke after the mail was handed over is unsure.
+
+The owner's own thread (`owner_thread`: "Continue on Email", a guest's approvals) is a new
+conversation with the first of `owner_addresses`, its root a Message-ID made here (marked
+`OPENED_ID`) that every mail in it refers to; its subject is its first message's first line,
+and the owner's replies continue it.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from hearth.channels.base import (
     Unsure,
     remember,
 )
-from hearth.channels.mail_reading import Mail, parse
+from hearth.channels.mail_reading import Mail, parse, thread_of
 from hearth.config import EmailConfig
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
@@ -51,6 +56,8 @@ log = logging.getLogger(__name__)
 NAME = "email"
 SEND_SECONDS = 30.0
 THREADS_KEPT = 2000  # the conversations whose subject and References are kept in mind
+OPENED_ID = "hearth-opened"  # in the root Message-ID of a conversation the gateway opened
+SUBJECT_MAX = 78
 
 
 @dataclass(frozen=True)
@@ -64,8 +71,8 @@ class Conversation:
 class EmailChannel:
     name = NAME
     resend_is_safe = False  # a relay that took a mail cannot be asked whether it went on
-    continue_hint = ("A mail conversation begins with your mail: the dashboard cannot start "
-                     "one, so chats are not continued on Email.")
+    opens_conversations = True  # "Continue on Email" starts a conversation of its own
+    owner_setting = "owner_addresses"
 
     def __init__(self, config: EmailConfig) -> None:
         self.config = config
@@ -109,7 +116,12 @@ class EmailChannel:
         return None  # mail has no "typing"
 
     def owner_thread(self) -> str | None:
-        return None  # a conversation begins with a mail; the dashboard starts none
+        """A new conversation with the owner's (first) address: its root a Message-ID made
+        here, which every mail in it refers to, so the owner's replies continue it."""
+        if not self.config.owner_addresses:
+            return None
+        root = make_msgid(OPENED_ID, domain=self.config.address.rpartition("@")[2])
+        return thread_of(self.config.owner_addresses[0].strip().lower(), root)
 
     # -- taking in -----------------------------------------------------------------------
 
@@ -156,7 +168,7 @@ class EmailChannel:
         recipient, _, root = out.thread.partition(" ")
         if "@" not in recipient:
             raise Refused("this thread names no address to write to")
-        known = self._threads.get(out.thread, Conversation("", (root,) if root else ()))
+        known = self._threads.get(out.thread) or _unknown(root, out.text)
         mail = self._mail(recipient, known, out)
         await asyncio.to_thread(self._deliver, mail)
         remember(self._threads, out.thread,
@@ -169,8 +181,7 @@ class EmailChannel:
         domain = self.config.address.rpartition("@")[2]
         mail["From"] = formataddr(("Hearth", self.config.address))
         mail["To"] = recipient
-        subject = known.subject or "your message"
-        mail["Subject"] = subject if subject.lower().startswith("re:") else f"Re: {subject}"
+        mail["Subject"] = _subject(known)
         mail["Message-ID"] = make_msgid("hearth", domain=domain)
         if known.references:
             mail["In-Reply-To"] = known.references[-1]
@@ -196,6 +207,23 @@ class EmailChannel:
             raise _answered(code, said) from None
         except (ConnectionError, smtplib.SMTPConnectError, TimeoutError, OSError) as error:
             raise _unreached(error) from None
+
+
+def _unknown(root: str, text: str) -> Conversation:
+    """A conversation not in mind (the gateway restarted, or opened it): one it opened is
+    named by its first message's first line; every mail in it refers to its root."""
+    subject = ""
+    if f".{OPENED_ID}@" in root:
+        line = text.strip().splitlines()[0] if text.strip() else "Your Hearth chat"
+        subject = line if len(line) <= SUBJECT_MAX else f"{line[:SUBJECT_MAX - 1]}…"
+    return Conversation(subject, (root,) if root else ())
+
+
+def _subject(known: Conversation) -> str:
+    """"Re: " the conversation's subject; as it is in one the gateway opened."""
+    subject = known.subject or "your message"
+    opened = bool(known.references) and f".{OPENED_ID}@" in known.references[0]
+    return subject if opened or subject.lower().startswith("re:") else f"Re: {subject}"
 
 
 def _answered(code: int, said: bytes | str) -> SendError:

@@ -52,6 +52,8 @@ PAUSE_MAX = 60.0  # seconds between tries, at most
 TYPING_EVERY = 4.5  # Telegram shows "typing" for 5 seconds
 SAID = ("assistant", "notice")
 MOVED_NOTE = "This chat continues on {where} now. Messages here no longer reach it."
+OPENED_NOTE = ("“{title}” continues here.\n\nReply to this mail to talk to your agent; its "
+               "answers come back in this conversation.")
 ANSWERED = {"allow_once": "Allowed once.", "allow_always": "Allowed from now on.",
             "deny": "Denied."}
 
@@ -159,7 +161,8 @@ class Channels:
 
     async def continue_on(self, session_key: str, name: str) -> channel_delivery.Moved:
         """Move the chat to the owner's own direct chat on channel `name`; the owner's chat it
-        left hears once where it went."""
+        left hears once where it went. A channel where the gateway opens a conversation of its
+        own (`opens_conversations`: email) is sent its first message, the chat's title."""
         adapter = self.adapters.get(name)
         if adapter is None:
             raise Refusal("unknown_channel", 422,
@@ -168,12 +171,21 @@ class Channels:
         thread = adapter.owner_thread()
         if thread is None:
             raise Refusal("no_owner_thread", 409,
-                          f"{name.title()} does not know the owner's own chat: set owner_ids "
-                          f"in [channels.{name}] in config.toml.")
+                          f"{name.title()} does not know the owner's own chat: set "
+                          f"{getattr(adapter, 'owner_setting', 'owner_ids')} in "
+                          f"[channels.{name}] in config.toml.")
         await self._restricted_stays(session_key)
-        moved = await channel_delivery.continue_on(self.engine, session_key, name, thread, True,
-                                         MOVED_NOTE.format(where=name.title()))
+        opens = getattr(adapter, "opens_conversations", False)
+        if opens:  # each continue would open another conversation: where it is, it stays
+            here = await channel_delivery.link_of(self.engine, session_key)
+            if here is not None and here.channel == name and here.owner_dm:
+                return channel_delivery.Moved(here, None, None)
+        moved = await channel_delivery.continue_on(
+            self.engine, session_key, name, thread, True, MOVED_NOTE.format(where=name.title()),
+            opening=OPENED_NOTE if opens else None)
         self._kick_left(moved.left)
+        if opens and name in self._kicks:
+            self._kicks[name].set()
         return moved
 
     async def answer_here(self, session_key: str) -> None:

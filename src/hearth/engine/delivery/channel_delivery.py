@@ -134,22 +134,27 @@ async def pending_approvals(engine: DeliveryHost, session_key: str) -> list[str]
 
 
 async def continue_on(engine: DeliveryHost, session_key: str, channel: str, thread: str,
-                      owner_dm: bool, note: str | None) -> Moved:
+                      owner_dm: bool, note: str | None, opening: str | None = None) -> Moved:
     """Move the chat's link to the thread. When the thread it left was the owner's own
-    direct chat, `note` is owed there once (a group or someone else's chat hears nothing)."""
+    direct chat, `note` is owed there once (a group or someone else's chat hears nothing).
+    `opening` (its `{title}` the chat's) is owed in the new thread, with the move."""
     moved: Relinked = await engine.db.writing(_relink, session_key, channel, thread, owner_dm,
-                                              note)
+                                              note, opening)
     return Moved(moved.link, moved.left, moved.displaced)
 
 
 def _relink(conn: Connection, session_key: str, channel: str, thread: str, owner_dm: bool,
-            note: str | None) -> Relinked:
-    if session_store.get(conn, session_key) is None:
+            note: str | None, opening: str | None) -> Relinked:
+    session = session_store.get(conn, session_key)
+    if session is None:
         raise Refusal("session_not_found", 404, f"There is no chat named {session_key!r}.")
     moved = channel_store.link(conn, session_key, channel, thread, owner_dm)
     left = moved.left
     if left is not None and left.owner_dm and note:
         deliveries.owe(conn, session_key, left.channel, left.thread, "note", [note])
+    if opening and (left is None or (left.channel, left.thread) != (channel, thread)):
+        title = session.title or session.key
+        deliveries.owe(conn, session_key, channel, thread, "note", [opening.format(title=title)])
     return moved
 
 
