@@ -66,6 +66,32 @@ def test_what_came_while_down_is_read_once_after_a_restart(
     assert said == ["first", "while you were down"]
 
 
+def test_the_owners_room_is_known_again_after_a_restart_while_it_is_still_theirs(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    """Continue on Matrix needs no new message after a restart (before: 409 until the owner
+    wrote again); a room the owner has left is not taken for theirs."""
+    matrix.room(DM, [OWNER])
+    model_server.default = Reply(text="Noted.")
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "hello")
+    matrix.wait_sent(DM, 1)
+    gateway.kill()
+    gateway.start()
+    api = gateway.client()
+    key = api.new_chat()
+    until(lambda: api.http.put(f"/api/sessions/{key}/link",
+                               json={"channel": "matrix"}).status_code == 200,
+          what="the owner's room known again")
+    assert api.http.get(f"/api/sessions/{key}").json()["link"]["thread"] == DM
+    gateway.kill()
+    matrix.room(DM, [GUEST])  # the owner left; someone else is there now
+    gateway.start()
+    until(lambda: len(matrix.syncs) >= 6, what="syncing again")
+    refused = api.http.put(f"/api/sessions/{api.new_chat()}/link", json={"channel": "matrix"})
+    assert refused.status_code == 409, refused.text
+
+
 def test_a_group_room_is_answered_when_addressed_and_edits_redactions_skipped(
         matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:

@@ -431,6 +431,9 @@ class NoDesk:
     async def cursor_token(self, channel: str) -> tuple[int | None, str | None]:
         return None, None
 
+    async def owner_dms(self, channel: str) -> list[str]:
+        return []
+
 
 OUT = Outbound(delivery_id=17, thread="t-9", text="hi", kind="reply", chat="chat-1-1")
 

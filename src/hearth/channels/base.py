@@ -120,6 +120,9 @@ class Desk(Protocol):
 
     async def cursor_token(self, channel: str) -> tuple[int | None, str | None]: ...
 
+    async def owner_dms(self, channel: str) -> list[str]:
+        """The channel's threads linked as the owner's own direct chat, newest first."""
+
 
 class Channel(Protocol):
     """A channel adapter."""

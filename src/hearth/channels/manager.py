@@ -157,6 +157,9 @@ class Channels:
     async def cursor_token(self, channel: str) -> tuple[int | None, str | None]:
         return await channel_inbound.cursor_token_of(self.engine, channel)
 
+    async def owner_dms(self, channel: str) -> list[str]:
+        return await channel_inbound.owner_dms(self.engine, channel)
+
     # -- where a chat answers (the dashboard's "Continue on") -----------------------------
 
     async def continue_on(self, session_key: str, name: str) -> channel_delivery.Moved:

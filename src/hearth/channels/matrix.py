@@ -70,7 +70,8 @@ class MatrixChannel:
     name = NAME
     resend_is_safe = True  # one transaction id per delivery: the homeserver keeps it once
     continue_hint = ("Write to the bot in your direct room first: Matrix says which room is "
-                     "yours only then, and chats can be continued there from that moment.")
+                     "yours only then, and chats can be continued there from that moment on "
+                     "(across restarts too).")
 
     def __init__(self, config: MatrixConfig) -> None:
         self.config = config
@@ -121,8 +122,9 @@ class MatrixChannel:
             await client.close()
 
     def owner_thread(self) -> str | None:
-        """The owner's direct room with the bot, once they wrote in it since the start (the
-        bot cannot tell which room of two is theirs before)."""
+        """The owner's direct room with the bot, once they wrote in it (the bot cannot tell
+        which room of two is theirs before); after a restart the one linked as theirs, while
+        it is still a room of the bot and an owner (`_recall_owner_room`)."""
         return self._owner_room
 
     async def typing(self, thread: str) -> None:
@@ -157,6 +159,7 @@ class MatrixChannel:
 
     async def _run(self) -> None:
         """Sync and take in; on a failure say why, pause (doubling), and try again."""
+        await self._recall_owner_room()
         while True:
             try:
                 await self._sync_forever()
@@ -265,6 +268,19 @@ class MatrixChannel:
         return Inbound(channel=NAME, thread=room_id, inbound_id=str(event.get("event_id")),
                        sender=sender, sender_name=sender, text=words, owner=owner,
                        owner_dm=direct and owner)
+
+    async def _recall_owner_room(self) -> None:
+        """The owner's direct room as the links remember it, if the homeserver still says it
+        is a room of the bot and one of `owner_ids` (none: the owner writes there first)."""
+        assert self._desk is not None
+        for room_id in await self._desk.owner_dms(NAME):
+            with contextlib.suppress(*NETWORK):
+                said = await self._client.joined_members(room_id)
+                members = {str(m.user_id) for m in getattr(said, "members", []) or []}
+                if len(members) == 2 and members & set(self.config.owner_ids):
+                    self._members[room_id] = 2
+                    self._owner_room = self._owner_room or room_id
+                    return
 
     async def _direct(self, room_id: str) -> bool:
         """A room of the bot and one person (asked of the homeserver when not yet known)."""

@@ -63,6 +63,13 @@ def of_chats(conn: Connection, keys: list[str]) -> dict[str, LinkRow]:
     return {row.session_key: LinkRow.of(row) for row in rows}
 
 
+def owner_dms(conn: Connection, channel: str) -> list[str]:
+    """The channel's threads linked as the owner's own direct chat, the newest link first."""
+    return list(conn.execute(select(channel_links.c.thread).where(
+        channel_links.c.channel == channel, channel_links.c.owner_dm.is_(True))
+        .order_by(channel_links.c.created_at.desc())).scalars())
+
+
 def linked_chats(conn: Connection) -> list[str]:
     return list(conn.execute(select(channel_links.c.session_key)).scalars())
 

@@ -202,6 +202,11 @@ async def cursor_token_of(engine: InboundHost, channel: str) -> tuple[int | None
     return await engine.db.reading(channel_store.cursor_token, channel)
 
 
+async def owner_dms(engine: InboundHost, channel: str) -> list[str]:
+    """The channel's threads known (linked) as the owner's own direct chat, newest first."""
+    return await engine.db.reading(channel_store.owner_dms, channel)
+
+
 async def take_only(engine: InboundHost, inbound: Inbound) -> bool:
     """Record the message as taken in (and move the cursor) without admitting it: a reply
     word that answered an approval. False when it was taken in before."""
