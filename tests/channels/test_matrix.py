@@ -150,7 +150,31 @@ def test_an_approval_is_answered_by_the_owners_reaction_only(
     assert not (gateway.home / "workspace" / "m.txt").exists()
     matrix.reaction(DM, OWNER, question.event_id, "👍")
     until(lambda: (gateway.home / "workspace" / "m.txt").exists(), what="the file written")
-    assert matrix.wait_sent(DM, 2)[1].body == "Wrote it."
+    until(lambda: any(m.body == "Wrote it." for m in matrix.sent_to(DM)), what="the answer")
+
+
+def test_a_reaction_or_a_reply_to_what_the_bot_sent_before_a_restart_still_counts(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    """The delivery ledger, not the adapter's memory, says which events are the bot's."""
+    matrix.room(DM, [OWNER])
+    matrix.room(GROUP, [OWNER, GUEST])
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "r.txt", "content": "r"})]),
+                      Reply(text="Group answer."), Reply(text="Wrote it."),
+                      Reply(text="Answered your reply."))
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "write r.txt")
+    [question] = matrix.wait_sent(DM, 1)
+    matrix.message(GROUP, OWNER, f"{BOT} hello")
+    [said] = matrix.wait_sent(GROUP, 1)
+    gateway.kill()
+    gateway.start()
+    matrix.reaction(DM, OWNER, question.event_id, "👍")
+    until(lambda: (gateway.home / "workspace" / "r.txt").exists(), what="the file written")
+    until(lambda: any(m.body == "Wrote it." for m in matrix.sent_to(DM)), what="the answer")
+    matrix.message(GROUP, GUEST, "and what about me?",
+                   **{"m.relates_to": {"m.in_reply_to": {"event_id": said.event_id}}})
+    assert matrix.wait_sent(GROUP, 2)[1].body == "Answered your reply."
 
 
 def test_a_rate_limited_send_waits_and_goes_out_once(

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from hearth.channels import signing
-from hearth.channels.base import NotSent, Outbound, Refused, Unsure
+from hearth.channels.base import NotSent, Outbound, Refused, Sent, Unsure
 from hearth.channels.webhook import WebhookChannel, payload
 from hearth.config import WebhookConfig
 from hearth.engine.intake.channel_inbound import Inbound, Received
@@ -433,6 +433,9 @@ class NoDesk:
 
     async def owner_dms(self, channel: str) -> list[str]:
         return []
+
+    async def sent_as(self, channel: str, message_id: str) -> Sent | None:
+        return None
 
 
 OUT = Outbound(delivery_id=17, thread="t-9", text="hi", kind="reply", chat="chat-1-1")

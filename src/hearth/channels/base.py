@@ -106,6 +106,16 @@ class Health:
     detail: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Sent:
+    """A message the gateway sent on a channel, known by the channel's id for it: where it
+    went, what it was (reply | notice | approval | note), and the approval it asked."""
+
+    thread: str
+    kind: str
+    approval_id: str | None
+
+
 class Desk(Protocol):
     """What an adapter may ask of the gateway (the manager implements it)."""
 
@@ -122,6 +132,9 @@ class Desk(Protocol):
 
     async def owner_dms(self, channel: str) -> list[str]:
         """The channel's threads linked as the owner's own direct chat, newest first."""
+
+    async def sent_as(self, channel: str, message_id: str) -> Sent | None:
+        """What the gateway sent that the channel knows by `message_id` (None: not ours)."""
 
 
 class Channel(Protocol):

@@ -33,6 +33,7 @@ from hearth.channels.base import (
     Outbound,
     Refused,
     SendError,
+    Sent,
     Unsure,
 )
 from hearth.engine.delivery import channel_delivery
@@ -159,6 +160,10 @@ class Channels:
 
     async def owner_dms(self, channel: str) -> list[str]:
         return await channel_inbound.owner_dms(self.engine, channel)
+
+    async def sent_as(self, channel: str, message_id: str) -> Sent | None:
+        row = await channel_delivery.sent_as(self.engine, channel, message_id)
+        return None if row is None else Sent(row.thread, row.kind, row.approval_id)
 
     # -- where a chat answers (the dashboard's "Continue on") -----------------------------
 

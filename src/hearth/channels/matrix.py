@@ -10,8 +10,10 @@ admitted, alone after them): a restart syncs from what was committed, so what ca
 gateway was down is read, and each event id, recorded with its admission, is admitted once.
 The first start reads nothing old: it begins at the homeserver's present. A room of two (the
 bot and one person) is a direct chat, answered always; in a bigger room the bot answers when
-mentioned (`m.mentions`, its name) or replied to. Edits of a message are not taken as new
-ones, and a message redacted before it was read is not taken at all. Invites are joined.
+mentioned (`m.mentions`, its name) or replied to (the delivery ledger says which events are
+the bot's, so a reply or a reaction to one sent before a restart still counts). Edits of a
+message are not taken as new ones, and a message redacted before it was read is not taken at
+all. Invites are joined.
 
 End-to-end encrypted rooms are refused: the bot cannot read them (no crypto store is kept), and
 the room is told so once, in plain words, rather than left silent.
@@ -44,7 +46,7 @@ from hearth.channels.base import (
     Outbound,
     Refused,
     SendError,
-    remember,
+    Sent,
 )
 from hearth.config import MatrixConfig
 from hearth.engine.intake.channel_inbound import Inbound
@@ -54,7 +56,6 @@ log = logging.getLogger(__name__)
 
 NAME = "matrix"
 PAUSE_MAX = 300.0
-REMEMBERED = 2000  # the bot's latest sent events and questions kept in mind (not all, ever)
 NETWORK = (OSError, TimeoutError, aiohttp.ClientError)  # the homeserver could not be reached
 REFUSED = frozenset({"M_FORBIDDEN", "M_NOT_FOUND", "M_BAD_JSON", "M_NOT_JSON", "M_TOO_LARGE",
                      "M_INVALID_PARAM"})
@@ -85,10 +86,6 @@ class MatrixChannel:
         self._task: asyncio.Task[None] | None = None
         self._pause = 1.0
         self._members: dict[str, int] = {}  # room → joined members, as the last summary said
-        # the latest event ids the bot sent (a reply to one is for it), and its approval
-        # questions' event ids → the approval; each holds the newest REMEMBERED only
-        self._mine: dict[str, None] = {}
-        self._asked: dict[str, str] = {}
         self._told: set[str] = set()  # encrypted rooms told they are not read
         self._owner_room: str | None = None  # the owner's direct room, once they wrote in it
 
@@ -139,10 +136,7 @@ class MatrixChannel:
         text = out.text + (f"\n\n{reading.REACT_HINT}" if out.kind == "approval" else "")
         content = {"msgtype": "m.text", "body": text, "format": "org.matrix.custom.html",
                    "formatted_body": reading.html_of(text)}
-        event_id = await self._send(out.thread, content, f"hearth-{out.delivery_id}")
-        if out.approval_id:
-            remember(self._asked, event_id, out.approval_id, REMEMBERED)
-        return event_id
+        return await self._send(out.thread, content, f"hearth-{out.delivery_id}")
 
     async def _send(self, room: str, content: dict[str, Any], txn: str) -> str:
         try:
@@ -152,7 +146,6 @@ class MatrixChannel:
                           ) from None
         if not isinstance(said, RoomSendResponse):
             raise _send_error(said)
-        remember(self._mine, str(said.event_id), None, REMEMBERED)
         return str(said.event_id)
 
     # -- taking in -----------------------------------------------------------------------
@@ -256,7 +249,8 @@ class MatrixChannel:
             return None
         direct = await self._direct(room_id)
         bot = self.config.user_id
-        if not direct and not reading.addressed(event, bot, self._mine):
+        if not direct and not reading.addressed(event, bot) and \
+                not await self._sent(reading.replied_to(event)):
             return None
         words = reading.without_name(text, bot) if not direct else text.strip()
         if not words:
@@ -290,12 +284,20 @@ class MatrixChannel:
                 self._members[room_id] = len(getattr(said, "members", []) or [])
         return self._members.get(room_id) == 2
 
+    async def _sent(self, event_id: str | None) -> Sent | None:
+        """What the bot sent as `event_id`, as the delivery ledger knows it (a restart
+        forgets nothing); None when the event is not the bot's."""
+        if not event_id or self._desk is None:
+            return None
+        return await self._desk.sent_as(NAME, event_id)
+
     async def _reacted(self, event: dict[str, Any]) -> None:
         found = reading.reaction(event)
-        if found is None or found[0] not in self._asked or self._desk is None:
+        sent = await self._sent(found[0]) if found is not None else None
+        if found is None or sent is None or not sent.approval_id or self._desk is None:
             return
         sender = str(event.get("sender"))
-        await self._desk.answer(NAME, self._asked[found[0]], found[1], sender,
+        await self._desk.answer(NAME, sent.approval_id, found[1], sender,
                                 sender in self.config.owner_ids)
 
     async def _tell_encrypted(self, room_id: str) -> None:

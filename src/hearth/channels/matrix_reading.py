@@ -9,7 +9,6 @@ the bot's name, a reaction's approval decision, and Markdown as Matrix HTML.
 from __future__ import annotations
 
 import re
-from collections.abc import Container
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -58,13 +57,12 @@ def replied_to(event: Event) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def addressed(event: Event, bot: str, mine: Container[str]) -> bool:
-    """A group room's message is for the bot: it mentions it, names it, or replies to it."""
+def addressed(event: Event, bot: str) -> bool:
+    """A group room's message names the bot: it mentions it, or says its name (a reply to
+    the bot's own message is for it too: `replied_to`, asked of the ledger)."""
     content = event.get("content") or {}
     mentions = content.get("m.mentions") or {}
     if isinstance(mentions, dict) and bot in (mentions.get("user_ids") or []):
-        return True
-    if replied_to(event) in mine:
         return True
     return _name_pattern(bot).search(str(content.get("body", ""))) is not None
 

@@ -145,6 +145,13 @@ def of_approval(conn: Connection, approval_id: str) -> list[DeliveryRow]:
                  .order_by(deliveries.c.id))
 
 
+def sent_as(conn: Connection, channel: str, message_id: str) -> DeliveryRow | None:
+    """The delivery the channel knows by `message_id` (its id for what was sent), if any."""
+    row = conn.execute(_ROW.where(deliveries.c.channel == channel,
+                                  deliveries.c.message_id == message_id).limit(1)).first()
+    return DeliveryRow.of(row) if row else None
+
+
 def approvals_asked_in(conn: Connection, channel: str, thread: str) -> list[str]:
     """The approvals whose question was owed to this thread, oldest first (once each)."""
     c = deliveries.c

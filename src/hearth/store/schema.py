@@ -350,6 +350,7 @@ deliveries = Table(
     Column("updated_at", Float, nullable=False),
     Index("ix_deliveries_due", "channel", "status", "id"),
     Index("ix_deliveries_chat", "session_key", "id"),
+    Index("ix_deliveries_sent_as", "channel", "message_id"),
     sqlite_autoincrement=True,
 )
 

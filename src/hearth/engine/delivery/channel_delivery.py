@@ -127,6 +127,11 @@ async def asked_on(engine: DeliveryHost, approval_id: str, channel: str) -> bool
     return any(row.channel == channel for row in rows)
 
 
+async def sent_as(engine: DeliveryHost, channel: str, message_id: str) -> DeliveryRow | None:
+    """What the gateway sent that the channel knows by `message_id`, if it did."""
+    return await engine.db.reading(deliveries.sent_as, channel, message_id)
+
+
 async def pending_approvals(engine: DeliveryHost, session_key: str) -> list[str]:
     """The ids of the chat's approvals still waiting on the owner, oldest first."""
     rows = await engine.db.reading(approval_store.pending)
