@@ -17,6 +17,7 @@ import pytest
 from tests.fakes.mail_server import FakeRelay, free_port, mail, send
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
+from tests.support.dashboard import Page, badge_of, shown_buttons
 from tests.support.polling import until
 from tests.support.telegram import chats, running
 
@@ -137,6 +138,8 @@ def test_continue_on_email_opens_a_conversation_the_owners_replies_continue(
     assert api.http.patch(f"/api/sessions/{key}", json={"title": "Trip to Lisbon"}).is_success
     [email] = api.http.get("/api/channels").json()["channels"]
     assert email["can_continue"] is True
+    page = Page(gateway)
+    assert shown_buttons(page.html(key)) == ["Continue on Email"]
     moved = api.http.put(f"/api/sessions/{key}/link", json={"channel": "email"})
     assert moved.status_code == 200, moved.text
     thread = moved.json()["link"]["thread"]
@@ -145,6 +148,7 @@ def test_continue_on_email_opens_a_conversation_the_owners_replies_continue(
     [opening] = relay.wait(1)
     assert opening["To"] == OWNER and opening["Subject"] == "“Trip to Lisbon” continues here."
     assert opening["In-Reply-To"].strip() == root and "Reply to this mail" in opening.get_content()
+    assert badge_of(page.html(key)) == "Answers on Email · your mail"
     again = api.http.put(f"/api/sessions/{key}/link", json={"channel": "email"})
     assert again.json()["link"]["thread"] == thread  # continued where it is: nothing opened
     reply = mail(OWNER, BOT, "Weather there?\n\nOn Tue, Hearth wrote:\n> continues here",

@@ -2,11 +2,13 @@
 under Starlette's TestClient, and signing that client in as a browser would (`sign_in`: the
 cookie and the CSRF token the page would carry; `bearer`, the API's header). Over real HTTP:
 `Page`, a signed-in browser's view of a running gateway. And `main_of`, a page's own part;
+`badge_of` and `shown_buttons`, a chat page's "Answers on …" badge and its link menu's items;
 `api_chat` and `api_turn`, a chat made and one message sent over the in-process API (its
 run waited for), and `store_of`, the in-process gateway's database."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -78,6 +80,26 @@ def api_turn(client: TestClient, key: str, words: str) -> dict[str, Any]:
 def main_of(page: str) -> str:
     """A dashboard page's own part: what is inside <main>, without the sidebar around it."""
     return page.split('<main id="main"', 1)[1].split("</main>", 1)[0]
+
+
+def badge_of(page: str) -> str:
+    """The top bar's badge: its words, or "" when hidden."""
+    found = re.search(r'<span class="link-badge" id="link-badge"[^>]*?( hidden)?>\s*'
+                      r'<span class="link-dot" aria-hidden="true"></span>'
+                      r'<span class="link-words">(.*?)</span>\s*</span>', page, re.S)
+    assert found is not None, "the chat page has no link badge"
+    words = html.unescape(re.sub(r"<[^>]+>", "", found.group(2))).strip()
+    return "" if found.group(1) else words
+
+
+def shown_buttons(page: str) -> list[str]:
+    """The labels of the link menu's buttons that are not hidden."""
+    menu = re.search(r"<div class=\"menu-section link-menu.*?</div>\s*<p", page, re.S)
+    if menu is None:
+        return []
+    return [html.unescape(label) for attrs, label in
+            re.findall(r"<button ([^>]*)>([^<]*)</button>", menu.group(0))
+            if " hidden" not in attrs]
 
 
 def sign_in(client: TestClient) -> str:

@@ -6,7 +6,6 @@ that calls the API from the menu is driven in tests/browser/test_channels_ui.py.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable
 
@@ -16,7 +15,7 @@ from markupsafe import escape
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.gateway import Api, Gateway
-from tests.support.dashboard import Page, main_of
+from tests.support.dashboard import Page, badge_of, main_of, shown_buttons
 from tests.support.telegram import (
     MOVED_AWAY,
     OWNER,
@@ -25,26 +24,6 @@ from tests.support.telegram import (
     running,
     telegram_config,
 )
-
-
-def badge_of(page: str) -> str:
-    """The top bar's badge: its words, or "" when hidden."""
-    found = re.search(r'<span class="link-badge" id="link-badge"[^>]*?( hidden)?>\s*'
-                      r'<span class="link-dot" aria-hidden="true"></span>'
-                      r'<span class="link-words">(.*?)</span>\s*</span>', page, re.S)
-    assert found is not None, "the chat page has no link badge"
-    words = html.unescape(re.sub(r"<[^>]+>", "", found.group(2))).strip()
-    return "" if found.group(1) else words
-
-
-def shown_buttons(page: str) -> list[str]:
-    """The labels of the link menu's buttons that are not hidden."""
-    menu = re.search(r"<div class=\"menu-section link-menu.*?</div>\s*<p", page, re.S)
-    if menu is None:
-        return []
-    return [html.unescape(label) for attrs, label in
-            re.findall(r"<button ([^>]*)>([^<]*)</button>", menu.group(0))
-            if " hidden" not in attrs]
 
 
 @pytest.fixture

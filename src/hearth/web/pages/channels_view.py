@@ -27,11 +27,21 @@ class ChannelRow:
     sentence: str
     can_continue: bool  # it knows the owner's own chat, so a chat can be moved there
     hint: str | None = None  # why not, when the channel says (else: set owner_ids)
+    own: str = "your DM"  # what the owner's own thread there is called
+
+
+OWN_WORDS = {"email": "your mail"}  # the owner's own thread, where "your DM" is not the word
 
 
 def shown(name: str) -> str:
     """A channel's name as the pages say it ("telegram" → "Telegram")."""
     return name.title()
+
+
+def own_word(name: str) -> str:
+    """What the badge calls the owner's own thread on the channel ("Answers on Telegram ·
+    your DM", "Answers on Email · your mail")."""
+    return OWN_WORDS.get(name, "your DM")
 
 
 def _channels(request: Request) -> Channels | None:
@@ -46,7 +56,7 @@ def rows(request: Request) -> list[ChannelRow]:
         return []
     return [ChannelRow(name, shown(name), health["state"], health["sentence"],
                        channels.adapters[name].owner_thread() is not None,
-                       getattr(channels.adapters[name], "continue_hint", None))
+                       getattr(channels.adapters[name], "continue_hint", None), own_word(name))
             for name, health in channels.health().items()]
 
 
@@ -54,4 +64,6 @@ async def link_of(engine: Engine, key: str) -> dict[str, Any] | None:
     """Where the chat answers besides the dashboard: `{channel, title, thread, owner_dm}`, or
     None when it answers here only."""
     view = channel_delivery.link_view(await channel_delivery.link_of(engine, key))
-    return None if view is None else {**view, "title": shown(str(view["channel"]))}
+    if view is None:
+        return None
+    return {**view, "title": shown(str(view["channel"])), "own": own_word(str(view["channel"]))}

@@ -19,6 +19,11 @@ function titleOf(channel) {
   return button?.dataset.title || titled(channel);
 }
 
+function ownOf(channel) {  // "your DM", "your mail": what the owner's own thread is called
+  const button = menu?.querySelector(`[data-continue="${CSS.escape(channel)}"]`);
+  return button?.dataset.own || "your DM";
+}
+
 function span(className, text) {
   return Object.assign(document.createElement("span"), { className, textContent: text });
 }
@@ -30,7 +35,7 @@ function apply(link) {  // the badge's words as _chat_link.html draws them
     words.replaceChildren();
     if (link) {
       words.append(span("link-lead", "Answers on "), titleOf(link.channel));
-      if (link.owner_dm) words.append(span("link-dm", " · your DM"));
+      if (link.owner_dm) words.append(span("link-dm", ` · ${ownOf(link.channel)}`));
     }
   }
   if (!menu) return;
