@@ -69,6 +69,26 @@ def test_a_mail_is_answered_in_its_thread_and_a_reply_continues_the_chat(
     assert chat["origin"] == "email"
 
 
+def test_after_a_restart_an_answer_keeps_the_conversations_subject_and_references(
+        relay: FakeRelay, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    """What a reply needs is kept with the message it answers, not in the adapter's memory:
+    before, an answer after a restart went as "Re: your message", splitting the thread."""
+    model_server.push(Reply(text="Tuesday works."), Reply(text="And Wednesday too."))
+    gateway, port = _gateway(gateway_factory, relay)
+    first = mail(OWNER, BOT, "Can we meet?", subject="Meeting", message_id="<m1@example.org>")
+    assert send(port, first, BOT)[0] == 250
+    relay.wait(1)
+    gateway.kill()
+    gateway.start()
+    api = gateway.client()
+    [chat] = chats(api)
+    api.wait(api.send(chat["key"], "and Wednesday?")["run_id"])  # said on the dashboard
+    later = relay.wait(2)[1]
+    assert later.get_content().strip() == "And Wednesday too." and later["To"] == OWNER
+    assert later["Subject"] == "Re: Meeting" and later["In-Reply-To"] == "<m1@example.org>"
+
+
 def test_a_mail_delivered_twice_is_answered_once_and_others_mailboxes_refused(
         relay: FakeRelay, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:
@@ -146,7 +166,7 @@ def test_continue_on_email_opens_a_conversation_the_owners_replies_continue(
     owner, root = thread.split(" ")
     assert owner == OWNER and root.startswith("<") and moved.json()["link"]["owner_dm"]
     [opening] = relay.wait(1)
-    assert opening["To"] == OWNER and opening["Subject"] == "“Trip to Lisbon” continues here."
+    assert opening["To"] == OWNER and opening["Subject"] == "Trip to Lisbon"
     assert opening["In-Reply-To"].strip() == root and "Reply to this mail" in opening.get_content()
     assert badge_of(page.html(key)) == "Answers on Email · your mail"
     again = api.http.put(f"/api/sessions/{key}/link", json={"channel": "email"})
@@ -159,7 +179,7 @@ def test_continue_on_email_opens_a_conversation_the_owners_replies_continue(
     answer = relay.wait(2)[1]
     assert answer.get_content().strip() == "Sunny all week."
     assert answer["In-Reply-To"] == "<r1@example.org>" and root in answer["References"]
-    assert answer["Subject"] == "Re: “Trip to Lisbon” continues here."
+    assert answer["Subject"] == "Re: Trip to Lisbon"
     assert len(chats(api)) == 1  # the reply continued the chat; none was started
     users = [m["text"] for m in api.messages(key) if m["kind"] == "user"]
     assert users == ["Weather there?"]

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from hearth.channels import signing
-from hearth.channels.base import NotSent, Outbound, Refused, Sent, Unsure
+from hearth.channels.base import Answering, NotSent, Outbound, Refused, Sent, Unsure
 from hearth.channels.webhook import WebhookChannel, payload
 from hearth.config import WebhookConfig
 from hearth.engine.intake.channel_inbound import Inbound, Received
@@ -436,6 +436,9 @@ class NoDesk:
 
     async def sent_as(self, channel: str, message_id: str) -> Sent | None:
         return None
+
+    async def answering(self, channel: str, out: Outbound) -> Answering:
+        return Answering(None, {})
 
 
 OUT = Outbound(delivery_id=17, thread="t-9", text="hi", kind="reply", chat="chat-1-1")

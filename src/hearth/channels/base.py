@@ -116,6 +116,15 @@ class Sent:
     approval_id: str | None
 
 
+@dataclass(frozen=True)
+class Answering:
+    """What a send may need to know of where it answers: the chat's title, and what the
+    channel kept with the latest message the chat took in from the thread (`Inbound.kept`)."""
+
+    title: str | None
+    kept: dict[str, Any]
+
+
 class Desk(Protocol):
     """What an adapter may ask of the gateway (the manager implements it)."""
 
@@ -135,6 +144,9 @@ class Desk(Protocol):
 
     async def sent_as(self, channel: str, message_id: str) -> Sent | None:
         """What the gateway sent that the channel knows by `message_id` (None: not ours)."""
+
+    async def answering(self, channel: str, out: Outbound) -> Answering:
+        """Where `out` answers: its chat's title, and what was kept with the thread."""
 
 
 class Channel(Protocol):

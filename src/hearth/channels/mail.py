@@ -13,14 +13,17 @@ false`; anyone else is a guest, fenced, whose calls ask the owner.
 
 Out: each message the ledger owes a thread is one mail to the conversation's sender, from
 `address`, "Re: " its subject, with `In-Reply-To` and `References` so mail programs keep the
-conversation together; its Message-ID is the message's id. smtplib is blocking: each send runs
+conversation together; its Message-ID is the message's id. The subject and References are
+those of the latest mail the chat took in from the conversation, kept with its message
+(`Inbound.kept`) and read back at each send (`Desk.answering`): the adapter holds nothing, so
+a restart changes no subject and breaks no thread. smtplib is blocking: each send runs
 in a worker thread. A 4xx or a refused connection is sent again later; a 5xx is final; a
 connection that broke after the mail was handed over is unsure.
 
 The owner's own thread (`owner_thread`: "Continue on Email", a guest's approvals) is a new
 conversation with the first of `owner_addresses`, its root a Message-ID made here (marked
-`OPENED_ID`) that every mail in it refers to; its subject is its first message's first line,
-and the owner's replies continue it.
+`OPENED_ID`) that every mail in it refers to; its subject is its chat's title, and the
+owner's replies continue it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any
 
 from hearth import masking
 from hearth.channels.base import (
+    Answering,
     Desk,
     Health,
     NotSent,
@@ -44,7 +48,6 @@ from hearth.channels.base import (
     Refused,
     SendError,
     Unsure,
-    remember,
 )
 from hearth.channels.mail_reading import Mail, parse, thread_of
 from hearth.config import EmailConfig
@@ -55,9 +58,8 @@ log = logging.getLogger(__name__)
 
 NAME = "email"
 SEND_SECONDS = 30.0
-THREADS_KEPT = 2000  # the conversations whose subject and References are kept in mind
 OPENED_ID = "hearth-opened"  # in the root Message-ID of a conversation the gateway opened
-SUBJECT_MAX = 78
+OPENED_SUBJECT = "Your Hearth chat"  # an opened conversation's, when its chat has no title
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,6 @@ class EmailChannel:
         masking.know(self._password)
         self._desk: Desk | None = None
         self._server: asyncio.Server | None = None
-        self._threads: dict[str, Conversation] = {}  # learned from the mail taken in
         self.port = config.listen_port
 
     async def start(self, desk: Desk) -> None:
@@ -137,8 +138,6 @@ class EmailChannel:
             mail = await asyncio.to_thread(parse, raw)
         except ValueError as error:
             return f"550 5.6.0 This mail cannot be read ({error})"
-        remember(self._threads, mail.thread, Conversation(mail.subject, mail.references),
-                 THREADS_KEPT)
         if not mail.text and not mail.files:
             return "250 2.0.0 Taken (an empty mail: nothing to answer)"
         try:
@@ -160,7 +159,8 @@ class EmailChannel:
                         "server's dkim or dmarc pass; it is taken as a guest's")
         return Inbound(channel=NAME, thread=mail.thread, inbound_id=mail.message_id,
                        sender=mail.sender, sender_name=mail.sender_name, text=mail.text,
-                       owner=owner, owner_dm=False, files=mail.files)
+                       owner=owner, owner_dm=False, files=mail.files,
+                       kept={"subject": mail.subject, "references": list(mail.references)})
 
     # -- sending -------------------------------------------------------------------------
 
@@ -168,12 +168,10 @@ class EmailChannel:
         recipient, _, root = out.thread.partition(" ")
         if "@" not in recipient:
             raise Refused("this thread names no address to write to")
-        known = self._threads.get(out.thread) or _unknown(root, out.text)
-        mail = self._mail(recipient, known, out)
+        desk = self._desk
+        where = await desk.answering(NAME, out) if desk is not None else Answering(None, {})
+        mail = self._mail(recipient, _conversation(root, where), out)
         await asyncio.to_thread(self._deliver, mail)
-        remember(self._threads, out.thread,
-                 Conversation(known.subject, (*known.references, str(mail["Message-ID"]))),
-                 THREADS_KEPT)
         return str(mail["Message-ID"])
 
     def _mail(self, recipient: str, known: Conversation, out: Outbound) -> EmailMessage:
@@ -209,14 +207,16 @@ class EmailChannel:
             raise _unreached(error) from None
 
 
-def _unknown(root: str, text: str) -> Conversation:
-    """A conversation not in mind (the gateway restarted, or opened it): one it opened is
-    named by its first message's first line; every mail in it refers to its root."""
-    subject = ""
-    if f".{OPENED_ID}@" in root:
-        line = text.strip().splitlines()[0] if text.strip() else "Your Hearth chat"
-        subject = line if len(line) <= SUBJECT_MAX else f"{line[:SUBJECT_MAX - 1]}…"
-    return Conversation(subject, (root,) if root else ())
+def _conversation(root: str, where: Answering) -> Conversation:
+    """The subject and References of the thread's next mail: as the latest mail taken in from
+    it had them (kept with its message, so a restart forgets nothing); before any, every mail
+    refers to the root, and one the gateway opened is named by its chat's title."""
+    kept = where.kept
+    references = tuple(r for r in kept.get("references") or () if isinstance(r, str))
+    subject = str(kept.get("subject") or "")
+    if not subject and f".{OPENED_ID}@" in root:
+        subject = where.title or OPENED_SUBJECT
+    return Conversation(subject, references or ((root,) if root else ()))
 
 
 def _subject(known: Conversation) -> str:

@@ -28,6 +28,7 @@ from hearth.channels import chunking
 from hearth.channels.base import (
     APPROVAL_BUTTONS,
     REPLY_WORDS,
+    Answering,
     Channel,
     NotSent,
     Outbound,
@@ -160,6 +161,10 @@ class Channels:
 
     async def owner_dms(self, channel: str) -> list[str]:
         return await channel_inbound.owner_dms(self.engine, channel)
+
+    async def answering(self, channel: str, out: Outbound) -> Answering:
+        title, kept = await channel_inbound.answering(self.engine, out.chat, channel, out.thread)
+        return Answering(title, kept)
 
     async def sent_as(self, channel: str, message_id: str) -> Sent | None:
         row = await channel_delivery.sent_as(self.engine, channel, message_id)

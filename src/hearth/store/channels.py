@@ -16,7 +16,13 @@ from sqlalchemy.exc import IntegrityError
 
 from hearth.store.db import now
 from hearth.store.refusable import refusable
-from hearth.store.schema import channel_cursors, channel_inbound, channel_links, sessions
+from hearth.store.schema import (
+    channel_cursors,
+    channel_inbound,
+    channel_links,
+    sessions,
+    transcript_events,
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,21 @@ def of_chats(conn: Connection, keys: list[str]) -> dict[str, LinkRow]:
         return {}
     rows = conn.execute(select(channel_links).where(channel_links.c.session_key.in_(keys)))
     return {row.session_key: LinkRow.of(row) for row in rows}
+
+
+def answering(conn: Connection, session_key: str, channel: str,
+              thread: str) -> tuple[str | None, dict[str, Any]]:
+    """The chat's title, and what the channel kept (`meta["kept"]`) with the latest message
+    the chat took in from the thread ({} when none)."""
+    title = conn.execute(select(sessions.c.title).where(sessions.c.key == session_key)
+                         ).scalar_one_or_none()
+    meta = conn.execute(select(transcript_events.c.meta).where(
+        transcript_events.c.session_key == session_key,
+        transcript_events.c.source_channel == channel,
+        transcript_events.c.source_thread == thread,
+    ).order_by(transcript_events.c.seq.desc()).limit(1)).scalar_one_or_none()
+    kept = meta.get("kept") if isinstance(meta, dict) else None
+    return title, kept if isinstance(kept, dict) else {}
 
 
 def owner_dms(conn: Connection, channel: str) -> list[str]:

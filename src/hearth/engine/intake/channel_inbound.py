@@ -16,7 +16,7 @@ approval without asking the owner (`engine.turn.gate`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy import Connection
@@ -73,6 +73,9 @@ class Inbound:
     cursor: int | None = None  # the channel's cursor once this message is taken in
     token: str | None = None  # the opaque position kept with that cursor (Matrix's since)
     files: tuple[tuple[str, bytes], ...] = ()  # (name, bytes): what it carried, fetched
+    # what the channel keeps with the message to answer in its thread later, after a restart
+    # too (email: the subject and References); read back by `answering`
+    kept: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ def meta_of(inbound: Inbound) -> dict[str, Any]:
         meta["attachments"] = list(inbound.attachments)
     if not inbound.owner:
         meta["guest"] = inbound.sender_name or inbound.sender
+    if inbound.kept:
+        meta["kept"] = inbound.kept
     return meta
 
 
@@ -200,6 +205,13 @@ async def cursor_of(engine: InboundHost, channel: str) -> int | None:
 
 async def cursor_token_of(engine: InboundHost, channel: str) -> tuple[int | None, str | None]:
     return await engine.db.reading(channel_store.cursor_token, channel)
+
+
+async def answering(engine: InboundHost, session_key: str, channel: str,
+                    thread: str) -> tuple[str | None, dict[str, Any]]:
+    """The chat's title, and what the channel kept with the latest message it took in from
+    the thread (`Inbound.kept`)."""
+    return await engine.db.reading(channel_store.answering, session_key, channel, thread)
 
 
 async def owner_dms(engine: InboundHost, channel: str) -> list[str]:
