@@ -296,3 +296,35 @@ def test_when_the_leader_dies_another_leads_and_fires_the_jobs(
                    if r[0] == "complete"], timeout=30, what="the job fired by B")
     [(now_leading,)] = rows(database_url, "SELECT holder FROM leases WHERE name = 'leader'")
     assert now_leading != leader
+
+
+PRICED = ('[[models]]\nid = "priced"\nprovider = "openai"\nbase_url = "{url}"\n'
+          'api_key = "sk-test"\nmodel = "m-priced"\nprice_in_per_mtok = 2.0\n'
+          'price_out_per_mtok = 10.0\nmax_output_tokens = 500\n\n'
+          '[chains]\nchat = ["priced"]\nbackground = ["fake"]\n\n'
+          '[learning]\nevery_turns = 1000\n\n[limits]\nusd_per_day = 0.012\n')
+
+
+def test_a_spending_limit_holds_across_the_gateways(
+        pair: Callable[..., tuple[Gateway, Gateway]],
+        model_server: ScriptedModelServer) -> None:
+    """What A spent counts on B within seconds (before: each gateway held the limit to its
+    own calls, so two could spend twice the limit). An answer costs $0.007 of $0.012 a day,
+    and the next call could cost $0.005 more: refused wherever it is asked for."""
+    model_server.default = Reply(text="A title")  # the chores, on the unpriced model
+    model_server.push(Reply(text="Paid for on A.", usage=(1000, 500)))
+    a, b = pair(PRICED.format(url=model_server.openai_base_url))
+    api_a, api_b = a.client(), b.client()
+    spent = api_a.wait(api_a.send(api_a.new_chat(), "spend")["run_id"])
+    assert spent["status"] == "complete"
+
+    def b_counts_it() -> bool:
+        standing = api_b.http.get("/api/limits").json()["standing"]
+        return any(s["kind"] == "all" and s["period"] == "day" and s["spent_usd"] >= 0.007
+                   for s in standing)
+
+    until(b_counts_it, timeout=20, what="B counting what A spent")
+    paid = [r for r in model_server.requests if r.model == "m-priced"]
+    refused = api_b.wait(api_b.send(api_b.new_chat(), "spend again")["run_id"])
+    assert refused["status"] == "error" and refused["ending"] == "spending_limit", refused
+    assert [r for r in model_server.requests if r.model == "m-priced"] == paid  # none sent

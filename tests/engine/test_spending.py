@@ -172,6 +172,22 @@ def test_the_reservation_is_the_most_a_call_can_cost_and_is_let_go_at_its_end() 
     assert book.spent[(day, "all", "")] == pytest.approx((3000 + 150) / 1_000_000)
 
 
+def test_a_merge_takes_the_larger_of_the_tally_and_the_record_for_each_account() -> None:
+    """Another gateway's recorded calls raise the tally; the record missing this gateway's
+    latest calls (not written yet) lowers nothing (tests/engine/test_replicas.py: two)."""
+    config = Config.model_validate({"limits": {"usd_per_day": 1.0}})
+    book = Spending(lambda: config.limits, lambda model_id: None)
+    book.count(Account(agent="helper"), 0.010)  # this gateway's, not in the record yet
+    day = spending.period_start("day", time.time())
+    month = spending.period_start("month", time.time())
+    book.merge([(day, "helper", None, None, 0.004)])  # the record: less than counted here
+    assert book.spent[(day, "agent", "helper")] == pytest.approx(0.010)
+    book.merge([(day, "helper", None, None, 0.004), (day, None, "bot", None, 0.020)])
+    assert book.spent[(day, "all", "")] == pytest.approx(0.024)  # both, from the record
+    assert book.spent[(month, "app", "bot")] == pytest.approx(0.020)
+    assert book.spent[(day, "agent", "helper")] == pytest.approx(0.010)
+
+
 def test_the_reset_is_the_next_utc_midnight_and_first_of_the_month() -> None:
     at = 1_798_761_599.0  # 2026-12-31 23:59:59 UTC
     assert spending.resets_at("day", at) == at + 1

@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.config import Config
 from hearth.engine.access.desk import Access
-from hearth.engine.background import helper_agents, idle_summaries
+from hearth.engine.background import helper_agents, idle_summaries, spending_sync
 from hearth.engine.background.backups import ScheduledBackups
 from hearth.engine.background.chores import Chores
 from hearth.engine.background.job_desk import Jobs
@@ -123,6 +123,7 @@ class Engine:
         self.accepting = False
         self._sweeper: asyncio.Task[None] | None = None
         self._summarizer: asyncio.Task[None] | None = None
+        self._spending_sync: asyncio.Task[None] | None = None
         self._leader: asyncio.Task[None] | None = None  # waits to lead (PostgreSQL)
         self._waiting_to_lead: set[asyncio.Task[None]] = set()
         self.scheduler = Scheduler(self)  # fires due jobs, from start to close
@@ -200,6 +201,9 @@ class Engine:
         self.bus.tap(helper_agents.heard(self, self._reports))  # a helper's end is told its chat
         replica.start(lambda: self.config.limits.recovery_attempts, self.dispatch,
                       self._lapsed)
+        if replica.shared:  # what the other gateways spend counts here too
+            self._spending_sync = asyncio.create_task(spending_sync.merge_forever(
+                self.db, self.spending, replica.lease / 3), name="spending:merge")
         if replica.leading.is_set():
             await self._lead()
         else:
@@ -460,7 +464,8 @@ class Engine:
         self.stop_admitting()
         await self.scheduler.close()
         await self.backups.close()
-        for sweeper in (self._leader, self._sweeper, self._summarizer, *self._waiting_to_lead):
+        for sweeper in (self._leader, self._sweeper, self._summarizer, self._spending_sync,
+                        *self._waiting_to_lead):
             if sweeper is not None:
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

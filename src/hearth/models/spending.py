@@ -17,8 +17,10 @@ model with no price is held to no limit (the Settings page says so), and with no
 call is estimated at all. A limit lowered below what is spent refuses the next call, never one
 in flight.
 
-The tally is this gateway's: with several gateways on one database each counts what the
-record held when it started and its own calls since.
+The tally is this gateway's: it counts what the record held when it started and its own calls
+since. With several gateways on one database (PostgreSQL) each also merges the record every
+third of a lease (`merge`, from `engine/background/spending_sync.py`), so what another spent
+counts here within seconds; only what the others' calls in flight have reserved is not seen.
 """
 
 from __future__ import annotations
@@ -207,6 +209,19 @@ class Spending:
         """Count what the record holds: (day, agent, app, job, cost) per group of calls."""
         for day, agent, app, job, cost in rows:
             self._count(_keys_of(day, Account(agent, app, job)), cost)
+
+    def merge(self, rows: Sequence[tuple[str, str | None, str | None, int | None, float]]
+              ) -> None:
+        """Take in what the record holds now (rows as `load`'s), the other gateways' calls
+        among it: each total becomes the larger of this tally's and the record's, so neither
+        this gateway's calls not yet written nor another's recorded ones are left out."""
+        recorded: defaultdict[Key, float] = defaultdict(float)
+        for day, agent, app, job, cost in rows:
+            for key in _keys_of(day, Account(agent, app, job)):
+                recorded[key] += cost
+        for key, total in recorded.items():
+            if total > self.spent[key]:
+                self.spent[key] = total
 
     def reserve(self, model_id: str, request: ModelRequest) -> Hold | None:
         """Reserve the most this call can cost against its limits, or OverLimit; None when
