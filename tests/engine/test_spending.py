@@ -14,14 +14,17 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from hearth.config import Config
 from hearth.models import spending
 from hearth.models.spending import Account, Cap, Spending
 from hearth.models.types import Message, ModelRequest
-from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.support.dashboard import api_chat, api_turn, dashboard
+from hearth.store.schema import model_calls, sessions
+from tests.fakes.model_server import Call, Reply, ScriptedModelServer
+from tests.support.dashboard import api_chat, api_turn, dashboard, store_of
 from tests.support.models import priced_config
+from tests.support.polling import until
 
 # `priced`: $2 in and $10 out per million tokens, answers cost 1000 in + 500 out = $0.007
 COST = (1000 * 2.0 + 500 * 10.0) / 1_000_000
@@ -152,6 +155,37 @@ def test_a_jobs_fire_over_its_limit_is_skipped_and_said_in_its_chat(
     notices = [m["text"] for m in chat["messages"] if m["kind"] == "notice"]
     assert notices and f"Job #{job['id']} did not run" in notices[-1]
     assert f"daily spending limit for job #{job['id']} ($0.00) is reached" in notices[-1]
+
+
+def test_a_helper_a_jobs_turn_starts_spends_for_the_job(
+        tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    """Derived work inherits whom it spends for: before, a job's helpers were charged to no
+    job, so a per-job limit did not hold them."""
+    config = _limited(model_server, each_job={"usd_per_month": 5.0})
+    model_server.default = Reply(text="done", usage=(1000, 500))
+    with _client(tmp_path, config) as client:
+        _no_chores(client)
+        made = client.post("/api/jobs", json={"prompt": "report", "every_minutes": 60})
+        assert made.status_code == 201, made.text
+        job, key = made.json()["id"], made.json()["session_key"]
+        first = client.post(f"/api/jobs/{job}/run").json()["run_id"]  # its chat is made
+        until(lambda: client.get(f"/api/runs/{first}").json()["status"] == "complete",
+              what="the first fire's turn")
+        trusted = client.patch(f"/api/sessions/{key}", json={"trust": "trusted"})
+        assert trusted.status_code == 200, trusted.text  # its helpers start without asking
+        model_server.push(Reply(tool_calls=[Call("spawn_helpers", {"tasks": ["look it up"]})]))
+        assert client.post(f"/api/jobs/{job}/run").status_code == 202
+        until(lambda: _helper_calls(client), timeout=20, what="the helper's model call")
+        helpers = _helper_calls(client)
+    assert helpers and {row.job for row in helpers} == {job}
+
+
+def _helper_calls(client: TestClient) -> list[Any]:
+    """The model calls made in helper chats, as the per-call record has them."""
+    with store_of(client).engine.connect() as conn:
+        return list(conn.execute(
+            select(model_calls).where(model_calls.c.session_key.in_(
+                select(sessions.c.key).where(sessions.c.origin == "helper")))))
 
 
 def test_the_reservation_is_the_most_a_call_can_cost_and_is_let_go_at_its_end() -> None:

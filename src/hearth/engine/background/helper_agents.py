@@ -32,6 +32,7 @@ from sqlalchemy import Connection, select
 from hearth.config import Config, LimitsConfig
 from hearth.engine.delivery.events import Bus, Frame, message_frame
 from hearth.engine.intake import admission
+from hearth.models import spending
 from hearth.privacy import principal as principals
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.principal import Principal
@@ -100,7 +101,7 @@ def _at_work(conn: Connection, parent_key: str) -> int:
 
 
 def _start_in(conn: Connection, parent_key: str, asking_run: str, tasks: list[str],
-              limits: LimitsConfig) -> Batch:
+              limits: LimitsConfig, job: int | None = None) -> Batch:
     parent = session_store.get(conn, parent_key)
     if parent is None:
         raise ToolRefused("This chat no longer exists, so no helper was started.")
@@ -117,9 +118,11 @@ def _start_in(conn: Connection, parent_key: str, asking_run: str, tasks: list[st
         helper = chats.insert_new(conn, new)
         session_store.update_fields(conn, helper.key, parent_key=parent_key,
                                     title=helper_title(parent.memory_mode, task))
-        admitted, event = admission.admit_in(
-            conn, helper.key, task, None, ORIGIN, KIND,
-            {"helper_of": {"session": parent_key, "run": asking_run}}, principal=principal)
+        meta: dict[str, Any] = {"helper_of": {"session": parent_key, "run": asking_run}}
+        if job is not None:
+            meta["job"] = job  # a job's helper spends for the job (its limit holds it too)
+        admitted, event = admission.admit_in(conn, helper.key, task, None, ORIGIN, KIND, meta,
+                                             principal=principal)
         batch.started.append(Started(helper.key, admitted.run_id, task))
         if event is not None:
             batch.events.append(event)
@@ -169,7 +172,7 @@ class SpawnHelpers:
         if ctx.run_id is None:
             raise ToolRefused("Helpers are started from a chat's turn only.")
         batch = await self.engine.db.writing(_start_in, ctx.session_key, ctx.run_id, tasks,
-                                             self.engine.config.limits)
+                                             self.engine.config.limits, spending.account().job)
         self.engine.helper_runs.update(started.run_id for started in batch.started)
         for event in batch.events:
             self.engine.bus.publish(event.session_key, message_frame(event))

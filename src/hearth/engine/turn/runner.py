@@ -152,6 +152,7 @@ class Claimed:
 
 
 BUSY = "busy"  # the chat's writer claim is another gateway's turn's
+JOB_CHARGED = ("job", "helper")  # the kinds of run whose message may name the job they spend for
 
 
 def _take_next(conn: Connection, session_key: str, snapshot: Snapshot, replica: str | None
@@ -373,8 +374,9 @@ def _message_of(conn: Connection, run: RunRow) -> EventRow | None:
 
 
 def _job_of(run: RunRow, event: EventRow | None) -> int | None:
-    """The job whose fire this run is (its message says which), None for any other run."""
-    if run.kind != "job" or event is None or not isinstance(event.meta, dict):
+    """The job this run spends for, as its message says: a job's fire, or a helper a job's
+    turn started (`meta.job`); None for any other run."""
+    if run.kind not in JOB_CHARGED or event is None or not isinstance(event.meta, dict):
         return None
     job = event.meta.get("job")
     return job if isinstance(job, int) else None
