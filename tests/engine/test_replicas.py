@@ -328,3 +328,20 @@ def test_a_spending_limit_holds_across_the_gateways(
     refused = api_b.wait(api_b.send(api_b.new_chat(), "spend again")["run_id"])
     assert refused["status"] == "error" and refused["ending"] == "spending_limit", refused
     assert [r for r in model_server.requests if r.model == "m-priced"] == paid  # none sent
+
+
+def test_a_retry_asked_of_a_gateway_that_does_not_lead_is_sent_by_the_leader(
+        pair: Callable[..., tuple[Gateway, Gateway]], model_server: ScriptedModelServer,
+        telegram: FakeTelegram) -> None:
+    """The channels run on the leader (A); B's Retry wakes A's sender through the relay.
+    Before: the row was owed again, and sat until something else woke A's sender."""
+    model_server.default = Reply(text="Here is your answer.")
+    telegram.fail("sendMessage", 403, "Forbidden: bot was blocked by the user")
+    a, b = pair(telegram_config(telegram, poll_seconds=1))
+    telegram.push_message(OWNER, OWNER, "hello bot")
+    desk = b.client().http
+    [failed] = until(lambda: desk.get("/api/desk").json()["deliveries"], timeout=20,
+                     what="the refused reply on the desk")
+    assert desk.post(f"/api/deliveries/{failed['id']}/retry").status_code == 202
+    [sent] = telegram.wait_sent(1, chat_id=OWNER, timeout=10)
+    assert sent.plain == "Here is your answer."

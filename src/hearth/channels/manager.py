@@ -12,7 +12,9 @@ It owns three things:
   never took is tried again with a growing pause; one it refused is recorded failed and said
   in the chat; one that may have arrived is never sent again blindly. At start the sends a
   crash interrupted are settled first, then whatever is owed is sent. The owner's Retry on
-  the delivery desk (`send_again`) owes a failed or unknown one again and wakes its sender.
+  the delivery desk (`send_again`) owes a failed or unknown one again and wakes its sender:
+  with several gateways, the channels run on the leader, and another's Retry (or a chat moved
+  there) wakes the leader's sender through the relay (`deliver`).
 - **Typing.** While a linked chat's turn runs, its thread shows that an answer is coming.
 """
 
@@ -85,6 +87,8 @@ class Channels:
             if found:
                 log.info("%s: %d send(s) interrupted by the last stop", adapter.name, found)
         self.engine.bus.tap(self._heard)
+        if self.engine.relay is not None:  # another replica's Retry or move wakes a sender here
+            self.engine.relay.ops["deliver"] = self._kick
         self._started = True
         for key in await channel_delivery.linked_chats(self.engine):
             await self._owe(key)
@@ -197,8 +201,8 @@ class Channels:
             self.engine, session_key, name, thread, True, MOVED_NOTE.format(where=name.title()),
             opening=OPENED_NOTE if opens else None)
         self._kick_left(moved.left)
-        if opens and name in self._kicks:
-            self._kicks[name].set()
+        if opens:
+            self._wake(name)
         return moved
 
     async def answer_here(self, session_key: str) -> None:
@@ -213,12 +217,24 @@ class Channels:
         """The owner's Retry of a failed or unknown delivery: owed once more, then sent by
         the channel's own sender, as any due row (the row as it was before)."""
         row = await self.engine.delivery_desk.send_again(delivery_id, self.adapters)
-        self._kicks[row.channel].set()
+        self._wake(row.channel)
         return row
 
     def _kick_left(self, left: channel_delivery.Link | None) -> None:
-        if left is not None and left.channel in self._kicks:
-            self._kicks[left.channel].set()
+        if left is not None:
+            self._wake(left.channel)
+
+    def _wake(self, channel: str) -> None:
+        """Wake the channel's sender for rows owed here and now: this gateway's, when it runs
+        the channels (it leads), else the leader's, told through the relay."""
+        if self._started:
+            self._kick(channel)
+        elif self.engine.relay is not None:
+            self.engine.relay.tell("deliver", channel)
+
+    def _kick(self, channel: str) -> None:
+        if channel in self._kicks:
+            self._kicks[channel].set()
 
     async def _restricted_stays(self, session_key: str) -> None:
         if not await channel_delivery.may_link(self.engine, session_key):
