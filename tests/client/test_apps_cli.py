@@ -25,6 +25,7 @@ def test_apps_round_trip_through_the_cli(gateway: Gateway, home: Path) -> None:
     listed = hearth("apps", "list", *url, home=home, extra_env={"COLUMNS": "200"})
     assert listed.returncode == 0, listed.stderr
     assert "notes-bot" in listed.stdout and "read_chats, send_messages" in listed.stdout
+    assert "no limit" in listed.stdout
     assert token.group(0) not in listed.stdout  # never shown again
 
     again = hearth("apps", "add", "notes-bot", "--allow", "admin", *url, home=home)
@@ -52,6 +53,10 @@ def test_an_apps_limit_given_at_its_making_is_kept_and_a_bad_one_refused(
     assert limits["limits"]["apps"]["thrifty"] == {"usd_per_day": 0.5, "usd_per_month": 10.0}
     assert {(r["kind"], r["name"], r["period"]) for r in limits["standing"]} >= {
         ("app", "thrifty", "day"), ("app", "thrifty", "month")}
+    [shown] = gateway.client().http.get("/api/apps").json()["apps"]
+    assert shown["limits"] == {"usd_per_day": 0.5, "usd_per_month": 10.0}
+    listed = hearth("apps", "list", *url, home=home, extra_env={"COLUMNS": "200"})
+    assert "$0.5 a day and $10 a month" in listed.stdout, listed.stdout
     for bad in ("5", "0.5/week", "-1/day", "lots/day"):
         refused = hearth("apps", "add", "spendy", "--allow", "send_messages", "--limit", bad,
                          *url, home=home)

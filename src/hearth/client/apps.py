@@ -40,13 +40,20 @@ class AppsApi(GatewayApi):
 
 def table_of(apps: list[JSON]) -> Table:
     table = Table(title="Apps", title_justify="left")
-    for name in ("Name", "Permissions", "Created (local)", "Last used", "Revoked"):
+    for name in ("Name", "Permissions", "May spend", "Created (local)", "Last used", "Revoked"):
         table.add_column(name, overflow="fold")
     for app in apps:
-        table.add_row(app["name"], ", ".join(app["permissions"]), local(app["created_at"]),
+        table.add_row(app["name"], ", ".join(app["permissions"]),
+                      spend_words(app.get("limits")) or "no limit", local(app["created_at"]),
                       local(app["last_used_at"]),
                       local(app["revoked_at"]) if app["revoked"] else "no")
     return table
+
+
+def spend_words(limits: JSON | None) -> str:
+    """"$0.5 a day and $10 a month" (the limits set), "" for none."""
+    return " and ".join(f"${usd:g} a {key.removeprefix('usd_per_')}"
+                        for key, usd in (limits or {}).items() if usd is not None)
 
 
 def _with_api(base: str, token: str, work: Callable[[AppsApi, Console], None]) -> int:
@@ -89,8 +96,7 @@ def run_add(base: str, token: str, name: str, permissions: list[str],
     def work(api: AppsApi, out: Console) -> None:
         made = api.add_app(name, permissions, limits)
         app = made["app"]
-        spend = " and ".join(f"${usd:g} a {key.removeprefix('usd_per_')}"
-                             for key, usd in (limits or {}).items())
+        spend = spend_words(limits)
         if spend:
             out.print(f"It may spend {spend} on model calls.", markup=False, highlight=False)
         out.print(f"Made the app {app['name']} ({', '.join(app['permissions'])}). Its token, "

@@ -31,16 +31,19 @@ class NewApp(BaseModel):
     limits: SpendLimit | None = None  # US dollars per day and per month it may spend
 
 
-def app_view(app: App) -> dict[str, Any]:
+def app_view(app: App, engine: Engine) -> dict[str, Any]:
+    """An app as the API shows it, with its spending limits (`[limits.apps.NAME]`, or None)."""
+    limit = engine.spending.limits().apps.get(app.name)
     return {"name": app.name, "permissions": list(app.permissions),
             "created_at": iso(app.created_at),
             "last_used_at": iso(app.last_used_at),
-            "revoked_at": iso(app.revoked_at), "revoked": app.revoked_at is not None}
+            "revoked_at": iso(app.revoked_at), "revoked": app.revoked_at is not None,
+            "limits": None if limit is None or limit.empty else limit.model_dump()}
 
 
 @router.get("/api/apps")
 async def list_apps(engine: EngineDep) -> dict[str, Any]:
-    return {"apps": [app_view(app) for app in await engine.reads.apps()],
+    return {"apps": [app_view(app, engine) for app in await engine.reads.apps()],
             "permissions": list(apps.PERMISSIONS)}
 
 
@@ -50,7 +53,7 @@ async def add_app(body: NewApp, request: Request, engine: EngineDep) -> JSONResp
     made = await engine.access.make_app(body.name, body.permissions)
     if body.limits is not None and not body.limits.empty:
         await _limit(request, engine, made.app.name, body.limits)
-    return JSONResponse({"app": app_view(made.app), "token": made.token}, status_code=201,
+    return JSONResponse({"app": app_view(made.app, engine), "token": made.token}, status_code=201,
                         headers={"Cache-Control": "no-store"})
 
 
@@ -68,4 +71,4 @@ async def _limit(request: Request, engine: Engine, name: str, limit: SpendLimit)
 
 @router.delete("/api/apps/{name}")
 async def revoke_app(name: str, engine: EngineDep) -> dict[str, Any]:
-    return {"app": app_view(await engine.access.revoke_app(name))}
+    return {"app": app_view(await engine.access.revoke_app(name), engine)}
