@@ -35,6 +35,7 @@ class CallRow:
     agent: str | None = None  # whom it was spent for (models.spending.Account)
     app: str | None = None
     job: int | None = None
+    estimated: bool = False  # no usage was reported: its tokens and cost are an estimate
 
 
 def spent_since(conn: Connection, since_day: str

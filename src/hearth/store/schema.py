@@ -247,6 +247,8 @@ model_calls = Table(
     Column("agent", String(80)),  # the account spent for (models.spending): its chat's agent,
     Column("app", String(80)),  # the app it ran for,
     Column("job", Integer),  # the job that fired it
+    # its cost is an estimate: it ended with no usage report (a stopped turn, a cut stream)
+    Column("estimated", Boolean, nullable=False, server_default=false()),
     Index("ix_model_calls_day_model", "day", "model_id"),
     Index("ix_model_calls_session", "session_key"),
 )
