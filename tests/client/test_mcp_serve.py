@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client, types as mcp_types
+from mcp.shared.exceptions import MCPError
 
 from hearth.client.mcp import CallAnswer, to_call_result, to_mcp_tool
 from tests.gateway import TOKEN, Gateway
@@ -107,19 +108,36 @@ def test_a_denied_tool_is_not_listed_and_cannot_be_called(gateway_factory: Gatew
     gateway = gateway_factory(config='[tools]\ndeny = ["shell"]\n', model=False)
     key = gateway.client().new_chat(trust="trusted")
 
-    async def body(session: ClientSession) -> tuple[set[str], mcp_types.CallToolResult,
-                                                    mcp_types.CallToolResult]:
+    async def body(session: ClientSession) -> tuple[set[str], mcp_types.CallToolResult]:
         names = {t.name for t in (await session.list_tools()).tools}
         denied = await session.call_tool("shell", {"command": "echo hi"})
-        unknown = await session.call_tool("no_such_tool", {})
-        return names, denied, unknown
+        return names, denied
 
-    names, denied, unknown = with_client(gateway, key, tmp_path / "mcp.err", body)
+    names, denied = with_client(gateway, key, tmp_path / "mcp.err", body)
     assert "shell" not in names and "read_file" in names
-    assert denied.is_error
+    assert denied.is_error  # a tool of Hearth's that policy refuses: a tool error, saying why
     assert "403" in text_of(denied) and "shell is not available" in text_of(denied)
-    assert unknown.is_error and "404" in text_of(unknown)
-    assert "no_such_tool" in text_of(unknown)
+
+
+def test_an_unknown_tool_is_a_protocol_error_and_the_session_goes_on(
+        gateway_factory: GatewayFactory, tmp_path: Path) -> None:
+    gateway = gateway_factory(model=False)
+    key = gateway.client().new_chat(trust="trusted")
+
+    async def body(session: ClientSession) -> tuple[MCPError, mcp_types.CallToolResult]:
+        try:
+            await session.call_tool("no_such_tool", {"x": 1})
+        except MCPError as error:  # JSON-RPC error -32602, not a result with isError
+            refused = error
+        else:
+            raise AssertionError("an unknown tool was answered with a tool result")
+        return refused, await session.call_tool("read_file", {"path": "missing.txt"})
+
+    refused, failed = with_client(gateway, key, tmp_path / "mcp.err", body)
+    assert refused.code == mcp_types.INVALID_PARAMS == -32602
+    assert refused.message == "Unknown tool: no_such_tool"
+    assert failed.is_error  # a known tool failing stays a tool result with isError
+    assert "missing.txt" in text_of(failed)
 
 
 def answer_approval(gateway: Gateway, decision: str, timeout: float = 20.0) -> dict[str, Any]:

@@ -5,6 +5,11 @@ Owns the translation between MCP (`tools/list`, `tools/call`) and the gateway's 
 and never touches the database: every call is forwarded to the running gateway, which runs it
 as the chat (its workspace, its agent's tool policy, its approvals, the ledger and the audit).
 
+A tool the gateway does not know (its `tool_not_found`) is a JSON-RPC protocol error,
+-32602 "Unknown tool: <name>", as the MCP spec's tools/call says; a known tool that fails or is
+refused (policy, a denied approval, the gateway gone) is a tool result with `isError`, its
+sentence for the model to read.
+
 Only MCP protocol is written to stdout; logs and the start-up sentences go to stderr.
 """
 
@@ -25,7 +30,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from hearth import __version__
-from hearth.client.envelope import error_sentence
+from hearth.client.envelope import error_code, error_sentence
 
 log = logging.getLogger(__name__)
 
@@ -35,15 +40,18 @@ LIST_TIMEOUT = 30.0
 EXIT_NO_SESSION = 2
 EXIT_NO_GATEWAY = 3
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+UNKNOWN_TOOL = "tool_not_found"  # the gateway's code for a tool name it has no tool for
 
 
 class GatewayError(Exception):
     """The gateway could not be reached or refused a request; the message says what to do."""
 
-    def __init__(self, sentence: str, status: int | None = None) -> None:
+    def __init__(self, sentence: str, status: int | None = None,
+                 code: str | None = None) -> None:
         super().__init__(sentence)
         self.sentence = sentence
         self.status = status
+        self.code = code  # the error envelope's code, when the gateway answered one
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,8 @@ class GatewayTools:
                 "Start it with `hearth gateway`, then try again."
             ) from error
         if response.status_code >= 400:
-            raise GatewayError(error_sentence(response), response.status_code)
+            raise GatewayError(error_sentence(response), response.status_code,
+                               error_code(response))
         return _json_object(response)
 
 
@@ -172,6 +181,9 @@ def build_server(gateway: GatewayTools) -> Server[Any]:
         try:
             answer = await gateway.call(params.name, dict(params.arguments or {}))
         except GatewayError as error:
+            if error.code == UNKNOWN_TOOL:
+                raise MCPError(code=mcp_types.INVALID_PARAMS,
+                               message=f"Unknown tool: {params.name}") from error
             return error_result(error.sentence)
         return to_call_result(answer)
 
