@@ -12,10 +12,16 @@ page does not show (`jsonl.MODEL_ONLY`: a mention's sent text, a notice told to 
 id no other event of its chat has, and a parent that is an earlier event of the same chat (or
 none): the variant tree chains; the chat's head is one of its events, its run ids are declared
 by its run lines, it holds as many events as its chat line says, and the file as many chats as
-its header says. A file that fails any check is refused whole (422 `import_invalid`, naming
-the line and what is wrong, never quoting a message) and nothing of it is written.
+its header says. Each file a message sent is in the file (a `file` line of its chat for each
+file its `meta.attachments` names) and opens: its bytes are checked as an upload's are
+(`sessions.attachments.Receiving`: its type sniffed from its bytes, never taken from the
+line; an image must decode as what its bytes say), staged in a folder of the import's own
+beside the chats' folders. A file that fails any check is refused whole (422
+`import_invalid`, naming the line and what is wrong, and a file by its name, never quoting a
+message) and nothing of it is written: no chat, no row, no byte on disk.
 
-Written: each chat gets a new key (named by `sessions.naming`, as any new chat), new event and
+Written, all the file's chats in one writer transaction (so an import is kept whole or not at
+all): each chat gets a new key (named by `sessions.naming`, as any new chat), new event and
 run ids (the tree kept: each parent mapped to its new id), so an import never overwrites a kept
 chat and importing a file twice makes two new chats. Which events are off the head's path is
 recomputed from the head (the file's `off_path` is not read). A run is written as it ended,
@@ -23,7 +29,10 @@ never as running or waiting (recovery never picks one up): it is the record of h
 ended, which the variants read. The chat is persistent, asks before a change (trust is never
 imported) and works in the default workspace; a model or an agent not set up here gives way to
 the chat chain or the default agent, and the answer says so. A notice is kept masked, as
-`store.transcript` keeps one.
+`store.transcript` keeps one. Its files are put in its folder from the staging folder inside
+that transaction (`sessions.attachment_links.share`), each named on its message's meta by
+its new id with the type, size and hash its bytes have; a transaction that fails takes the
+folders it made with it.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ import binascii
 import hashlib
 import json
 import math
+import shutil
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -44,12 +55,15 @@ from typing import Any, TypeGuard
 from sqlalchemy import Connection
 
 from hearth.engine.operations import jsonl
+from hearth.engine.views import attachment_ref, sent_files
 from hearth.errors import Refusal
 from hearth.masking import mask_value
-from hearth.sessions import attachments as attachment_files, chats
-from hearth.sessions.attachments import SNIFF_BYTES, clean_name, sniff
+from hearth.sessions import attachment_links, attachments as attachment_files, chats
+from hearth.sessions.attachments import AttachmentRefused, Kept, clean_name
 from hearth.sessions.chats import Choices
+from hearth.sessions.folders import chat_folder
 from hearth.store import attachments as attachment_store, audit, interchange
+from hearth.store.attachments import AttachmentRow
 from hearth.store.db import Database, now
 from hearth.store.runs import FINAL, new_run_id
 from hearth.store.transcript import KINDS
@@ -65,6 +79,7 @@ CALL_KINDS = ("tool_call", "tool_result")  # content {"call_id": ..., ...}
 MAX_DEPTH = 100  # of a content or meta value
 SHOWN = 40  # characters of a value a sentence quotes
 BOM = b"\xef\xbb\xbf"  # a byte order mark an editor may have put before the header
+STAGING = ".importing-"  # an import's own folder beside the chats' folders, while it runs
 
 
 class ImportInvalid(Refusal):
@@ -107,13 +122,13 @@ class EventIn:
 
 @dataclass(frozen=True)
 class FileIn:
-    """A file a message of the chat sent, its bytes checked against its size and hash."""
+    """A file a message of the chat sent, its bytes checked against its size and hash (its
+    type is what its bytes are, once staged: `Kept`)."""
 
     line: int
     file_id: str  # as the message's meta.attachments names it in the file
     event_id: str
     name: str
-    content_type: str
     sha256: str
     data: bytes
 
@@ -164,25 +179,57 @@ async def import_file(db: Database, choices: Choices, body: bytes, *, line_offse
     a longer file says where its second line stands in that file by `line_offset` (its line
     k > 1 is the file's line k + line_offset), so a refusal names the file's line."""
     parsed = await asyncio.to_thread(parse, body, line_offset)
-    if dry_run:
-        return ImportResult(len(parsed), [])
-    imported = []
-    for chat in parsed:
-        agent, model, notes = _runs_on(chat, choices)
-        made, files = await db.writing(_write_chat, chat, agent, model, notes)
-        if files and files_dir is not None:
-            await asyncio.to_thread(_keep_files, files_dir, made.key, files)
-        imported.append(made)
+    staging = await asyncio.to_thread(_staging, files_dir)
+    try:
+        kept = await asyncio.to_thread(staged_files, parsed, staging)
+        if dry_run:
+            return ImportResult(len(parsed), [])
+        plans = [(chat, *_runs_on(chat, choices)) for chat in parsed]
+        made_folders: list[Path] = []
+        try:
+            imported = await db.writing(_write_all, plans, kept, staging, files_dir,
+                                        made_folders)
+        except BaseException:
+            await asyncio.to_thread(_remove, made_folders)
+            raise
+    finally:
+        await asyncio.to_thread(shutil.rmtree, staging, True)
     return ImportResult(len(parsed), imported)
 
 
-def _keep_files(files_dir: Path, key: str, files: list[FileIn]) -> None:
-    """The imported chat's files, each synced into its folder under its hash."""
-    folder = attachment_files.folder_of(files_dir, key)
-    for file in files:
-        receiving = attachment_files.Receiving(folder, len(file.data) + 1)
-        receiving.add(file.data)
-        receiving.keep()
+def _staging(files_dir: Path | None) -> Path:
+    """A new folder of this import's own, beside the chats' folders (the same disk, so a
+    file is put in place by a link); in the system's temporary folder when none is given."""
+    if files_dir is None:
+        return Path(tempfile.mkdtemp(prefix="hearth" + STAGING))
+    files_dir.mkdir(parents=True, exist_ok=True)
+    staging = files_dir / f"{STAGING}{uuid.uuid4().hex}"
+    staging.mkdir(mode=0o700)
+    return staging
+
+
+def _remove(folders: list[Path]) -> None:
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def staged_files(parsed: list[ChatIn], staging: Path) -> dict[int, Kept]:
+    """Each file of the import (by its line) kept in `staging` as an upload is kept: its type
+    sniffed from its bytes, an image decoded (ImportInvalid for the first that does not
+    open, naming it). Blocking: run in a thread."""
+    kept: dict[int, Kept] = {}
+    for chat in parsed:
+        for file in chat.files:
+            receiving = attachment_files.Receiving(staging, len(file.data) + 1)
+            try:
+                receiving.add(file.data)
+                kept[file.line] = receiving.keep()
+            except AttachmentRefused as refused:
+                receiving.discard()
+                why = refused.sentence.split("; nothing")[0].rstrip(".")
+                raise ImportInvalid(file.line, f"the file {_shown(file.name)} does not open "
+                                               f"({why}).") from None
+    return kept
 
 
 # ------------------------------------------------------------------ reading the file
@@ -333,6 +380,8 @@ def _file(value: dict[str, Any], number: int, chat: ChatIn) -> None:
     """A file a message of the chat sent: its message an event line above, its bytes the
     size and SHA-256 the line says."""
     file_id = _id(value, "id")
+    if any(f.file_id == file_id for f in chat.files):
+        raise _Bad(f"file {_shown(file_id)} has a line already in this chat.")
     event_id = _id(value, "event_id")
     if event_id not in chat.ids:
         raise _Bad(f"its event_id {_shown(event_id)} is no event of this chat above it.")
@@ -346,9 +395,8 @@ def _file(value: dict[str, Any], number: int, chat: ChatIn) -> None:
     if len(data) != value.get("size") or hashlib.sha256(data).hexdigest() != sha256:
         raise _Bad("its data is not the file its size and sha256 say: the file was changed "
                    "or cut.")
-    content_type = _text(value, "content_type", 100) or sniff(data[:SNIFF_BYTES])
     chat.files.append(FileIn(number, file_id, event_id, clean_name(_text(value, "name", 1000)),
-                             content_type, sha256, data))
+                             sha256, data))
 
 
 def _shaped(kind: str, content: object) -> dict[str, Any]:
@@ -400,6 +448,19 @@ def _close(chat: ChatIn) -> None:
         if event.run_id is not None and event.run_id not in chat.runs:
             raise ImportInvalid(event.line, f"its run_id {_shown(event.run_id)} names no run "
                                             "line of this chat.")
+        _files_there(chat, event)
+
+
+def _files_there(chat: ChatIn, event: EventIn) -> None:
+    """Each file the event's message sent (`meta.attachments`) has its file line in the chat,
+    sent with that message (a channel's bare name of a file it did not fetch is no file)."""
+    sent = {f.file_id: f for f in chat.files if f.event_id == event.event_id}
+    for named in sent_files(event.meta):
+        if str(named.get("id")) not in sent:
+            raise ImportInvalid(event.line, f"its message sent the file "
+                                            f"{_shown(str(named.get('name', 'file')))}, and "
+                                            "the file holds no file line of it: it was left "
+                                            "out or cut. Export the chat again.")
 
 
 # ------------------------------------------------------------------ values
@@ -491,16 +552,46 @@ def _runs_on(chat: ChatIn, choices: Choices) -> tuple[str, str | None, tuple[str
     return agent, model, tuple(notes)
 
 
+Plan = tuple[ChatIn, str, str | None, tuple[str, ...]]  # a chat, its agent, model and notes
+
+
+def _write_all(conn: Connection, plans: list[Plan], kept: dict[int, Kept], staging: Path,
+               files_dir: Path | None, made_folders: list[Path]) -> list[Imported]:
+    """Every chat of the import as a new chat, in one transaction (the writer's thread): its
+    rows, and its files put in its folder from `staging` (the folders made are added to
+    `made_folders`, for the caller to remove should the transaction fail)."""
+    imported = []
+    for chat, agent, model, notes in plans:
+        made, rows = _write_chat(conn, chat, agent, model, notes, kept)
+        if rows and files_dir is not None:
+            _place_files(files_dir, made.key, rows, staging, made_folders)
+        imported.append(made)
+    return imported
+
+
+def _place_files(files_dir: Path, key: str, rows: list[AttachmentRow], staging: Path,
+                 made_folders: list[Path]) -> None:
+    """The chat's files, linked into its folder from where the import staged them."""
+    folder = chat_folder(files_dir, key)
+    if not folder.exists():
+        made_folders.append(folder)
+    for row in rows:
+        attachment_links.share(staging / row.sha256, attachment_files.folder_of(files_dir, key))
+
+
 def _write_chat(conn: Connection, chat: ChatIn, agent: str, model: str | None,
-                notes: tuple[str, ...]) -> tuple[Imported, list[FileIn]]:
-    """The chat as a new chat, in the caller's (one) transaction; the files to keep."""
+                notes: tuple[str, ...], kept: dict[int, Kept]
+                ) -> tuple[Imported, list[AttachmentRow]]:
+    """The chat as a new chat, in the caller's (one) transaction; its files' rows."""
     made = chats.insert_new(conn, chats.checked_new(memory_mode="persistent", agent=agent,
                                                     model=model, origin=ORIGIN))
     ids = {e.event_id: uuid.uuid4().hex for e in chat.events}
     runs = {run_id: new_run_id() for run_id in chat.runs}
-    file_ids = {f.file_id: attachment_store.new_id() for f in chat.files}
+    seqs = {e.event_id: seq for seq, e in enumerate(chat.events, start=1)}
+    files = [_file_row(made.key, seqs[f.event_id], f, kept[f.line]) for f in chat.files]
+    refs = {f.file_id: attachment_ref(row) for f, row in zip(chat.files, files, strict=True)}
     on_path = _path(chat)
-    events = [_event_row(made.key, seq, e, ids, runs, e.event_id not in on_path, file_ids)
+    events = [_event_row(made.key, seq, e, ids, runs, e.event_id not in on_path, refs)
               for seq, e in enumerate(chat.events, start=1)]
     first_asks: dict[str, int] = {}
     for row in events:
@@ -510,17 +601,23 @@ def _write_chat(conn: Connection, chat: ChatIn, agent: str, model: str | None,
                                             runs[run.run_id], first_asks)
                                    for run in chat.runs.values()])
     interchange.insert_events(conn, events)
-    seqs = {e.event_id: seq for seq, e in enumerate(chat.events, start=1)}
-    for file in chat.files:
-        attachment_store.insert(conn, file_ids[file.file_id], made.key, seqs[file.event_id],
-                                file.sha256, file.name, file.content_type, len(file.data))
+    for sent in files:
+        attachment_store.insert(conn, sent.id, made.key, sent.event_seq or 0, sent.sha256,
+                                sent.name, sent.content_type, sent.size)
     interchange.set_imported(
         conn, made.key, title=chat.title, **chat.filing, created_at=chat.created_at,
         updated_at=now(), head_event_id=ids.get(chat.head or ""), last_seq=len(events),
         message_count=len(on_path))
     audit.write(conn, "chat.import", actor="owner", session_key=made.key,
                 detail={"from": chat.key, "events": len(events)})
-    return Imported(made.key, chat.key, chat.title, len(events), notes), chat.files
+    return Imported(made.key, chat.key, chat.title, len(events), notes), files
+
+
+def _file_row(key: str, seq: int, file: FileIn, kept: Kept) -> AttachmentRow:
+    """A file's row: a new id, and the hash, size and type of the bytes staged."""
+    return AttachmentRow(id=attachment_store.new_id(), session_key=key, event_seq=seq,
+                         sha256=kept.sha256, name=file.name, content_type=kept.content_type,
+                         size=kept.size, created_at=now())
 
 
 def _path(chat: ChatIn) -> set[str]:
@@ -535,24 +632,24 @@ def _path(chat: ChatIn) -> set[str]:
 
 
 def _event_row(key: str, seq: int, event: EventIn, ids: dict[str, str], runs: dict[str, str],
-               off_path: bool, file_ids: dict[str, str]) -> dict[str, Any]:
+               off_path: bool, refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     content = mask_value(event.content) if event.kind == "notice" else event.content
     return {"session_key": key, "seq": seq, "event_id": ids[event.event_id],
             "parent_event_id": ids.get(event.parent_event_id or ""),
             "idempotency_key": None, "kind": event.kind, "content": content,
-            "meta": _files_renamed(event.meta, file_ids),
+            "meta": _files_named(event.meta, refs),
             "run_id": runs.get(event.run_id or ""), **event.sources,
             "created_at": event.created_at, "off_path": off_path}
 
 
-def _files_renamed(meta: dict[str, Any], file_ids: dict[str, str]) -> dict[str, Any]:
-    """A message's meta with the files it sent named by their new ids (a file the export did
-    not carry keeps its name and no id: shown, never read)."""
+def _files_named(meta: dict[str, Any], refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A message's meta with the files it sent named as their rows are: the new id, and the
+    type, size and hash of their bytes (never what the file's lines said; `_close` has
+    refused a file the import does not carry)."""
     named = meta.get("attachments")
     if not isinstance(named, list) or not any(isinstance(f, dict) for f in named):
         return meta
-    renamed = [{**f, "id": file_ids.get(str(f.get("id")))} if isinstance(f, dict) else f
-               for f in named]
+    renamed = [{**f, **refs[str(f.get("id"))]} if isinstance(f, dict) else f for f in named]
     return {**meta, "attachments": renamed}
 
 

@@ -1,0 +1,52 @@
+"""A file one chat holds put in another chat's folder too, by reference: a hard link.
+
+A fork holds its parent's files, and an imported chat the files its import staged
+(`engine/operations/branching.py`, `engine/operations/importing.py`). Each chat's folder
+keeps its files by their SHA-256 (`sessions/attachments.py`), so a second chat holding the
+same file is a second name for the same bytes: `os.link`, no byte copied. Deleting one chat
+removes its name (`sessions/forget.py` removes its folder); the bytes go when the last chat
+holding them goes. Where the filesystem refuses a link (one without hard links, a folder on
+another device) the file is copied instead, synced, so the chat holds it all the same.
+Blocking: call from a thread (or the writer's, inside the transaction that names the file).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from hearth.atomic import sync_folder
+
+NO_LINK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
+
+
+def share(source: Path, folder: Path) -> bool:
+    """The file at `source` also in `folder` under its own name (a hash); whether a new name
+    was made (False: `folder` held it already). FileNotFoundError when `source` is gone."""
+    target = folder / source.name
+    if target.exists():
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / f".incoming-{uuid.uuid4().hex}"
+    try:
+        _link_or_copy(source, temp)
+        os.replace(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
+    sync_folder(folder)
+    return True
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError as error:
+        if error.errno not in NO_LINK:
+            raise
+        with open(source, "rb") as reading, open(target, "xb") as writing:
+            shutil.copyfileobj(reading, writing)
+            writing.flush()
+            os.fsync(writing.fileno())
