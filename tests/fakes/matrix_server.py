@@ -7,17 +7,23 @@ channel uses, so matrix-nio's unmodified AsyncClient works against it over loopb
 
 - ``GET /account/whoami`` → the bot's ``user_id``;
 - ``GET /sync?since=&timeout=`` → what happened after ``since`` (``s<N>``, the stream position
-  the last answer's ``next_batch`` said): each joined room's new timeline events and its
-  ``summary`` (joined members), invites; with none, it long-polls up to ``timeout`` ms. A sync
-  without ``since`` answers everything so far (a client's first sync);
+  the last answer's ``next_batch`` said): each joined room's new timeline events (a member
+  joining, invited or leaving, and encryption turned on, are state events in it, as Synapse
+  sends them), invites; with none, it long-polls up to ``timeout`` ms. A sync without ``since``
+  answers everything so far (a client's first sync). Like Synapse, it sends no ``summary``
+  unless members are lazy-loaded: ``summaries = True`` sends one with every room's counts;
 - ``PUT /rooms/{room}/send/{type}/{txnId}`` → an ``event_id``; the same ``txnId`` again answers
   the same event and sends nothing (Matrix's idempotency), kept in ``sent``;
 - ``PUT /rooms/{room}/typing/{user}`` → ``{}`` (kept in ``typing``);
-- ``GET /rooms/{room}/joined_members``; ``POST /join/{room}`` and ``/rooms/{room}/join``.
+- ``GET /rooms/{room}/joined_members``; ``GET /rooms/{room}/state`` (its members, joined and
+  invited, and ``m.room.encryption`` once on) and ``/state/{type}/{key}`` (404 ``M_NOT_FOUND``
+  when there is none); ``POST /join/{room}`` and ``/rooms/{room}/join`` (the bot joins).
 
-Tests make what happens: ``room(id, members)``, ``message(room, sender, body, **content)``,
-``reaction``, ``redaction``, ``encrypted``, ``invite``; ``fail(kind, status, times)`` makes the
-next ``sync`` or ``send`` answer an error (429 with ``retry_after_ms``).
+Tests make what happens: ``room(id, members, encrypted=)`` (a room as it already was),
+``message(room, sender, body, **content)``, ``reaction``, ``redaction``, ``encrypted`` (an
+encrypted event), ``join``, ``invite_member``, ``leave``, ``encrypt`` (encryption turned on),
+``invite`` (the bot invited); ``fail(kind, status, times)`` makes the next ``sync``, ``send``
+or ``state`` answer an error (429 with ``retry_after_ms``).
 """
 
 from __future__ import annotations
@@ -54,8 +60,28 @@ class Sent:
 
 @dataclass
 class _Room:
-    members: list[str]
+    members: list[str]  # joined
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    invited: list[str] = field(default_factory=list)
+    encrypted: bool = False
+
+    def state(self) -> list[dict[str, Any]]:
+        """The room's state now, as `GET /rooms/{room}/state` answers it."""
+        found = [_state("m.room.member", user, user, {"membership": "join"})
+                 for user in self.members]
+        found += [_state("m.room.member", user, user, {"membership": "invite"})
+                  for user in self.invited]
+        if self.encrypted:
+            found.append(_state("m.room.encryption", "", BOT, ENCRYPTION))
+        return found
+
+
+ENCRYPTION = {"algorithm": "m.megolm.v1.aes-sha2"}
+
+
+def _state(kind: str, key: str, sender: str, content: dict[str, Any]) -> dict[str, Any]:
+    return {"type": kind, "state_key": key, "sender": sender, "content": content,
+            "event_id": f"$state-{kind}-{key}", "origin_server_ts": 1}
 
 
 class FakeMatrix(Loopback):
@@ -66,6 +92,7 @@ class FakeMatrix(Loopback):
         self.sent: list[Sent] = []
         self.typing: list[str] = []
         self.syncs: list[str | None] = []
+        self.summaries = False  # Synapse sends a summary only when members are lazy-loaded
         self._position = 0
         self._ids = itertools.count(1)
         self._txns: dict[tuple[str, str], Sent] = {}
@@ -112,9 +139,9 @@ class FakeMatrix(Loopback):
 
     # -- what happens ---------------------------------------------------------------------
 
-    def room(self, room_id: str, members: list[str]) -> str:
+    def room(self, room_id: str, members: list[str], encrypted: bool = False) -> str:
         with self._cond:
-            self.rooms[room_id] = _Room([BOT, *members])
+            self.rooms[room_id] = _Room([BOT, *members], encrypted=encrypted)
         return room_id
 
     def event(self, room: str, sender: str, kind: str, content: dict[str, Any],
@@ -144,6 +171,35 @@ class FakeMatrix(Loopback):
         return self.event(room, sender, "m.room.encrypted", {
             "algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgA", "sender_key": "k",
             "device_id": "D", "session_id": "s"})
+
+    def join(self, room: str, user: str) -> str:
+        """`user` joins `room` (an invite taken, or a public room entered)."""
+        return self._membership(room, user, user, "join")
+
+    def invite_member(self, room: str, inviter: str, user: str) -> str:
+        """`inviter` invites `user`, who has not joined (yet)."""
+        return self._membership(room, inviter, user, "invite")
+
+    def leave(self, room: str, user: str) -> str:
+        return self._membership(room, user, user, "leave")
+
+    def _membership(self, room: str, sender: str, user: str, membership: str) -> str:
+        with self._cond:
+            held = self.rooms[room]
+            held.members = [m for m in held.members if m != user]
+            held.invited = [m for m in held.invited if m != user]
+            if membership == "join":
+                held.members.append(user)
+            elif membership == "invite":
+                held.invited.append(user)
+        return self.event(room, sender, "m.room.member", {"membership": membership},
+                          state_key=user)
+
+    def encrypt(self, room: str, sender: str) -> str:
+        """End-to-end encryption turned on in `room` (it cannot be turned off)."""
+        with self._cond:
+            self.rooms[room].encrypted = True
+        return self.event(room, sender, "m.room.encryption", dict(ENCRYPTION), state_key="")
 
     def invite(self, room: str, inviter: str, members: list[str]) -> None:
         with self._cond:
@@ -176,7 +232,7 @@ class FakeMatrix(Loopback):
     # -- the API -------------------------------------------------------------------------
 
     def _handle(self, method: str, path: str, headers: Any, raw: bytes
-                ) -> tuple[int, dict[str, Any]]:
+                ) -> tuple[int, Any]:
         parts = urlsplit(path)
         query = parse_qs(parts.query)
         found = PATH.match(parts.path)
@@ -191,7 +247,7 @@ class FakeMatrix(Loopback):
         return self._route(method, route, query, body)
 
     def _route(self, method: str, route: str, query: dict[str, list[str]],
-               body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+               body: dict[str, Any]) -> tuple[int, Any]:
         if route == "/account/whoami":
             return 200, {"user_id": BOT, "device_id": "HEARTHDEV"}
         if route == "/sync":
@@ -210,10 +266,37 @@ class FakeMatrix(Loopback):
             room = self.rooms.get(unquote(members.group(1)))
             return 200, {"joined": {m: {"display_name": m} for m in (room.members
                                                                       if room else [])}}
+        state = re.match(r"^/rooms/([^/]+)/state(?:/([^/]+)(?:/([^/]*))?)?$", route)
+        if state and method == "GET":
+            return self._state(unquote(state.group(1)), state.group(2), state.group(3))
         join = re.match(r"^/(?:join|rooms)/([^/]+)(?:/join)?$", route)
         if join and method == "POST":
-            return 200, {"room_id": unquote(join.group(1))}
+            return self._join(unquote(join.group(1)))
         return 404, {"errcode": "M_UNRECOGNIZED", "error": f"no route {route}"}
+
+    def _state(self, room_id: str, kind: str | None, key: str | None) -> tuple[int, Any]:
+        fault = self._fault("state")
+        if fault is not None:
+            return fault
+        with self._cond:
+            room = self.rooms.get(room_id)
+            if room is None or BOT not in room.members:
+                return 403, {"errcode": "M_FORBIDDEN", "error": "not in the room"}
+            found = room.state()
+        if kind is None:
+            return 200, found
+        for event in found:
+            if event["type"] == unquote(kind) and event["state_key"] == unquote(key or ""):
+                return 200, event["content"]
+        return 404, {"errcode": "M_NOT_FOUND", "error": "Event not found."}
+
+    def _join(self, room_id: str) -> tuple[int, dict[str, Any]]:
+        with self._cond:
+            room = self.rooms.get(room_id)
+            joined = room is not None and BOT in room.members
+        if room is not None and not joined:
+            self.join(room_id, BOT)
+        return 200, {"room_id": room_id}
 
     def _fault(self, kind: str) -> tuple[int, dict[str, Any]] | None:
         with self._cond:
@@ -247,9 +330,10 @@ class FakeMatrix(Loopback):
             join[room_id] = {
                 "timeline": {"events": events, "limited": False, "prev_batch": f"s{since}"},
                 "state": {"events": []}, "ephemeral": {"events": []},
-                "account_data": {"events": []}, "unread_notifications": {},
-                "summary": {"m.joined_member_count": len(room.members),
-                            "m.invited_member_count": 0}}
+                "account_data": {"events": []}, "unread_notifications": {}}
+            if self.summaries:
+                join[room_id]["summary"] = {"m.joined_member_count": len(room.members),
+                                            "m.invited_member_count": len(room.invited)}
         invite = {room: {"invite_state": {"events": [{
             "type": "m.room.member", "state_key": BOT, "sender": inviter,
             "content": {"membership": "invite"}}]}}
