@@ -4,6 +4,7 @@ Events arrive signed at /channels/slack/events as Slack delivers them."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -107,17 +108,121 @@ def test_an_approval_has_buttons_only_the_owners_press_answers(
     assert question.blocks == []  # the buttons went once the owner answered
 
 
-def test_a_rate_limited_post_waits_its_retry_after_and_goes_out_once(
+def test_a_rate_limited_answer_waits_its_retry_after_and_lands_once(
         slack: FakeSlack, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:
-    model_server.push(Reply(text="After the wait."))
-    slack.fail("chat.postMessage", 429, "ratelimited", retry_after=1, times=2)
+    release = threading.Event()
+    model_server.push(Reply(text="After the wait.", hold=release))
+    slack.fail("chat.update", 429, "ratelimited", retry_after=2, text="After the wait.")
     gateway = gateway_factory(config=slack_config(slack))
     slack.deliver(_events(gateway), dm(OWNER, "hello"))
+    slack.wait_for(lambda: bool(slack.in_channel(f"D{OWNER}")))  # the "…" placeholder
+    release.set()
     slack.wait_for(lambda: any(p.now == "After the wait." for p in slack.in_channel(f"D{OWNER}")))
-    posts = [m for m, _ in slack.calls if m == "chat.postMessage"]
-    assert len(posts) >= 3  # two refused, then taken
-    assert [p.now for p in slack.in_channel(f"D{OWNER}")].count("After the wait.") == 1
+    [limited] = slack.limited
+    later = [c for c in slack.calls if c.at > limited.at]
+    assert [(c.method, c.text) for c in later] == [("chat.update", "After the wait.")]
+    assert later[0].at - limited.at >= 2.0  # retried once, no sooner than Retry-After
+    time.sleep(0.5)
+    [answer] = slack.in_channel(f"D{OWNER}")  # one message: no "…" left beside the answer
+    assert answer.now == "After the wait."
+    assert gateway.client().http.get("/api/desk").json()["deliveries"] == []  # none failed
+
+
+def test_after_a_429_no_call_reaches_slack_before_its_retry_after(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    release = threading.Event()
+    model_server.push(Reply(text="Waited.", hold=release))
+    slack.fail("chat.postMessage", 429, "ratelimited", retry_after=2, text="…")
+    gateway = gateway_factory(config=slack_config(slack))
+    slack.deliver(_events(gateway), dm(OWNER, "hello"))
+    slack.wait_for(lambda: bool(slack.limited))  # the placeholder was refused: wait 2 s
+    release.set()  # the answer is ready at once
+    slack.wait_for(lambda: any(p.now == "Waited." for p in slack.in_channel(f"D{OWNER}")))
+    [limited] = slack.limited
+    later = [c for c in slack.calls if c.at > limited.at]
+    assert later and all(c.at - limited.at >= 2.0 for c in later), later
+    time.sleep(0.5)
+    assert [p.now for p in slack.in_channel(f"D{OWNER}")] == ["Waited."]
+
+
+def test_a_429_whose_retry_after_is_no_number_is_waited_a_second_and_sent_once(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(text="Still sent."))
+    slack.fail("chat.postMessage", 429, "ratelimited", text="Still sent.",
+               retry_after="Wed, 21 Oct 2015 07:28:00 GMT")
+    slack.fail("chat.update", 429, "ratelimited", text="Still sent.",
+               retry_after="Wed, 21 Oct 2015 07:28:00 GMT")
+    gateway = gateway_factory(config=slack_config(slack))
+    slack.deliver(_events(gateway), dm(OWNER, "hello"))
+    slack.wait_for(lambda: any(p.now == "Still sent." for p in slack.in_channel(f"D{OWNER}")))
+    [limited] = slack.limited  # the answer's post or its placeholder's update, as it went
+    retry = next(c for c in slack.calls if c.at > limited.at)
+    assert retry.text == "Still sent." and retry.at - limited.at >= 1.0
+    time.sleep(0.5)
+    assert [p.now for p in slack.in_channel(f"D{OWNER}")] == ["Still sent."]
+
+
+def test_continue_on_slack_then_the_owners_reply_in_the_dm_continues_the_chat(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="answer")
+    gateway = gateway_factory(config=slack_config(slack))
+    api = gateway.client()
+    assert running(api, "slack")["can_continue"] is True
+    desk = api.new_chat()
+    moved = api.http.put(f"/api/sessions/{desk}/link", json={"channel": "slack"})
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["link"] == {"channel": "slack", "thread": f"D{OWNER}",
+                                    "owner_dm": True}  # the DM's own id, as Slack sends it
+    api.wait(api.send(desk, "typed at the desk")["run_id"])
+    slack.wait_for(lambda: any(p.now == "answer" for p in slack.in_channel(f"D{OWNER}")))
+    taken = slack.deliver(_events(gateway), dm(OWNER, "next from the phone"))
+    assert taken.json()["taken"] == "admitted"
+    slack.wait_for(lambda: sum(p.now == "answer" for p in slack.in_channel(f"D{OWNER}")) == 2)
+    assert [c["key"] for c in chats(api)] == [desk]  # the reply continued it; none was started
+    users = [m["text"] for m in api.messages(desk) if m["kind"] == "user"]
+    assert users == ["typed at the desk", "next from the phone"]
+
+
+def test_a_dm_slack_would_not_open_is_learned_from_the_owners_first_message(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.default = Reply(text="hi")
+    slack.fail("conversations.open", 200, "missing_scope")
+    gateway = gateway_factory(config=slack_config(slack))
+    api = gateway.client()
+    said = running(api, "slack")
+    assert said["can_continue"] is False and "could not be opened" in said["sentence"]
+    slack.deliver(_events(gateway), dm(OWNER, "hello"))
+    slack.wait_for(lambda: any(p.now == "hi" for p in slack.in_channel(f"D{OWNER}")))
+    desk = api.new_chat()
+    moved = api.http.put(f"/api/sessions/{desk}/link", json={"channel": "slack"})
+    assert moved.status_code == 200 and moved.json()["link"]["thread"] == f"D{OWNER}"
+
+
+def test_a_guests_call_is_asked_in_the_owners_dm_and_a_yes_there_approves_it(
+        slack: FakeSlack, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    model_server.push(Reply(tool_calls=[Call("write_file", {"path": "g.txt", "content": "g"})]),
+                      Reply(text="Written for Bob."))
+    gateway = gateway_factory(config=slack_config(slack))
+    slack.deliver(_events(gateway), mention(GUEST, "C42", "write g.txt"))
+    slack.wait_for(lambda: any(p.blocks for p in slack.in_channel(f"D{OWNER}")))
+    question = next(p for p in slack.in_channel(f"D{OWNER}") if p.blocks)
+    assert question.text.startswith("Approval needed for") and "write_file" in question.text
+    assert not any(p.blocks for p in slack.in_channel("C42"))  # nothing the guest can press
+    assert not (gateway.home / "workspace" / "g.txt").exists()
+    taken = slack.deliver(_events(gateway), dm(OWNER, "yes"))
+    assert taken.json()["taken"] == "answered"
+    until(lambda: (gateway.home / "workspace" / "g.txt").exists(), what="the file written")
+    slack.wait_for(lambda: any(p.now == "Written for Bob." for p in slack.in_channel("C42")))
+    api = gateway.client()
+    said = [m["text"] for chat in chats(api) for m in api.messages(chat["key"])
+            if m["kind"] == "user"]
+    assert "yes" not in said  # the owner's "yes" answered; it was no message of any chat
 
 
 def test_a_flood_across_threads_is_answered_once_each_in_order(

@@ -14,8 +14,10 @@ token ``invalid_auth``):
 - ``chat.update(channel, ts, text, blocks?)`` → the message changed (kept in ``updates``;
   ``message_not_found`` for a ts never posted).
 
-``fail(method, status, error, retry_after, times)`` makes the next calls of a method answer an
-error (429 with ``Retry-After`` as Slack rate-limits).
+``fail(method, status, error, retry_after, times, text)`` makes the next calls of a method
+(those whose ``text`` is ``text``, when given: one scripted request) answer an error (429 with
+``Retry-After`` as Slack rate-limits); ``limited`` keeps when each 429 was answered, and
+``calls`` when each call came, so a test sees whether the next one waited.
 
 Events: ``deliver(url, event)`` POSTs an ``event_callback`` envelope (a fresh ``event_id``, or
 the one given) to the gateway's events URL, signed as Slack signs (``v0=`` HMAC-SHA256 of
@@ -35,7 +37,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 from urllib.parse import parse_qs, urlencode
 
 import httpx
@@ -61,14 +63,41 @@ class Posted:
         return self.history[-1] if self.history else self.text
 
 
+class Seen(NamedTuple):
+    """A Web API call the fake was sent: its method, when (monotonic), the text it carried."""
+
+    method: str
+    at: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Fault:
+    status: int
+    error: str
+    retry_after: int | str | None  # seconds, or anything else a server might send
+    text: str | None  # only the call with this text (None: the next call of the method)
+
+
+@dataclass(frozen=True)
+class Limited:
+    """A 429 the fake answered: to which method, when (monotonic), and what it asked."""
+
+    method: str
+    at: float
+    retry_after: int | str | None
+    text: str
+
+
 class FakeSlack(Loopback):
     def __init__(self, token: str = TOKEN, secret: str = SECRET) -> None:
         super().__init__()
         self.token, self.secret = token, secret
         self.posts: list[Posted] = []
         self.updates: list[dict[str, Any]] = []
-        self.calls: list[tuple[str, float]] = []
-        self._faults: dict[str, list[tuple[int, str, int | None]]] = {}
+        self.calls: list[Seen] = []
+        self.limited: list[Limited] = []
+        self._faults: dict[str, list[Fault]] = {}
         self._ts = itertools.count(1)
         self._cond = threading.Condition()
 
@@ -103,24 +132,37 @@ class FakeSlack(Loopback):
 
     # -- the Web API ---------------------------------------------------------------------
 
-    def fail(self, method: str, status: int, error: str, *, retry_after: int | None = None,
-             times: int = 1) -> None:
+    def fail(self, method: str, status: int, error: str, *,
+             retry_after: int | str | None = None, times: int = 1,
+             text: str | None = None) -> None:
         with self._cond:
-            self._faults.setdefault(method, []).extend([(status, error, retry_after)] * times)
+            self._faults.setdefault(method, []).extend(
+                [Fault(status, error, retry_after, text)] * times)
+
+    def _fault(self, method: str, args: dict[str, Any]) -> Fault | None:
+        faults = self._faults.get(method) or []
+        found = next((f for f in faults if f.text is None or f.text == args.get("text")), None)
+        if found is not None:
+            faults.remove(found)
+        return found
 
     def _call(self, path: str, headers: Any, raw: bytes
               ) -> tuple[int, dict[str, Any], dict[str, str]]:
         method = path.removeprefix("/api/").split("?", 1)[0]
         args = _args(headers.get("Content-Type", ""), raw, path)
         with self._cond:
-            self.calls.append((method, time.monotonic()))
+            self.calls.append(Seen(method, time.monotonic(), str(args.get("text", ""))))
             if headers.get("Authorization") != f"Bearer {self.token}":
                 return 200, {"ok": False, "error": "invalid_auth"}, {}
-            faults = self._faults.get(method)
-            if faults:
-                status, error, wait = faults.pop(0)
-                extra = {"Retry-After": str(wait)} if wait is not None else {}
-                return status, {"ok": False, "error": error}, extra
+            fault = self._fault(method, args)
+            if fault is not None:
+                if fault.status == 429:
+                    self.limited.append(Limited(method, time.monotonic(), fault.retry_after,
+                                                str(args.get("text", ""))))
+                extra = {} if fault.retry_after is None else {
+                    "Retry-After": str(fault.retry_after)}
+                self._cond.notify_all()
+                return fault.status, {"ok": False, "error": fault.error}, extra
             answer = self._answer(method, args)
             self._cond.notify_all()
         return 200, answer, {}

@@ -48,6 +48,12 @@ def test_errors_and_rate_limits_are_the_sdks_errors(fake: FakeSlack) -> None:
     assert limited.value.response.status_code == 429
     assert limited.value.response.headers["Retry-After"] == "3"
     assert client.chat_postMessage(channel="C1", text="x")["ok"]
+    fake.fail("chat.postMessage", 429, "ratelimited", retry_after=1, text="only this")
+    assert client.chat_postMessage(channel="C1", text="another")["ok"]  # not the one scripted
+    with pytest.raises(SlackApiError):
+        client.chat_postMessage(channel="C1", text="only this")
+    assert [(m.method, m.text) for m in fake.limited][-1] == ("chat.postMessage", "only this")
+    assert [c.text for c in fake.calls][-2:] == ["another", "only this"]
 
 
 def test_what_it_signs_passes_the_sdks_verifier(fake: FakeSlack) -> None:

@@ -11,13 +11,22 @@ the inbound id the engine records with the admission.
 Threads: a direct message's thread is its conversation (`D…`); a mention in a channel
 (`app_mention`) is answered in its Slack thread, whose thread is `<channel>/<thread_ts>`. A
 message from a bot, an edit of a message (already answered or not) and a deletion are not
-messages to answer: they are skipped, saying so in the log.
+messages to answer: they are skipped, saying so in the log. The owner's own thread
+(`owner_thread`: "Continue on Slack", a guest's approvals) is the same `D…` id their direct
+messages arrive under: at start the adapter opens that conversation (`conversations.open`, which
+gives back the one that exists), and an owner's direct message confirms it; until either did,
+there is none. (A thread named `@<user id>`, linked before, is still sent to that user's DM.)
 
 Out: `send` posts with `chat.postMessage` (in the thread), approvals with Block Kit buttons
 that only an owner's press answers. While a turn runs, `typing` posts a "…" placeholder once,
 and the answer's first part replaces it (`chat.update`), so the thread shows one message that
-becomes the answer. A 429 waits its `Retry-After`; a refusal (a channel the bot is not in) is
-final. The SDK's client is blocking (urllib): each call runs in a worker thread.
+becomes the answer (the placeholder is kept until Slack took the change). A refusal (a channel
+the bot is not in) is final. A 429 holds every call of the adapter until its `Retry-After` has
+passed (at most `RATE_WAIT_MOST` seconds; 1 s when it says none), then the refused call is made
+once more; a second 429 hands the message back to the ledger to wait and send again (Slack took
+nothing, so nothing is sent twice). No placeholder is posted while Slack asks to wait. The
+SDK's client is blocking (urllib): each call runs in a worker thread (its own retry handlers
+are off: they sleep in the thread, unbounded, and hold back no other call).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Callable
@@ -56,6 +66,8 @@ PLACEHOLDER = "…"
 THREADS_KEPT = 2000  # the threads whose last send is kept in mind
 QUIET_SECONDS = 10.0  # no placeholder in a thread that was sent a message this lately
 MENTION = re.compile(r"<@[A-Z0-9]+>")
+RATE_WAIT_DEFAULT = 1.0  # seconds waited after a 429 that says no (readable) Retry-After
+RATE_WAIT_MOST = 60.0  # a longer Retry-After is waited this long
 REFUSED = frozenset({"channel_not_found", "not_in_channel", "is_archived", "msg_too_long",
                      "no_text", "invalid_blocks", "cant_update_message", "message_not_found"})
 
@@ -75,7 +87,9 @@ class SlackChannel:
         self._desk: Desk | None = None
         self._client: Any = None  # slack_sdk.WebClient, made at start
         self._bot_user: str | None = None
-        self._dms: dict[str, str] = {}  # owner's user id → their direct conversation's id
+        self._owner_dm: str | None = None  # the first owner's direct conversation (D…)
+        self._dms: dict[str, str] = {}  # user id → direct conversation (`@<user>` threads)
+        self._quiet_until = 0.0  # monotonic: no Web API call before (a 429's Retry-After)
         self._placeholders: dict[str, str] = {}  # thread → the "…" message's ts
         self._sent_at: dict[str, float] = {}  # thread → when a message last went to it
         self._locks = OneAtATime()  # one placeholder or send at a time in a thread
@@ -99,16 +113,35 @@ class SlackChannel:
             self.health = Health("error", f"Slack did not accept the bot token ({error}).")
             return
         self._bot_user = str(said.get("user_id") or "") or None
+        unopened = await self._open_owner_dm()
         self.health = Health("running", f"Connected as {said.get('user', 'the bot')}; events "
-                             "are taken in at POST /channels/slack/events.",
+                             "are taken in at POST /channels/slack/events." + (
+                                 f" Your direct conversation could not be opened ({unopened}):"
+                                 " Continue on Slack waits until you write to the bot."
+                                 if unopened else ""),
                              {"bot": str(said.get("user", ""))})
 
     async def stop(self) -> None:
         self._desk = None
 
     def owner_thread(self) -> str | None:
-        """The owner's direct conversation with the bot, as `@<user id>` until it is opened."""
-        return f"@{self.config.owner_ids[0]}" if self.config.owner_ids else None
+        """The first owner's direct conversation with the bot (`D…`): the thread their direct
+        messages arrive under. None until it was opened at start or they wrote in it."""
+        return self._owner_dm
+
+    async def _open_owner_dm(self) -> str:
+        """Open the first owner's direct conversation (Slack gives back the one there is);
+        "" when it is known, else why not."""
+        if not self.config.owner_ids:
+            return ""
+        try:
+            opened = await self._call("conversations_open", users=self.config.owner_ids[0])
+        except SendError as error:
+            log.warning("slack: the owner's direct conversation was not opened (%s)", error)
+            return str(error)
+        found = str((opened.get("channel") or {}).get("id") or "")
+        self._owner_dm = found or self._owner_dm
+        return "" if found else "Slack named no conversation"
 
     async def typing(self, thread: str) -> None:
         """A "…" placeholder in the thread, once per answer (none just after a message went
@@ -116,13 +149,15 @@ class SlackChannel:
         if self._client is None:
             return
         async with self._locks.held(thread):
-            recent = time.monotonic() - self._sent_at.get(thread, -QUIET_SECONDS)
-            if thread in self._placeholders or recent < QUIET_SECONDS:
+            now = time.monotonic()
+            recent = now - self._sent_at.get(thread, -QUIET_SECONDS)
+            if thread in self._placeholders or recent < QUIET_SECONDS \
+                    or now < self._quiet_until:  # Slack asked to wait: no placeholder
                 return
             try:
                 channel, thread_ts = await self._where(thread)
-                said = await self._call("chat_postMessage", channel=channel, text=PLACEHOLDER,
-                                        thread_ts=thread_ts)
+                said = await self._call("chat_postMessage", again=False, channel=channel,
+                                        text=PLACEHOLDER, thread_ts=thread_ts)
             except SendError:
                 return
             remember(self._placeholders, thread, str(said["ts"]), THREADS_KEPT)
@@ -138,15 +173,26 @@ class SlackChannel:
     async def _send(self, out: Outbound) -> str:
         channel, thread_ts = await self._where(out.thread)
         blocks = _approval_blocks(out) if out.buttons and out.approval_id else None
-        placeholder = self._placeholders.pop(out.thread, None)
+        placeholder = self._placeholders.get(out.thread)
         if placeholder is not None and out.part == 1:
-            said = await self._call("chat_update", channel=channel, ts=placeholder,
-                                    text=out.text, blocks=blocks)
-            return str(said["ts"])
-        if placeholder is not None:
-            self._placeholders[out.thread] = placeholder
+            return await self._replace(out, channel, placeholder, blocks)
         said = await self._call("chat_postMessage", channel=channel, text=out.text,
                                 thread_ts=thread_ts, blocks=blocks)
+        return str(said["ts"])
+
+    async def _replace(self, out: Outbound, channel: str, placeholder: str,
+                       blocks: list[dict[str, Any]] | None) -> str:
+        """The answer's first part in place of the "…"; the placeholder is kept for the next
+        try while Slack never took the change (NotSent), let go once it did or refused."""
+        try:
+            said = await self._call("chat_update", channel=channel, ts=placeholder,
+                                    text=out.text, blocks=blocks)
+        except NotSent:
+            raise
+        except SendError:
+            self._placeholders.pop(out.thread, None)
+            raise
+        self._placeholders.pop(out.thread, None)
         return str(said["ts"])
 
     # -- taking in (called by the routes) -------------------------------------------------
@@ -212,6 +258,8 @@ class SlackChannel:
         channel = str(event.get("channel") or "")
         if kind == "message" and event.get("channel_type") == "im":
             thread = channel
+            if user == next(iter(self.config.owner_ids), None):
+                self._owner_dm = channel  # their DM, as Slack names it: their own thread
         elif kind == "app_mention":
             thread = f"{channel}/{event.get('thread_ts') or event.get('ts')}"
         else:
@@ -237,17 +285,48 @@ class SlackChannel:
         channel, _, thread_ts = thread.partition("/")
         return channel, thread_ts or None
 
-    async def _call(self, method: str, **args: Any) -> Any:
-        """One Web API call in a worker thread; its failure as what it means for a send."""
+    async def _call(self, method: str, *, again: bool = True, **args: Any) -> Any:
+        """One Web API call, once any 429's Retry-After has passed; a call refused with a 429
+        is made once more after its own (`again`), else the 429 is raised (NotSent)."""
+        await self._quiet()
+        try:
+            return await self._call_once(method, **args)
+        except RateLimited:
+            if not again:
+                raise
+        await self._quiet()
+        return await self._call_once(method, **args)
+
+    async def _quiet(self) -> None:
+        """Sleep until no 429 asks to wait any more (no busy loop: one sleep per 429 heard)."""
+        while (left := self._quiet_until - time.monotonic()) > 0:
+            await asyncio.sleep(left)
+
+    async def _call_once(self, method: str, **args: Any) -> Any:
+        """One Web API call in a worker thread; its failure as what it means for a send (a 429
+        also holds every later call back until its Retry-After)."""
         from slack_sdk.errors import SlackApiError
 
         call = getattr(self._client, method)
         try:
             return (await asyncio.to_thread(call, **args)).data
         except SlackApiError as error:
-            raise _send_error(error) from None
+            failure = _send_error(error)
+            if isinstance(failure, RateLimited):
+                self._quiet_until = max(self._quiet_until,
+                                        time.monotonic() + failure.retry_after)
+            raise failure from None
         except (OSError, TimeoutError) as error:  # urllib: refused, reset, timed out
             raise _network_error(error) from None
+
+
+class RateLimited(NotSent):
+    """Slack answered 429: nothing was taken; wait `retry_after` seconds (bounded)."""
+
+    retry_after: float
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__("Slack asked to wait", retry_after)
 
 
 def _approval_blocks(out: Outbound) -> list[dict[str, Any]]:
@@ -265,14 +344,25 @@ def _send_error(error: Any) -> SendError:
     status = getattr(response, "status_code", 0)
     code = str((getattr(response, "data", None) or {}).get("error", "error"))
     if status == 429 or code == "ratelimited":
-        headers = getattr(response, "headers", {}) or {}
-        wait = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
-        return NotSent("Slack asked to wait", float(wait) if wait else None)
+        return RateLimited(_retry_after(getattr(response, "headers", None) or {}))
     if status >= 500:
         return NotSent(f"Slack answered {status}")
     if code in REFUSED:
         return Refused(f"Slack refused it ({code})")
     return NotSent(f"Slack answered {masking.mask(code)}")
+
+
+def _retry_after(headers: Any) -> float:
+    """The seconds a 429's Retry-After asks for, between 0 and RATE_WAIT_MOST (none, or one
+    that is not a number: RATE_WAIT_DEFAULT)."""
+    said = next((v for k, v in dict(headers).items() if str(k).lower() == "retry-after"), None)
+    if isinstance(said, list | tuple):
+        said = said[0] if said else None
+    try:
+        wait = float(str(said))
+    except ValueError:
+        return RATE_WAIT_DEFAULT
+    return min(max(wait, 0.0), RATE_WAIT_MOST) if math.isfinite(wait) else RATE_WAIT_DEFAULT
 
 
 def _network_error(error: BaseException) -> SendError:
