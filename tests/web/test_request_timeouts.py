@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import threading
 import time
@@ -19,6 +18,7 @@ import httpx
 
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
+from tests.support.sockets import connect, one_answer, until_closed
 
 LIMIT = 1.0  # both limits, in the gateway's config
 SLACK = 2.5  # how much later than the limit the close may come on a busy machine
@@ -28,26 +28,7 @@ server, gateway, api = module_gateway(  # a process: its open files are counted
 
 
 def _connect(gw: Gateway) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", gw.port), timeout=5)
-
-
-def _until_closed(sock: socket.socket, within: float) -> tuple[bytes, float]:
-    """Everything the server sends until it closes the connection, and how long that took;
-    fails if it is still open after `within` seconds."""
-    begun = time.monotonic()
-    got = b""
-    sock.settimeout(0.1)
-    while time.monotonic() - begun < within:
-        try:
-            data = sock.recv(65536)
-        except TimeoutError:
-            continue
-        except ConnectionResetError:
-            return got, time.monotonic() - begun
-        if not data:
-            return got, time.monotonic() - begun
-        got += data
-    raise AssertionError(f"still open after {within} s; got {got!r}")
+    return connect(gw.port)
 
 
 def _timeout_answer(raw: bytes) -> dict[str, Any]:
@@ -68,7 +49,7 @@ def test_a_connection_that_sends_nothing_is_closed(gateway: Gateway) -> None:
     """Before: uvicorn armed no timer until a first response was sent, so a connection that
     never sent a byte stayed open (recv waited the whole test window)."""
     with _connect(gateway) as sock:
-        raw, took = _until_closed(sock, LIMIT + SLACK)
+        raw, took = until_closed(sock, LIMIT + SLACK)
     assert took >= LIMIT * 0.8
     if raw:
         _timeout_answer(raw)
@@ -85,7 +66,7 @@ def test_half_sent_headers_are_answered_408_and_closed_and_free_their_files(
             sock.sendall(b"GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthoriz")
         time.sleep(0.3)
         assert _open_files(gateway) >= before + 100  # they are held while they last
-        answers = [_until_closed(sock, LIMIT + SLACK)[0] for sock in socks]
+        answers = [until_closed(sock, LIMIT + SLACK)[0] for sock in socks]
     finally:
         for sock in socks:
             sock.close()
@@ -136,7 +117,7 @@ def test_a_body_that_stops_arriving_is_answered_408_and_closed(gateway: Gateway)
                      b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 40\r\n\r\n"
                      b'{"name": "half')
-        raw, took = _until_closed(sock, LIMIT + SLACK)
+        raw, took = until_closed(sock, LIMIT + SLACK)
     error = _timeout_answer(raw)
     assert "body" in error["message"]
     assert took >= LIMIT * 0.8
@@ -155,7 +136,7 @@ def test_a_slow_but_steady_body_is_served(gateway: Gateway) -> None:
         for piece in pieces:
             time.sleep(LIMIT / 2)
             sock.sendall(piece)
-        raw, _ = _until_closed(sock, 10)
+        raw, _ = until_closed(sock, 10)
     assert len(pieces) * LIMIT / 2 > 2 * LIMIT
     assert raw.startswith(b"HTTP/1.1 201"), raw
     assert json.loads(raw.partition(b"\r\n\r\n")[2])["key"] == "slow-and-steady"
@@ -203,7 +184,7 @@ def test_a_body_nobody_reads_cannot_hold_the_connection_after_the_answer(
     with _connect(gateway) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n"
                      b"\r\npart of it")
-        raw, took = _until_closed(sock, LIMIT + SLACK)
+        raw, took = until_closed(sock, LIMIT + SLACK)
     assert raw.startswith(b"HTTP/1.1 200"), raw
     assert took < LIMIT + SLACK
 
@@ -215,26 +196,7 @@ def test_an_idle_connection_outlasts_the_clients_own_idle_limit(gateway: Gateway
     ask = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     with _connect(gateway) as sock:
         sock.sendall(ask)
-        assert _one_answer(sock).startswith(b"HTTP/1.1 200")
+        assert one_answer(sock).startswith(b"HTTP/1.1 200")
         time.sleep(httpx.Limits().keepalive_expiry + 1.0)
         sock.sendall(ask)
-        assert _one_answer(sock).startswith(b"HTTP/1.1 200")
-
-
-def _one_answer(sock: socket.socket) -> bytes:
-    """One whole response (its head, and its body by Content-Length), however it arrives."""
-    got = b""
-    while b"\r\n\r\n" not in got:
-        got += _more(sock)
-    head, _, body = got.partition(b"\r\n\r\n")
-    length = re.search(rb"content-length: *(\d+)", head, re.I)
-    assert length is not None, head
-    while len(body) < int(length.group(1)):
-        body += _more(sock)
-    return got
-
-
-def _more(sock: socket.socket) -> bytes:
-    data = sock.recv(65536)
-    assert data, "the connection was closed"
-    return data
+        assert one_answer(sock).startswith(b"HTTP/1.1 200")

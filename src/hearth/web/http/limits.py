@@ -1,7 +1,16 @@
-"""Limits on request bodies, answered with the envelope before any route reads them: a cap on
-their size (`BodyLimit`, 413) and on each wait for more of one (`BodyTimeout`, 408). An
-upload (`STREAMED`) is not held here: its route streams it to disk under the attachments'
-own limits, as large as those allow.
+"""Limits on request bodies, answered with the envelope before any route reads them: who sent
+a body is proven before a byte of it is read (`BodyLimit`, 401), it is held to a cap on its
+size (413: the declared `Content-Length` before reading, the bytes counted while they come,
+chunked ones too) and to each wait for more of it (`BodyTimeout`, 408).
+
+The sender is proven from the headers alone, as the routes prove it (`web.http.auth.sender_of`:
+the gateway's token, an app's, the dashboard's signed-in cookie; on `/v1/` a bearer token
+alone); nothing proving anyone is 401 at once and the connection closed, so a stranger's body
+is never read, let alone held (before, four such connections held ~260 MB). The routes open to
+anyone by design take a body from anyone, each under a bound of its own (`OPEN`): the sign-in
+form, and the channels' doors whose sender is proven by a signature over the body, refused
+404 at once while their channel is not set up. An upload (`STREAMED`) is not held here: its
+route streams it to disk, bounded by one file's size (`[attachments] max_file_mb`).
 
 A client that sends its headers and then a body slowly, or never, would otherwise hold its
 connection (a file descriptor) for as long as it liked; a few hundred of them exhaust the
@@ -11,18 +20,67 @@ process's files. The headers' own time limit is the server's (`web.http.server`)
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
+from sqlalchemy.exc import OperationalError
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-MAX_BODY_BYTES = 4 * 1024 * 1024
-# an upload's body is streamed to disk by its route, under the attachments' own limits
+from hearth.errors import Refusal
+from hearth.web.http.auth import bearer_only, sender_of
+
+MIB = 1024 * 1024
+MAX_BODY_BYTES = 4 * MIB
+# an upload's body is streamed to disk by its route, bounded by one file's size and this
+# much more for a form's envelope (`web.http.uploads`)
 STREAMED = re.compile(r"^/api/sessions/[^/]+/attachments$")
+FORM_ROOM = 64 * 1024
 # an OpenAI request may carry its images and files inline, in base64
-LARGER = {"/v1/chat/completions": 64 * 1024 * 1024, "/channels/webhook": 64 * 1024 * 1024}
+LARGER = {"/v1/chat/completions": 64 * MIB}
+OPENAI = "/v1/"  # a bearer token alone there: never the dashboard's cookie
 BODY_TIMEOUT_SECONDS = 30.0
 UNREAD = ("GET", "HEAD", "OPTIONS")  # methods whose body no route reads
+
+
+@dataclass(frozen=True)
+class Open:
+    """A route open to anyone that takes a body (POST): its own bound, and the chat channel
+    that must be set up for it to be served (its name, and what the owner calls it)."""
+
+    max_bytes: int
+    channel: str | None = None
+    called: str = ""
+
+
+OPEN = {
+    "/login": Open(16 * 1024),  # the sign-in form: the token, and nothing else
+    # a webhook app's signed message, its files inline in base64
+    "/channels/webhook": Open(64 * MIB, "webhook", "webhook"),
+    "/channels/slack/events": Open(1 * MIB, "slack", "Slack"),  # Slack's signed events
+    "/channels/slack/actions": Open(1 * MIB, "slack", "Slack"),  # and button presses
+}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a request's body may be: at most `max_bytes`, and whether its route streams it."""
+
+    max_bytes: int
+    streamed: bool = False
+    code: str = "request_too_large"
+
+    def refusal(self) -> Refusal:
+        if self.streamed:
+            return Refusal(self.code, 413,
+                           f"This file is larger than {(self.max_bytes - FORM_ROOM) / MIB:g} MB, "
+                           "the most one file may be; nothing of it was kept.")
+        return Refusal(self.code, 413, f"The request body is over {self.max_bytes:,} bytes.")
 
 
 def _has_body(headers: dict[bytes, bytes]) -> bool:
@@ -43,6 +101,8 @@ def _closing(send: Send) -> Send:
 
 
 class BodyLimit:
+    """Proves a body's sender, then bounds the body (see the module's docstring)."""
+
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.max_bytes = max_bytes
@@ -58,42 +118,100 @@ class BodyLimit:
             # connection for its next request would get a reset instead of an answer.
             await self.app(scope, receive, _closing(send))
             return
-        if scope["method"] == "POST" and STREAMED.match(scope["path"]):
+        try:
+            bound = await self._bound_of(scope)
+        except (Refusal, OperationalError) as refused:
+            await refuse(scope, send, refused)
+            return
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > bound.max_bytes:
+            await refuse(scope, send, bound.refusal())
+            return
+        if bound.streamed:
             await self.app(scope, receive, send)
             return
-        limit = max(self.max_bytes, LARGER.get(scope["path"], 0))
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._too_large(send, limit)
+        body = await _read(receive, bound)
+        if isinstance(body, Refusal):
+            await refuse(scope, send, body)
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > limit:
-                await self._too_large(send, limit)
-                return
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
+        if body is not None:
+            await self.app(scope, _replay(body, receive), send)
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+    async def _bound_of(self, scope: Scope) -> Bound:
+        """The request's bound, once its sender is proven (an open route's own: refused 404
+        while its channel is not set up)."""
+        path: str = scope["path"]
+        door = OPEN.get(path) if scope["method"] == "POST" else None
+        if door is not None:
+            _check_served(scope, door)
+            return Bound(door.max_bytes)
+        request = Request(scope)
+        if path.startswith(OPENAI):
+            await bearer_only(request)
+        await sender_of(request)
+        if scope["method"] == "POST" and STREAMED.match(path):
+            files: int = scope["app"].state.engine.config.attachments.max_file_bytes
+            return Bound(files + FORM_ROOM, streamed=True, code="attachment_too_large")
+        return Bound(max(self.max_bytes, LARGER.get(path, 0)))
 
-        await self.app(scope, replay, send)
 
-    async def _too_large(self, send: Send, limit: int) -> None:
-        await _answer(send, 413, "request_too_large",
-                      f"The request body is over {limit:,} bytes.")
+def _check_served(scope: Scope, door: Open) -> None:
+    """An open route of a chat channel is 404 while that channel is not set up."""
+    if door.channel is None or door.channel in scope["app"].state.channels.adapters:
+        return
+    raise Refusal("not_found", 404,
+                  f"The {door.called} channel is not set up: add [channels.{door.channel}] "
+                  "to config.toml.")
+
+
+async def _read(receive: Receive, bound: Bound) -> bytes | Refusal | None:
+    """The whole body, counted as it comes: a refusal past the bound, None when the client
+    went away first."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > bound.max_bytes:
+            return bound.refusal()
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the body read once, then what the connection says next."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+Handler = Callable[[Request, Exception], "Response | Awaitable[Response]"]
+
+
+async def refuse(scope: Scope, send: Send, error: Exception) -> None:
+    """Answer `error` as the app's own handlers answer it from a route (the envelope, OpenAI's
+    shape on /v1), saying `Connection: close`: the body it came with is never read, and the
+    server ends the connection rather than read it."""
+    handlers: dict[Any, Handler] = scope["app"].exception_handlers
+    handler = next(handlers[kind] for kind in type(error).__mro__ if kind in handlers)
+    answer = handler(Request(scope), error)
+    response = await answer if inspect.isawaitable(answer) else answer
+    response.headers["connection"] = "close"
+    await response(scope, _nothing, send)
+
+
+async def _nothing() -> Message:
+    return {"type": "http.disconnect"}
 
 
 class BodyTimedOut(Exception):
