@@ -329,9 +329,11 @@ class EmailConfig(_Section):
 
     address: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")
     owner_addresses: list[str] = Field(default_factory=list)  # the senders who are you
-    # an owner's mail counts as the owner's only with your mail server's word that it is
-    # genuine: an Authentication-Results header saying dkim=pass or dmarc=pass
-    require_authentication: bool = True
+    # an owner's mail is the owner's only with the word of your receiving mail server: the
+    # Authentication-Results it adds under this authserv-id (RFC 8601), with a DKIM or SPF
+    # pass for the From domain (channels.mail_auth); unset, every mail is a guest's
+    authserv_id: str | None = Field(None, min_length=1, max_length=255,
+                                    pattern=r'^[^\s;()"\\]+$')
     listen_host: str = "127.0.0.1"
     listen_port: int = Field(2525, ge=0, le=65535)  # 0: any free port
     smtp_host: str = "127.0.0.1"
@@ -345,6 +347,15 @@ class EmailConfig(_Section):
 
     def resolved_password(self, environ: Mapping[str, str] | None = None) -> str | None:
         return _secret(self.smtp_password, self.smtp_password_env, environ)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unproven_owner(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "require_authentication" in data:
+            raise ValueError("require_authentication is gone: a From address is never proof "
+                             "by itself. Remove it and set authserv_id to the id your "
+                             "receiving mail server writes in Authentication-Results.")
+        return data
 
 
 class ChannelsConfig(_Section):

@@ -104,7 +104,7 @@ class EmailChannel:
         self.port = self._server.sockets[0].getsockname()[1]
         self.health = Health("running", f"Taking mail for {self.config.address} on "
                              f"{self.config.listen_host}:{self.port}; answers go out through "
-                             f"{self.config.smtp_host}:{self.config.smtp_port}.")
+                             f"{self.config.smtp_host}:{self.config.smtp_port}.{_trusting(self.config)}")
 
     async def stop(self) -> None:
         self._desk = None
@@ -135,7 +135,7 @@ class EmailChannel:
         if desk is None:
             return "451 4.3.2 Not taking mail now; try again later"
         try:
-            mail = await asyncio.to_thread(parse, raw)
+            mail = await asyncio.to_thread(parse, raw, self.config.authserv_id)
         except ValueError as error:
             return f"550 5.6.0 This mail cannot be read ({error})"
         if not mail.text and not mail.files:
@@ -153,10 +153,11 @@ class EmailChannel:
 
     def _inbound(self, mail: Mail) -> Inbound:
         listed = mail.sender in {a.lower() for a in self.config.owner_addresses}
-        owner = listed and (mail.authenticated or not self.config.require_authentication)
+        owner = listed and mail.authenticated
         if listed and not owner:
-            log.warning("email: a mail from an owner's address came without your mail "
-                        "server's dkim or dmarc pass; it is taken as a guest's")
+            log.warning("email: a mail from an owner's address came without a DKIM or SPF "
+                        "pass for its domain from %s; it is taken as a guest's",
+                        self.config.authserv_id or "a receiving server (none is named)")
         return Inbound(channel=NAME, thread=mail.thread, inbound_id=mail.message_id,
                        sender=mail.sender, sender_name=mail.sender_name, text=mail.text,
                        owner=owner, owner_dm=False, files=mail.files,
@@ -205,6 +206,15 @@ class EmailChannel:
             raise _answered(code, said) from None
         except (ConnectionError, smtplib.SMTPConnectError, TimeoutError, OSError) as error:
             raise _unreached(error) from None
+
+
+def _trusting(config: EmailConfig) -> str:
+    """What the status says of who proves the owner's mail."""
+    if config.authserv_id is None:
+        return (" No receiving mail server is named, so every mail is a guest's, yours too: "
+                "set authserv_id in [channels.email] to your server's Authentication-Results "
+                "id.")
+    return f" Your mail is yours when {config.authserv_id} vouches for it."
 
 
 def _conversation(root: str, where: Answering) -> Conversation:

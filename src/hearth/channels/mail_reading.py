@@ -16,6 +16,7 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from email.utils import getaddresses
 
+from hearth.channels import mail_auth
 from hearth.tools.web_text import html_to_text
 
 MESSAGE_ID = re.compile(r"<[^<>\s]{1,250}>")
@@ -35,7 +36,7 @@ class Mail:
     references: tuple[str, ...]  # its References, then its own Message-ID (for a reply's)
     text: str
     files: tuple[tuple[str, bytes], ...]
-    authenticated: bool  # the receiving mail server said dkim=pass or dmarc=pass
+    authenticated: bool  # the receiving server the owner names proved the From address
 
     @property
     def thread(self) -> str:
@@ -46,8 +47,9 @@ def thread_of(sender: str, root: str) -> str:
     return f"{sender} {root}"[:THREAD_MAX]
 
 
-def parse(raw: bytes) -> Mail:
-    """The email in `raw` (ValueError: no From address or no Message-ID to know it by)."""
+def parse(raw: bytes, authserv_id: str | None = None) -> Mail:
+    """The email in `raw` (ValueError: no From address or no Message-ID to know it by); its
+    From address proven by the Authentication-Results of the server `authserv_id` only."""
     message = BytesParser(policy=policy.default).parsebytes(raw)
     [(name, sender)] = getaddresses([str(message.get("From", ""))])[:1] or [("", "")]
     if "@" not in sender:
@@ -61,17 +63,21 @@ def parse(raw: bytes) -> Mail:
                 subject=str(message.get("Subject", "")).strip()[:300],
                 root=(references or own)[0], references=(*references, own[0]),
                 text=without_quotes(text), files=files,
-                authenticated=_authenticated(message))
+                authenticated=_authenticated(message, authserv_id, sender))
 
 
 def _ids(header: object) -> list[str]:
     return MESSAGE_ID.findall(str(header or ""))
 
 
-def _authenticated(message: Message) -> bool:
-    """The receiving server's `Authentication-Results` said the mail is genuine."""
-    said = " ".join(str(v) for v in message.get_all("Authentication-Results") or [])
-    return bool(re.search(r"\b(dkim|dmarc)=pass\b", said, re.I))
+def _authenticated(message: Message, authserv_id: str | None, sender: str) -> bool:
+    """The named receiving server vouched for the From address (`mail_auth`): a mail with
+    more than one From header or address is proven by nothing (which one was checked?)."""
+    if len(message.get_all("From") or []) != 1 or len(getaddresses(
+            [str(message["From"])])) != 1:
+        return False
+    said = [str(v) for v in message.get_all("Authentication-Results") or []]
+    return mail_auth.proving(said, authserv_id, sender) is not None
 
 
 def _body(message: Message) -> tuple[str, tuple[tuple[str, bytes], ...]]:
