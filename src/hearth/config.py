@@ -101,6 +101,10 @@ class ModelConfig(_Section):
     # US dollars per million tokens; unset means unpriced (never "free") on the Usage page
     price_in_per_mtok: float | None = Field(None, ge=0)
     price_out_per_mtok: float | None = Field(None, ge=0)
+    # read aloud per million characters, voice notes per minute; unset: OpenAI's tts-1 and
+    # whisper-1 prices (models/pricing.py), never free
+    price_speech_per_mchar: float | None = Field(None, ge=0)
+    price_audio_per_minute: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _base_url_is_a_web_address(self) -> ModelConfig:

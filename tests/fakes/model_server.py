@@ -22,7 +22,8 @@ Endpoints
 ``POST /v1/audio/transcriptions``
     OpenAI's speech to text (a multipart form): records ``(model, filename, bytes)`` in
     :attr:`ScriptedModelServer.transcriptions` and answers ``{"text": transcript}`` (``None``:
-    a 500).
+    a 500), with ``usage`` ``{"type": "duration", "seconds": …}`` when ``transcript_seconds``
+    is set.
 ``POST /v1/audio/speech``
     OpenAI's text to speech: records ``(model, input)`` in :attr:`ScriptedModelServer.spoken`
     and answers :data:`SPOKEN` (a few bytes of MP3).
@@ -337,6 +338,7 @@ class ScriptedModelServer(Loopback):
         # speech to text: each request's (model, file name, bytes), and the words answered
         self.transcriptions: list[tuple[str, str, bytes]] = []
         self.transcript: str | None = "Remember to water the tomatoes."  # None: a 500
+        self.transcript_seconds: float | None = None  # said as OpenAI's usage (duration)
         self.spoken: list[tuple[str, str]] = []  # text to speech: each (model, input)
 
     # ------------------------------------------------------------------ lifecycle
@@ -605,7 +607,10 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.transcript is None:
             self._send_error(500, "Scripted transcription failure", anthropic=False)
             return
-        self._send_json(200, {"text": owner.transcript})
+        said: dict[str, Any] = {"text": owner.transcript}
+        if owner.transcript_seconds is not None:
+            said["usage"] = {"type": "duration", "seconds": owner.transcript_seconds}
+        self._send_json(200, said)
 
     def _speak(self, raw: bytes) -> None:
         """OpenAI's `/audio/speech`: records (model, input) and answers a few MP3 bytes."""

@@ -94,6 +94,15 @@ class Call:
     done: Completed | None = None
     account: Account = field(default_factory=account)  # whom it is spent for
     hold: Hold | None = None  # what the spending limits reserved for it
+    streamed: int = 0  # characters of text its stream yielded
+    estimate: Usage | None = None  # what it used, estimated: its provider reported nothing
+
+    @property
+    def usage(self) -> Usage:
+        """What the call used: the estimate when there is one, else what was reported."""
+        if self.estimate is not None:
+            return self.estimate
+        return self.done.usage if self.done is not None else Usage()
 
     @classmethod
     def of(cls, provider: Provider, purpose: str) -> Call:
@@ -102,14 +111,14 @@ class Call:
     def row(self, error: BaseException | None, model: ModelConfig | None) -> CallRow:
         """The row of the call, ended by `error` (None: its stream ended normally), priced at
         `model`'s prices."""
-        usage = self.done.usage if self.done is not None else Usage()
+        usage = self.usage
         return CallRow(
             created_at=now(), model_id=self.model_id, provider=self.provider,
             purpose=self.purpose, outcome=outcome_of(self.done, error),
             tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cost_usd=price(model, usage),
             duration_ms=round((time.monotonic() - self.began) * 1000),
             session_key=self.session_key, agent=self.account.agent, app=self.account.app,
-            job=self.account.job)
+            job=self.account.job, estimated=self.estimate is not None)
 
 
     def charged(self, usd: float) -> CallRow:

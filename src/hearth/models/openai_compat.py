@@ -21,6 +21,7 @@ import httpx2
 import openai
 
 from hearth.models import sse
+from hearth.models.audio import Heard
 from hearth.models.body import as_body
 from hearth.models.provider_common import (
     SdkErrors,
@@ -68,9 +69,10 @@ class OpenAICompatProvider:
             timeout=openai.Timeout(timeout, connect=10.0),
         )
 
-    async def transcribe(self, name: str, data: bytes, content_type: str) -> str:
-        """The words of an audio file (`/audio/transcriptions`); ModelError when the server
-        refuses or cannot be reached."""
+    async def transcribe(self, name: str, data: bytes, content_type: str) -> Heard:
+        """The words of an audio file (`/audio/transcriptions`), and the seconds billed when
+        the server says (`usage` of type `duration`); ModelError when the server refuses or
+        cannot be reached."""
         try:
             said = await self._client.audio.transcriptions.create(
                 model=self.model_name, file=(name, data, content_type))
@@ -80,7 +82,7 @@ class OpenAICompatProvider:
         except openai.APIConnectionError:
             raise ModelError(f"{self.model_id} could not be reached to transcribe the "
                              "audio.") from None
-        return str(getattr(said, "text", "") or "")
+        return Heard(str(getattr(said, "text", "") or ""), _seconds(getattr(said, "usage", None)))
 
     async def speak(self, text: str, voice: str = "alloy") -> bytes:
         """`text` read aloud (`/audio/speech`), as MP3; ModelError when it cannot be."""
@@ -196,6 +198,14 @@ def _chunk(data: str, response: Any) -> dict[str, Any]:
                               else "An error occurred during streaming",
                               request=response.http_response.request, body=error)
     return chunk
+
+
+def _seconds(usage: object) -> float | None:
+    """The seconds a transcription's `usage` says were billed (None: it says none)."""
+    seconds = getattr(usage, "seconds", None)
+    if getattr(usage, "type", None) != "duration" or not isinstance(seconds, (int, float)):
+        return None
+    return float(seconds) if seconds >= 0 else None
 
 
 def _text(value: object) -> str:

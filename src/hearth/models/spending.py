@@ -37,9 +37,10 @@ from typing import Literal
 
 from hearth.config import LimitsConfig, ModelConfig, SpendingLimits, SpendLimit
 from hearth.models.pricing import price
-from hearth.models.types import ModelError, ModelRequest, Usage
+from hearth.models.types import Completed, ModelError, ModelRequest, Usage
 
 CHARS_PER_TOKEN = 3  # a cautious estimate of a request's tokens: it errs towards more
+CHARS_PER_OUTPUT_TOKEN = 4  # an answer's tokens from its characters, when none were reported
 Period = Literal["day", "month"]
 Key = tuple[str, str, str]  # (period's start, kind of account, name)
 WHERE = "Raise it on the Settings page or under [limits] in config.toml."
@@ -164,15 +165,28 @@ class OverLimit(ModelError):
         self.retry_after = retry_after
 
 
-def estimate(request: ModelRequest, entry: ModelConfig) -> float:
-    """The most a call of `request` to `entry`'s model can cost, in US dollars."""
+def input_tokens(request: ModelRequest) -> int:
+    """The tokens `request` sends, estimated from its length (erring towards more)."""
     chars = sum(len(m.text) + sum(len(c.arguments) for c in m.tool_calls)
                 for m in request.messages)
     chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def estimate(request: ModelRequest, entry: ModelConfig) -> float:
+    """The most a call of `request` to `entry`'s model can cost, in US dollars."""
     tokens_out = request.max_output_tokens or entry.max_output_tokens
-    cost = price(entry, Usage(tokens_in=math.ceil(chars / CHARS_PER_TOKEN),
-                              tokens_out=tokens_out))
+    cost = price(entry, Usage(tokens_in=input_tokens(request), tokens_out=tokens_out))
     return cost or 0.0
+
+
+def unreported(request: ModelRequest, streamed: int, done: Completed | None) -> Usage:
+    """The usage of a call its provider reported none for (a stopped turn, a cut stream, a
+    server that sends none): its input as the reservation estimates it, and its output from
+    the `streamed` characters of text and the tool calls `done` asked for."""
+    chars = streamed + (sum(len(str(c.arguments)) for c in done.tool_calls) if done else 0)
+    return Usage(tokens_in=input_tokens(request),
+                 tokens_out=math.ceil(chars / CHARS_PER_OUTPUT_TOKEN))
 
 
 @dataclass(frozen=True)
@@ -234,9 +248,21 @@ class Spending:
                 or entry.price_out_per_mtok is None:
             return None
         caps = caps_of(limits, account())
-        if not caps:
+        return self._hold(caps, estimate(request, entry)) if caps else None
+
+    def reserve_usage(self, model_id: str, most: Usage) -> Hold | None:
+        """Reserve what a call using at most `most` costs (read aloud's characters, a voice
+        note's seconds), or OverLimit; None when no limit holds it."""
+        limits = self.limits()
+        if limits.none:
             return None
-        most, at = estimate(request, entry), time.time()
+        cost = price(self._entry_of(model_id), most)
+        caps = caps_of(limits, account())
+        return self._hold(caps, cost) if caps and cost is not None else None
+
+    def _hold(self, caps: list[Cap], most: float) -> Hold:
+        """`most` reserved against each of `caps`, or OverLimit when it would pass one."""
+        at = time.time()
         keys = [_key(cap, at) for cap in caps]
         for cap, key in zip(caps, keys, strict=True):
             if self.spent[key] + self.reserved[key] + most > cap.usd + 1e-12:

@@ -71,8 +71,13 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class Usage:
+    """What a call used, as its provider bills it: tokens, or for audio the characters read
+    aloud (`chars`) and the seconds of audio heard (`seconds`)."""
+
     tokens_in: int = 0
     tokens_out: int = 0
+    chars: int = 0
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)

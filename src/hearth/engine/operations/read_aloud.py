@@ -6,6 +6,12 @@ Incognito or Temporary chat the text reaches only the model set up for this use,
 this one call (`answered_by`), and the answer says which model spoke (`Spoken.model_id`, which
 the page shows). No speak chain: 404 `no_speak_model`, and the page reads with the browser's
 own voice instead.
+
+Each read is a paid call (the guard prices it per character) spent for whoever asked: the
+owner, or the app (`Account`, with the chat's agent), and held to their spending limits
+before anything is sent: past one, 429 `spending_limit` with the limit's sentence and
+`Retry-After` until it resets, and no other model is tried. Nothing is cached: the same
+message read again is spoken, and paid for, again.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from hearth.errors import Refusal
+from hearth.errors import Limited, Refusal
 from hearth.models import guard
 from hearth.models.registry import ModelRegistry
+from hearth.models.spending import Account, OverLimit, charged_to
 from hearth.models.types import ModelError
 from hearth.privacy.principal import Principal
 from hearth.privacy.scope import answered_by, as_work_of
@@ -45,13 +52,17 @@ async def read_aloud(db: Database, models: ModelRegistry, key: str, index: int,
         raise Refusal("no_speak_model", 404, "No model is set up to read aloud ([chains] "
                       "speak); the page reads with the browser's own voice instead.")
     failures = []
+    spent_for = Account(agent=session.agent, app=principal.app)
     for model_id in chain:
         provider = await asyncio.to_thread(models.provider, model_id)
         if provider is None:
             continue
         try:
-            with as_work_of(key, session.memory_mode, principal), answered_by(model_id):
+            with as_work_of(key, session.memory_mode, principal), answered_by(model_id), \
+                    charged_to(spent_for):
                 audio = await guard.speak(provider, text[:MAX_CHARS])
+        except OverLimit as over:  # not sent: no other model is tried (the limit is theirs)
+            raise Limited("spending_limit", 429, over.sentence, over.retry_after) from None
         except ModelError as failed:
             failures.append(failed.sentence)
             continue

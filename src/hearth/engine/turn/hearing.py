@@ -9,6 +9,11 @@ and the model is told the note was not heard.
 A restricted chat's audio reaches only the models its owner set up for this use: the call is
 named for that model alone (`answered_by`), as the guard requires, and the chat says which
 model heard the note.
+
+Hearing is paid for as the turn's model calls are, by the turn's account (the guard prices it
+per second heard): a note a spending limit would not let through is not sent to any model,
+and the turn ends `spending_limit` as it would at its next model call (`OverLimit` is raised
+on to the loop, never taken for a model that failed).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import logging
 from hearth.engine.turn import writes
 from hearth.engine.turn.turn_state import Turn
 from hearth.models import guard
+from hearth.models.spending import OverLimit
 from hearth.models.types import Attached, ModelError
 from hearth.privacy.modes import keeps_memory
 from hearth.privacy.scope import answered_by, current as work_scope
@@ -57,6 +63,8 @@ async def _hear(turn: Turn, file: Attached, chain: list[str]) -> str | None:
         try:
             with answered_by(model_id):  # this call alone reaches the transcription model
                 words = await guard.transcribe(provider, file.name, data, file.content_type)
+        except OverLimit:
+            raise  # not sent: no other model is tried (the limit is the owner's)
         except ModelError as failed:
             log.warning("transcription on %s failed: %s", model_id, failed.sentence)
             continue
