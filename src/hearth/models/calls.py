@@ -2,7 +2,8 @@
 
 Owns `CallRecorder` (installed on the call guard by the engine's composition: the store and
 the live model entries it prices by) and `Call`, one call followed from its first event to its
-end: its outcome (ok, failed, timeout, cut_off, output_cap, refused), tokens and duration. The
+end: its outcome (ok, failed, timeout, cut_off, output_cap, refused), tokens and duration, and
+whether its usage is the guard's estimate (`estimated`: its provider reported none). The
 chat's key is kept only for a persistent chat, read from the work scope's mode (the one
 reader, failing closed): Incognito, Temporary and an unreadable mode get none. Nothing of the
 request or the answer is kept, and the log lines name the model and the error's type only.

@@ -11,8 +11,10 @@ Before a call (the guard asks `reserve`), the most it can cost is reserved again
 it counts toward: its input estimated from its length (`CHARS_PER_TOKEN`) and its whole output
 allowance (the request's, else the model's `max_output_tokens`). A call whose reservation would
 take what is spent and reserved past a limit is not made: `OverLimit`, with a sentence naming
-the limit, what was spent and when it resets. When the call ends (`Hold.settle`) its
-reservation is let go and its real cost, from the usage its provider reported, is counted. A
+the limit, what was spent and when it resets. When the call ends (`Spending.ended`) its
+reservation is let go and its real cost, from the usage its provider reported, is counted
+(with none reported, `unreported`'s estimate: never $0). An audio call reserves what its
+characters or seconds cost (`reserve_usage`). A
 model with no price is held to no limit (the Settings page says so), and with no limit set no
 call is estimated at all. A limit lowered below what is spent refuses the next call, never one
 in flight.
@@ -296,8 +298,9 @@ class Spending:
     def ended(self, hold: Hold | None, spent_for: Account, model_id: str,
               usage: Usage | None) -> None:
         """A call's end: its reservation (if it had one) let go, and its real cost, from the
-        usage its provider reported, counted for `spent_for` (every call of a priced model is
-        counted, limited or not, so a limit set later starts from the truth)."""
+        usage its provider reported (or the guard's estimate of it), counted for `spent_for`
+        (every call of a priced model is counted, limited or not, so a limit set later starts
+        from the truth)."""
         if hold is not None:
             for key in hold.keys:
                 self.reserved[key] = max(0.0, self.reserved[key] - hold.most)
