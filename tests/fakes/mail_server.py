@@ -102,7 +102,7 @@ def received(message: EmailMessage, checked: str | None,
     del message[AUTH_RESULTS]  # every one; those of other servers put back
     for value in kept:
         message[AUTH_RESULTS] = value
-    raw = message.as_bytes()
+    raw = message.as_bytes(policy=message.policy.clone(linesep="\r\n"))  # SMTP's lines
     if checked is None:
         return raw
     return f"{AUTH_RESULTS}: {receiver};\r\n\t{checked}\r\n".encode() + raw

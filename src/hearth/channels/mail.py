@@ -5,20 +5,31 @@ at `listen_host:listen_port`); the owner's mail server hands it the bot's mail. 
 `address` is taken (any other recipient: 550). A mail is read (`mail_reading`), admitted in
 its conversation's chat, and only then answered `250`: a mail server whose delivery broke
 before that sends it again, and its Message-ID, the inbound id the engine records with the
-admission, has it answered once. A mail that cannot be read is refused (550, saying why); one
-the gateway cannot take now (it is stopping) is deferred (451), so the sender's server tries
-again. A sender in `owner_addresses` is the owner only when the receiving mail server vouched
-for the mail (`Authentication-Results`: dkim or dmarc pass), unless `require_authentication =
-false`; anyone else is a guest, fenced, whose calls ask the owner.
+admission, has it answered once. A mail that cannot be read is refused (550, saying why), and
+so is one with more files than one message may send (552: the sender's server hands it back
+whole, with the sentence, instead of Hearth answering a mail it read only part of); one the
+gateway cannot take now (it is stopping) is deferred (451), so the sender's server tries
+again. Automatic mail (RFC 3834 §2: `Auto-Submitted`, `Precedence: bulk|list|junk`, a mailing
+list's headers, the null sender `MAIL FROM:<>`) is taken (250) and never admitted: nothing
+asked the agent anything, and answering it is how mail loops start.
+
+A sender in `owner_addresses` is the owner only when the receiving mail server the owner names
+(`authserv_id`) vouched for the From address in its own `Authentication-Results`
+(`mail_auth`); anyone else, and any mail no such header proves, is a guest, fenced, whose
+calls ask the owner. A conversation's root is that of the thread of the nearest mail the
+gateway sent that the mail refers to (`Desk.sent_as`: the ledger keeps each sent mail's
+Message-ID), else the one the mail's References start with, so a long thread whose References
+a mail program trimmed stays one chat.
 
 Out: each message the ledger owes a thread is one mail to the conversation's sender, from
-`address`, "Re: " its subject, with `In-Reply-To` and `References` so mail programs keep the
-conversation together; its Message-ID is the message's id. The subject and References are
-those of the latest mail the chat took in from the conversation, kept with its message
-(`Inbound.kept`) and read back at each send (`Desk.answering`): the adapter holds nothing, so
-a restart changes no subject and breaks no thread. smtplib is blocking: each send runs
-in a worker thread. A 4xx or a refused connection is sent again later; a 5xx is final; a
-connection that broke after the mail was handed over is unsure.
+`address`, "Re: " its subject, with `In-Reply-To` and `References` (the root, then the newest)
+so mail programs keep the conversation together, a `Date:` and a Message-ID, the message's
+id. The subject and References are those of the latest mail the chat took in from the
+conversation, kept with its message (`Inbound.kept`) and read back at each send
+(`Desk.answering`): the adapter holds nothing, so a restart changes no subject and breaks no
+thread. smtplib is blocking: each send runs in a worker thread. A 4xx or a refused connection
+is sent again later; a 5xx is final; a connection that broke after the mail was handed over
+is unsure.
 
 The owner's own thread (`owner_thread`: "Continue on Email", a guest's approvals) is a new
 conversation with the first of `owner_addresses`, its root a Message-ID made here (marked
@@ -35,7 +46,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
-from email.utils import formataddr, make_msgid
+from email.utils import formataddr, formatdate, make_msgid
 from typing import Any
 
 from hearth import masking
@@ -51,6 +62,7 @@ from hearth.channels.base import (
 )
 from hearth.channels.mail_reading import Mail, parse, thread_of
 from hearth.config import EmailConfig
+from hearth.engine.intake.admission import MAX_FILES
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
 
@@ -60,6 +72,7 @@ NAME = "email"
 SEND_SECONDS = 30.0
 OPENED_ID = "hearth-opened"  # in the root Message-ID of a conversation the gateway opened
 OPENED_SUBJECT = "Your Hearth chat"  # an opened conversation's, when its chat has no title
+REFERENCES_MAX = 20  # ids in a sent mail's References
 
 
 @dataclass(frozen=True)
@@ -129,8 +142,9 @@ class EmailChannel:
     def accepts(self, address: str) -> bool:
         return address.strip().lower() == self.config.address.lower()
 
-    async def take(self, raw: bytes) -> str:
-        """The SMTP answer to one mail's data: admitted (or admitted before), or why not."""
+    async def take(self, raw: bytes, mail_from: str | None = None) -> str:
+        """The SMTP answer to one mail's data (`mail_from`: its envelope sender, "" for the
+        null sender `MAIL FROM:<>`): admitted (or admitted before), or why not."""
         desk = self._desk
         if desk is None:
             return "451 4.3.2 Not taking mail now; try again later"
@@ -138,10 +152,11 @@ class EmailChannel:
             mail = await asyncio.to_thread(parse, raw, self.config.authserv_id)
         except ValueError as error:
             return f"550 5.6.0 This mail cannot be read ({error})"
-        if not mail.text and not mail.files:
-            return "250 2.0.0 Taken (an empty mail: nothing to answer)"
+        unanswered = _unanswered(mail, mail_from)
+        if unanswered is not None:
+            return unanswered
         try:
-            received = await desk.receive(self._inbound(mail))
+            received = await desk.receive(self._inbound(mail, await _root(desk, mail)))
         except Refusal as refusal:
             if refusal.code == "shutting_down":
                 return "451 4.3.2 The gateway is stopping; try again later"
@@ -151,17 +166,19 @@ class EmailChannel:
             return "250 2.0.0 Taken before"
         return "250 2.0.0 Taken"
 
-    def _inbound(self, mail: Mail) -> Inbound:
+    def _inbound(self, mail: Mail, root: str) -> Inbound:
         listed = mail.sender in {a.lower() for a in self.config.owner_addresses}
         owner = listed and mail.authenticated
         if listed and not owner:
             log.warning("email: a mail from an owner's address came without a DKIM or SPF "
                         "pass for its domain from %s; it is taken as a guest's",
                         self.config.authserv_id or "a receiving server (none is named)")
-        return Inbound(channel=NAME, thread=mail.thread, inbound_id=mail.message_id,
-                       sender=mail.sender, sender_name=mail.sender_name, text=mail.text,
-                       owner=owner, owner_dm=False, files=mail.files,
-                       kept={"subject": mail.subject, "references": list(mail.references)})
+        references = mail.references if root in mail.references else (root, *mail.references)
+        return Inbound(channel=NAME, thread=thread_of(mail.sender, root),
+                       inbound_id=mail.message_id, sender=mail.sender,
+                       sender_name=mail.sender_name, text=mail.text, owner=owner,
+                       owner_dm=False, files=mail.files,
+                       kept={"subject": mail.subject, "references": list(references)})
 
     # -- sending -------------------------------------------------------------------------
 
@@ -182,9 +199,10 @@ class EmailChannel:
         mail["To"] = recipient
         mail["Subject"] = _subject(known)
         mail["Message-ID"] = make_msgid("hearth", domain=domain)
+        mail["Date"] = formatdate(localtime=True)
         if known.references:
             mail["In-Reply-To"] = known.references[-1]
-            mail["References"] = " ".join(known.references[-20:])
+            mail["References"] = " ".join(_trimmed(known.references))
         mail["Auto-Submitted"] = "auto-replied"
         mail.set_content(out.text)
         return mail
@@ -215,6 +233,39 @@ def _trusting(config: EmailConfig) -> str:
                 "set authserv_id in [channels.email] to your server's Authentication-Results "
                 "id.")
     return f" Your mail is yours when {config.authserv_id} vouches for it."
+
+
+async def _root(desk: Desk, mail: Mail) -> str:
+    """The conversation's root: that of the thread of the nearest mail the gateway sent that
+    this one refers to (the ledger knows each by its Message-ID), so a long thread whose
+    References a mail program trimmed stays one chat; else the root as the mail says it."""
+    for parent in mail.parents:
+        sent = await desk.sent_as(NAME, parent)
+        if sent is not None and " " in sent.thread:
+            return sent.thread.partition(" ")[2]
+    return mail.root
+
+
+def _unanswered(mail: Mail, mail_from: str | None) -> str | None:
+    """The SMTP answer to a mail that is taken but never admitted: a machine's (RFC 3834 §2:
+    answering it is what starts mail loops) or an empty one; None for any other."""
+    null = mail_from is not None and not mail_from.strip("<> ")  # aiosmtpd says "<>"
+    why = "the null sender MAIL FROM:<>" if null else mail.automatic
+    if why is not None:
+        log.info("email: an automatic mail (%s) was taken and not answered", why)
+        return f"250 2.0.0 Taken (automatic mail, {why[:60]}: not answered)"
+    if not mail.text and not mail.files:
+        return "250 2.0.0 Taken (an empty mail: nothing to answer)"
+    if len(mail.files) > MAX_FILES:
+        return (f"552 5.3.4 This mail carries {len(mail.files)} files; Hearth takes at most "
+                f"{MAX_FILES} in one mail: send the rest in another mail")
+    return None
+
+
+def _trimmed(references: tuple[str, ...]) -> tuple[str, ...]:
+    """At most 20 References: the root, then the newest (RFC 5322 §3.6.4 keeps the first)."""
+    return references if len(references) <= REFERENCES_MAX else (
+        references[0], *references[-(REFERENCES_MAX - 1):])
 
 
 def _conversation(root: str, where: Answering) -> Conversation:
@@ -267,4 +318,4 @@ class _Handler:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
         content = envelope.original_content or envelope.content
         raw = content if isinstance(content, bytes) else str(content).encode()
-        return await self.channel.take(raw)
+        return await self.channel.take(raw, envelope.mail_from)

@@ -3,8 +3,14 @@ words (the plain part, else the HTML read as text; the quoted history of a reply
 its files. Pure functions over the message's bytes: no network, no store.
 
 A conversation is one thread: its key is the sender's address and the conversation's first
-Message-ID (the first of `References`, else `In-Reply-To`, else the message's own), so every
-reply in it continues one chat and a new mail starts another.
+Message-ID, so every reply in it continues one chat and a new mail starts another. The mail
+says which ids it refers to (`parents`, nearest first); the channel finds the root among them
+in the store (any mail the gateway sent in the conversation), and as the mail says it (`root`:
+the first of `References`, else `In-Reply-To`, else the message's own) otherwise.
+
+Mail a machine sent (`automatic`, RFC 3834 §2: `Auto-Submitted` other than `no`, `Precedence:
+bulk|list|junk`, a mailing list's `List-Id` or `List-Unsubscribe`) is said to be so: the
+channel never answers it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from hearth.tools.web_text import html_to_text
 MESSAGE_ID = re.compile(r"<[^<>\s]{1,250}>")
 QUOTE_INTRO = re.compile(r"^(On .{1,300} wrote:|-{2,} ?Original Message ?-{2,})\s*$", re.I)
 THREAD_MAX = 200
+PARENTS_MAX = 30  # the ids a mail refers to that are looked up (a References may hold hundreds)
+LIST_HEADERS = ("List-Id", "List-Unsubscribe")
 
 
 @dataclass(frozen=True)
@@ -32,15 +40,19 @@ class Mail:
     sender: str  # the From address, lower-cased
     sender_name: str
     subject: str
-    root: str  # the conversation's first Message-ID
+    root: str  # the conversation's first Message-ID, as the mail says it
     references: tuple[str, ...]  # its References, then its own Message-ID (for a reply's)
     text: str
     files: tuple[tuple[str, bytes], ...]
     authenticated: bool  # the receiving server the owner names proved the From address
+    replying_to: tuple[str, ...] = ()  # its In-Reply-To
+    automatic: str | None = None  # why a machine sent it (the header that says so)
 
     @property
-    def thread(self) -> str:
-        return thread_of(self.sender, self.root)
+    def parents(self) -> tuple[str, ...]:
+        """The ids it refers to, nearest first: In-Reply-To, then References from the end."""
+        seen = dict.fromkeys((*self.replying_to, *reversed(self.references[:-1])))
+        return tuple(seen)[:PARENTS_MAX]
 
 
 def thread_of(sender: str, root: str) -> str:
@@ -57,13 +69,31 @@ def parse(raw: bytes, authserv_id: str | None = None) -> Mail:
     own = _ids(message.get("Message-ID"))
     if not own:
         raise ValueError("the mail has no Message-ID")
-    references = _ids(message.get("References")) or _ids(message.get("In-Reply-To"))
+    replying_to = _ids(message.get("In-Reply-To"))
+    references = _ids(message.get("References")) or replying_to
     text, files = _body(message)
     return Mail(message_id=own[0], sender=sender.lower(), sender_name=name or sender,
                 subject=str(message.get("Subject", "")).strip()[:300],
                 root=(references or own)[0], references=(*references, own[0]),
                 text=without_quotes(text), files=files,
-                authenticated=_authenticated(message, authserv_id, sender))
+                authenticated=_authenticated(message, authserv_id, sender),
+                replying_to=tuple(replying_to), automatic=automatic(message))
+
+
+def automatic(message: Message) -> str | None:
+    """The header saying a machine sent the mail (RFC 3834 §2), as "Name: value"; None when
+    a person did (or nothing says otherwise)."""
+    submitted = str(message.get("Auto-Submitted", "")).strip()
+    keyword = re.split(r"[\s;(]", submitted, maxsplit=1)[0].lower()
+    if keyword and keyword != "no":
+        return f"Auto-Submitted: {keyword[:40]}"
+    precedence = str(message.get("Precedence", "")).strip().lower()
+    if precedence in ("bulk", "list", "junk"):
+        return f"Precedence: {precedence}"
+    for name in LIST_HEADERS:
+        if message.get(name) is not None:
+            return f"{name} (a mailing list's)"
+    return None
 
 
 def _ids(header: object) -> list[str]:

@@ -37,6 +37,7 @@ from hearth.store.transcript import EventRow
 
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_CLIENT_ID = 200
+MAX_FILES = 20  # files one message may send (the API's uploads, a mail's attachments)
 
 
 class AdmissionError(Refusal):

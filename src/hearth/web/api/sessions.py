@@ -14,6 +14,7 @@ from starlette.background import BackgroundTask
 from hearth.engine.access import apps
 from hearth.engine.background import helper_agents
 from hearth.engine.delivery import channel_delivery
+from hearth.engine.intake import admission
 from hearth.engine.runtime import Engine
 from hearth.engine.views import message_view, session_view
 from hearth.errors import Refusal
@@ -22,7 +23,7 @@ from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import AppName, PrincipalDep, app_of
 
 router = APIRouter()
-MAX_FILES = 20  # uploads one message may send
+MAX_FILES = admission.MAX_FILES  # uploads one message may send
 MAX_SEQ = 2**62  # sequence numbers are SQLite integers; larger is not a place in any chat
 
 
