@@ -196,6 +196,8 @@ def test_a_dm_slack_would_not_open_is_learned_from_the_owners_first_message(
     api = gateway.client()
     said = running(api, "slack")
     assert said["can_continue"] is False and "could not be opened" in said["sentence"]
+    html = api.http.get("/settings").text
+    assert "Write to the bot in a direct message first" in html  # not "set owner_ids"
     slack.deliver(_events(gateway), dm(OWNER, "hello"))
     slack.wait_for(lambda: any(p.now == "hi" for p in slack.in_channel(f"D{OWNER}")))
     desk = api.new_chat()

@@ -124,6 +124,15 @@ class SlackChannel:
     async def stop(self) -> None:
         self._desk = None
 
+    @property
+    def continue_hint(self) -> str | None:
+        """Why chats cannot be continued here yet (Settings → Channels), when owner_ids is set."""
+        if not self.config.owner_ids:
+            return None  # the page's own sentence: set owner_ids
+        return ("Write to the bot in a direct message first: Slack did not open your direct "
+                "conversation when the channel started, and chats can be continued there "
+                "from your first message on.")
+
     def owner_thread(self) -> str | None:
         """The first owner's direct conversation with the bot (`D…`): the thread their direct
         messages arrive under. None until it was opened at start or they wrote in it."""
@@ -134,8 +143,9 @@ class SlackChannel:
         "" when it is known, else why not."""
         if not self.config.owner_ids:
             return ""
-        try:
-            opened = await self._call("conversations_open", users=self.config.owner_ids[0])
+        try:  # a 429 is not waited twice here: the other channels start after this one
+            opened = await self._call("conversations_open", again=False,
+                                      users=self.config.owner_ids[0])
         except SendError as error:
             log.warning("slack: the owner's direct conversation was not opened (%s)", error)
             return str(error)
