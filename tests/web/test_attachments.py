@@ -7,6 +7,7 @@ what it says or a bomb (nothing of it kept), and gone with its chat."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import threading
@@ -178,6 +179,59 @@ def test_names_are_cleaned_and_bytes_kept_once(api: Api, gateway: Gateway) -> No
     assert first["name"] == "passwd.txt"
     assert first["sha256"] == second["sha256"] and first["id"] != second["id"]
     assert [p.name for p in folder(gateway, key).iterdir()] == [first["sha256"]]
+
+
+def held_files(api: Api, gateway: Gateway, key: str) -> tuple[list[Any], list[str]]:
+    """The chat's attachments as listed, and the files in its folder."""
+    kept = folder(gateway, key)
+    return (api.http.get(f"/api/sessions/{key}/attachments").json()["attachments"],
+            sorted(p.name for p in kept.iterdir()) if kept.exists() else [])
+
+
+def test_a_file_sent_as_a_form_is_kept_as_the_file(api: Api, gateway: Gateway) -> None:
+    """As browsers, `curl -F file=@x.png` and the SDKs send it: the file part's bytes are
+    the file, its filename the name (`?name=` still wins). Before: the whole form, its
+    boundaries and part headers, was kept as a text file."""
+    key = api.new_chat()
+    image = png("purple")
+    made = api.http.post(f"/api/sessions/{key}/attachments",
+                         files={"file": ("x.png", image, "image/png")},
+                         data={"purpose": "a field beside the file"})
+    assert made.status_code == 201, made.text
+    held = made.json()
+    assert (held["name"], held["type"], held["size"]) == ("x.png", "image/png", len(image))
+    assert held["sha256"] == hashlib.sha256(image).hexdigest()
+    got = api.http.get(f"/api/sessions/{key}/attachments/{held['id']}")
+    assert got.content == image
+    named = api.http.post(f"/api/sessions/{key}/attachments", params={"name": "notes.txt"},
+                          files={"upload": ("ignored.bin", b"Tuesday at ten.")}).json()
+    assert (named["name"], named["type"]) == ("notes.txt", "text/plain")
+    assert (folder(gateway, key) / named["sha256"]).read_bytes() == b"Tuesday at ten."
+
+
+def test_a_form_that_is_not_one_file_is_refused_and_keeps_nothing(
+        api: Api, gateway: Gateway) -> None:
+    key = api.new_chat()
+    url = f"/api/sessions/{key}/attachments"
+    error_of(api.http.post(url, files={"note": (None, "only a field")}), 400,
+             "no_file_in_form", "curl -F file=@")
+    error_of(api.http.post(url, files=[("a", ("a.txt", b"one")), ("b", ("b.txt", b"two"))]),
+             400, "one_file_per_upload")
+    error_of(api.http.post(url, files={"file": ("big.txt", b"x" * 60_000)}), 413,
+             "attachment_too_large")
+    error_of(api.http.post(url, files={"field": (None, "x" * 70_000),
+                                       "file": ("a.txt", b"small")}), 413,
+             "request_too_large")
+    cut = b'--edge\r\nContent-Disposition: form-data; name="f"; filename="a.txt"\r\n\r\nhalf'
+    error_of(api.http.post(url, content=cut,
+                           headers={"Content-Type": "multipart/form-data; boundary=edge"}),
+             400, "invalid_form", "closing boundary")
+    error_of(api.http.post(url, content=b"x", headers={"Content-Type": "multipart/form-data"}),
+             400, "invalid_form", "no boundary")
+    error_of(api.http.post(url, content=b"--edge--\r\n",
+                           headers={"Content-Type": "multipart/mixed; boundary=edge"}),
+             415, "unsupported_media_type")
+    assert held_files(api, gateway, key) == ([], [])
 
 
 def test_an_upload_is_sent_once_and_only_by_its_own_chat(api: Api) -> None:

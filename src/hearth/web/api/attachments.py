@@ -1,6 +1,7 @@
 """A chat's attachments: `POST /api/sessions/{key}/attachments?name=…` uploads one file (the
-request's body, any content type: the gateway sniffs it from the bytes), answered 201 with
-its id; a message sends it by naming that id (`POST /api/sessions/{key}/messages`,
+request's body, or the one file part of a `multipart/form-data` form, its filename the name
+unless `?name=` says one: `web.http.uploads`; its type sniffed from the bytes), answered 201
+with its id; a message sends it by naming that id (`POST /api/sessions/{key}/messages`,
 `attachments: [id]`). `GET …/attachments` lists the chat's files, sent and held;
 `GET …/attachments/{id}` answers one's bytes, as a download, never rendered as a page.
 The body is streamed to disk as it arrives (`engine.attachments`), never held whole.
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hearth.engine.views import attachment_view
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import PrincipalDep
+from hearth.web.http.uploads import upload_of
 
 router = APIRouter()
 
@@ -25,7 +27,8 @@ router = APIRouter()
 @router.post("/api/sessions/{key}/attachments")
 async def upload(key: str, request: Request, engine: EngineDep,
                  name: str | None = Query(default=None, max_length=1000)) -> JSONResponse:
-    row = await engine.attachments.receive(key, name, request.stream())
+    sent = await upload_of(request)
+    row = await engine.attachments.receive(key, name or sent.name, sent.chunks)
     return JSONResponse(attachment_view(row), status_code=201)
 
 

@@ -34,13 +34,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hearth.errors import Refusal
 from hearth.web.http.auth import bearer_only, sender_of
+from hearth.web.http.uploads import FORM_ROOM
 
 MIB = 1024 * 1024
 MAX_BODY_BYTES = 4 * MIB
-# an upload's body is streamed to disk by its route, bounded by one file's size and this
-# much more for a form's envelope (`web.http.uploads`)
+# an upload's body is streamed to disk by its route, bounded by one file's size and a form's
+# envelope (`web.http.uploads.FORM_ROOM`)
 STREAMED = re.compile(r"^/api/sessions/[^/]+/attachments$")
-FORM_ROOM = 64 * 1024
 # an OpenAI request may carry its images and files inline, in base64
 LARGER = {"/v1/chat/completions": 64 * MIB}
 OPENAI = "/v1/"  # a bearer token alone there: never the dashboard's cookie
