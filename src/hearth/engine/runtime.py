@@ -414,7 +414,7 @@ class Engine:
         return moved
 
     async def fork(self, key: str, index: int, memory_mode: str | None) -> SessionRow:
-        return await branching.fork(self.db, key, index, memory_mode)
+        return await branching.fork(self.db, key, index, memory_mode, self.chats_dir)
 
     def _moved(self, admitted: Admitted) -> Admitted:
         self._redraw(admitted.session_key, admitted)

@@ -2,14 +2,15 @@
 
 An upload is *held* (a row with no message yet); admitting the message that names it links it
 (`link`, in the admission's transaction, so the file is promised with the message). A held
-attachment is the chat's alone: another chat's id links nothing. The rows go with their chat
-(`sessions/forget.py`).
+attachment is the chat's alone: another chat's id links nothing. A fork holds its parent's
+sent files by rows of its own (`share_with`: new ids, the same hashes). The rows go with their
+chat (`sessions/forget.py`).
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, func, select, update
@@ -63,6 +64,16 @@ def insert(conn: Connection, attachment_id: str, session_key: str, event_seq: in
     conn.execute(attachments.insert().values(
         id=attachment_id, session_key=session_key, event_seq=event_seq, sha256=sha256,
         name=name, content_type=content_type, size=size, created_at=now()))
+
+
+def share_with(conn: Connection, rows: list[AttachmentRow], session_key: str, event_seq: int,
+               ids: dict[str, str]) -> None:
+    """Another chat's sent attachments written for this chat's message at `event_seq` too (a
+    fork's), each under its new id in `ids`: the same bytes (by hash), name, type, time and
+    words once heard."""
+    for row in rows:
+        conn.execute(attachments.insert().values(**asdict(replace(
+            row, id=ids[row.id], session_key=session_key, event_seq=event_seq))))
 
 
 def held(conn: Connection, session_key: str, ids: list[str]) -> list[AttachmentRow]:

@@ -10,11 +10,19 @@ moved under a running turn would leave its answer on another branch.
 
 Messages are addressed by their index in the visible list (`store.branches`), the coordinate
 `GET /api/sessions/{key}` serves and the session map speaks.
+
+A fork holds the files its messages sent: each gets a row of the fork's own (a new id, which
+the copied message's `meta.attachments` names) and its bytes a second name in the fork's
+folder, a hard link (`sessions.attachment_links`), made inside the fork's transaction. So the
+fork downloads and reads them as its own, deleting either chat leaves the other's whole, and
+the bytes go with the last chat holding them.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection
@@ -25,8 +33,16 @@ from hearth.errors import Refusal
 from hearth.privacy import principal as principals
 from hearth.privacy.modes import mode_of, restricted
 from hearth.privacy.principal import Principal
-from hearth.sessions import chats
-from hearth.store import audit, branches, runs as run_store, sessions as session_store, transcript
+from hearth.sessions import attachment_links, attachments as attachment_files, chats
+from hearth.sessions.folders import chat_folder
+from hearth.store import (
+    attachments as attachment_store,
+    audit,
+    branches,
+    runs as run_store,
+    sessions as session_store,
+    transcript,
+)
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
@@ -181,13 +197,16 @@ def _choose_in(conn: Connection, key: str, index: int, variant: int) -> Moved:
 # ------------------------------------------------------------------ fork
 
 
-async def fork(db: Database, key: str, index: int, memory_mode: str | None) -> SessionRow:
+async def fork(db: Database, key: str, index: int, memory_mode: str | None,
+               files_dir: Path | None = None) -> SessionRow:
     """A new chat holding this chat's path up to the message at `index`, made with the same
-    agent, model, folder and trust. A restricted chat forks only into its own mode."""
-    return await db.writing(_fork_in, key, index, memory_mode)
+    agent, model, folder and trust, and the files those messages sent (their bytes linked
+    into its folder under `files_dir`). A restricted chat forks only into its own mode."""
+    return await db.writing(_fork_in, key, index, memory_mode, files_dir)
 
 
-def _fork_in(conn: Connection, key: str, index: int, memory_mode: str | None) -> SessionRow:
+def _fork_in(conn: Connection, key: str, index: int, memory_mode: str | None,
+             files_dir: Path | None) -> SessionRow:
     source = chats.chat_in(conn, key)
     last = _visible(conn, key, index)
     mode = memory_mode or source.memory_mode
@@ -198,15 +217,57 @@ def _fork_in(conn: Connection, key: str, index: int, memory_mode: str | None) ->
     made = chats.insert_new(conn, chats.checked_new(
         memory_mode=mode, agent=source.agent, model=source.model, trust=source.trust,
         origin="fork", created_by_app=source.created_by_app))  # an app's fork is its own
-    for event in branches.path_through(conn, key, last.seq):
-        transcript.append(conn, made.key, event.kind, event.content, meta=event.meta,
-                          source_channel=event.source_channel)
+    held = _copy_path(conn, key, made.key, last.seq)
     if not restricted(mode_of(mode)):
         session_store.update_fields(conn, made.key, title=_fork_title(source),
                                     workspace_dir=source.workspace_dir, folder=source.folder)
     audit.write(conn, "chat.fork", actor=ACTOR, session_key=made.key,
                 detail={"from": key, "through": last.event_id})
+    if files_dir is not None and held:
+        _link_files(files_dir, key, made.key, held)
     return chats.chat_in(conn, made.key)
+
+
+def _copy_path(conn: Connection, key: str, fork_key: str, through: int) -> set[str]:
+    """The path's events up to seq `through` appended to the fork, each message's files with
+    rows of the fork's own (its meta naming their new ids); the hashes of those files."""
+    path = branches.path_through(conn, key, through)
+    sent = attachment_store.of_messages(conn, key, [e.seq for e in path if e.kind == "user"])
+    ids = {row.id: attachment_store.new_id() for rows in sent.values() for row in rows}
+    for event in path:
+        copied = transcript.append(conn, fork_key, event.kind, event.content,
+                                   meta=_files_renamed(event.meta, ids),
+                                   source_channel=event.source_channel)
+        attachment_store.share_with(conn, sent.get(event.seq, []), fork_key, copied.seq, ids)
+    return {row.sha256 for rows in sent.values() for row in rows}
+
+
+def _files_renamed(meta: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+    """A message's meta with the files it sent named by the fork's ids for them."""
+    named = meta.get("attachments") if isinstance(meta, dict) else None
+    if not isinstance(named, list):
+        return meta
+    renamed = [{**f, "id": ids.get(str(f.get("id")), f.get("id"))} if isinstance(f, dict)
+               else f for f in named]
+    return {**meta, "attachments": renamed}
+
+
+def _link_files(files_dir: Path, key: str, fork_key: str, hashes: set[str]) -> None:
+    """The parent's files given a second name in the fork's new folder (a file the parent
+    no longer has is skipped: the fork reads it as the parent would). A disk that refuses
+    takes the fork's folder with it, and the fork's transaction fails."""
+    folder = attachment_files.folder_of(files_dir, fork_key)
+    try:
+        for sha256 in sorted(hashes):
+            try:
+                attachment_links.share(attachment_files.path_of(files_dir, key, sha256), folder)
+            except FileNotFoundError:
+                continue
+    except OSError as error:
+        shutil.rmtree(chat_folder(files_dir, fork_key), ignore_errors=True)
+        raise Refusal("fork_failed", 503,
+                      f"The fork could not hold this chat's files ({error.strerror or error}); "
+                      "nothing was made. Try again once the disk has room.") from None
 
 
 def _fork_title(source: SessionRow) -> str | None:
