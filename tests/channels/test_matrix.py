@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
+import pytest
+
+from hearth.channels.matrix_reading import Room
 from tests.fakes.matrix_server import BOT, TOKEN, FakeMatrix
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.gateway import Gateway
 from tests.support.polling import until
 from tests.support.telegram import chats, running
 
-OWNER, GUEST = "@ann:example.org", "@bob:example.org"
-DM, GROUP = "!dm:example.org", "!group:example.org"
+OWNER, GUEST, THIRD = "@ann:example.org", "@bob:example.org", "@cy:example.org"
+DM, GROUP, SECRET = "!dm:example.org", "!group:example.org", "!secret:example.org"
 
 
 def matrix_config(fake: FakeMatrix) -> str:
@@ -93,6 +97,91 @@ def test_the_owners_room_is_known_again_after_a_restart_while_it_is_still_theirs
     assert refused.status_code == 409, refused.text
 
 
+def _grow(matrix: FakeMatrix, room: str, how: str, inviter: str) -> None:
+    """A third person can read `room` now: they joined, or were invited (not joined yet)."""
+    if how == "joins":
+        matrix.join(room, THIRD)
+    else:
+        matrix.invite_member(room, inviter, THIRD)
+
+
+def _users_said(model_server: ScriptedModelServer) -> list[str]:
+    return [str(m["content"]) for r in model_server.requests for m in r.messages
+            if m["role"] == "user"]
+
+
+@pytest.mark.parametrize("how", ["joins", "is invited"])
+def test_a_direct_room_a_third_person_can_read_is_a_group_room_at_once(
+        how: str, matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    """Synapse sends no summary (members are not lazy-loaded), so the room's members are
+    followed from its member events: once a third person joined or is invited, a guest's
+    unaddressed message is not answered (before: the room stayed "direct" for good)."""
+    matrix.room(DM, [GUEST])
+    model_server.default = Reply(text="Noted.")
+    _started(gateway_factory, matrix)
+    matrix.message(DM, GUEST, "hello")
+    matrix.wait_sent(DM, 1)  # a direct room: answered unaddressed
+    _grow(matrix, DM, how, GUEST)
+    matrix.message(DM, GUEST, "anyone there?")
+    matrix.message(DM, GUEST, f"{BOT} are you still here?",
+                   **{"m.mentions": {"user_ids": [BOT]}})
+    matrix.wait_sent(DM, 2)
+    time.sleep(1.5)
+    assert len(matrix.sent_to(DM)) == 2
+    said = _users_said(model_server)
+    assert not any("anyone there" in text for text in said), said
+    assert said[-1].endswith("are you still here?")
+
+
+@pytest.mark.parametrize("how", ["joins", "is invited"])
+def test_continue_on_matrix_never_moves_a_chat_into_a_room_anyone_else_can_read(
+        how: str, matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    """The owner's direct room is one of the bot and one owner only: a third member (joined
+    or invited) makes Continue on Matrix refuse it, and their leaving makes it the owner's
+    again (before: the room the owner once wrote in stayed theirs whoever came in)."""
+    matrix.room(DM, [OWNER])
+    model_server.default = Reply(text="Noted.")
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "hello")
+    matrix.wait_sent(DM, 1)
+    _grow(matrix, DM, how, OWNER)
+    synced = len(matrix.syncs)
+    until(lambda: len(matrix.syncs) >= synced + 2, what="the room's growth synced")
+    api = gateway.client()
+    key = api.new_chat()
+    refused = api.http.put(f"/api/sessions/{key}/link", json={"channel": "matrix"})
+    assert refused.status_code == 409, refused.text
+    assert api.http.get(f"/api/sessions/{key}").json()["link"] is None
+    time.sleep(0.5)
+    assert len(matrix.sent_to(DM)) == 1  # nothing moved there
+    matrix.leave(DM, THIRD)
+    until(lambda: api.http.put(f"/api/sessions/{key}/link",
+                               json={"channel": "matrix"}).status_code == 200,
+          what="the owner's room theirs alone again")
+
+
+def _member(user: str, membership: str) -> dict[str, Any]:
+    return {"type": "m.room.member", "state_key": user, "content": {"membership": membership}}
+
+
+def test_a_room_is_shared_with_one_person_only_while_members_and_summary_both_say_so() -> None:
+    """With lazy-loaded members a silent member's event may never come: a summary's counts
+    still say that someone else can read the room; a leave or a ban takes a reader away."""
+    room = Room.of_state([_member(BOT, "join"), _member(OWNER, "join")])
+    assert room.shared_with(BOT) == OWNER
+    room.count(2, 1)  # someone invited, whose member event was not sent
+    assert room.shared_with(BOT) is None
+    room.count(None, 0)  # a count left out has not changed
+    assert room.shared_with(BOT) == OWNER
+    room.take(_member(GUEST, "invite"))
+    assert room.shared_with(BOT) is None
+    room.take(_member(GUEST, "ban"))
+    assert room.shared_with(BOT) == OWNER
+    assert Room(readers={BOT, OWNER}, known=False).shared_with(BOT) is None
+
+
 def test_a_group_room_is_answered_when_addressed_and_edits_redactions_skipped(
         matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
         model_server: ScriptedModelServer) -> None:
@@ -134,6 +223,55 @@ def test_an_encrypted_room_is_told_once_it_is_not_read(
     [told] = matrix.sent_to("!secret:example.org")
     assert "end-to-end encrypted" in told.body and told.content["msgtype"] == "m.notice"
     assert not model_server.requests
+
+
+def test_an_encrypted_room_gets_no_plaintext_answer_to_a_plaintext_message(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    """A room with encryption on may still carry an unencrypted message (a bridge, an old
+    client); it is not taken, and the room hears only the one fixed notice (before: the
+    message was answered in plaintext)."""
+    matrix.room(SECRET, [OWNER], encrypted=True)
+    model_server.default = Reply(text="A plaintext answer.")
+    _started(gateway_factory, matrix)
+    matrix.message(SECRET, OWNER, "a plaintext message in an encrypted room")
+    until(lambda: matrix.sent_to(SECRET), what="the room told")
+    time.sleep(1.5)
+    [told] = matrix.sent_to(SECRET)
+    assert "end-to-end encrypted" in told.body and told.content["msgtype"] == "m.notice"
+    assert not any("plaintext answer" in sent.body for sent in matrix.sent)
+    assert not model_server.requests
+
+
+def _desk(api: Any) -> list[dict[str, Any]]:
+    return list(api.http.get("/api/desk").json()["deliveries"])
+
+
+def test_a_room_encrypted_after_the_chat_began_is_sent_no_further_answer(
+        matrix: FakeMatrix, gateway_factory: Callable[..., Gateway],
+        model_server: ScriptedModelServer) -> None:
+    """Encryption turned on while /sync is down (the adapter has not seen it): the next answer
+    is not sent, and its delivery ends failed on the desk and in the chat, with the reason
+    (before: it went out in plaintext)."""
+    matrix.room(DM, [OWNER])
+    model_server.push(Reply(text="First answer."), Reply(text="The second, private answer."))
+    gateway = _started(gateway_factory, matrix)
+    matrix.message(DM, OWNER, "hello")
+    matrix.wait_sent(DM, 1)
+    api = gateway.client()
+    [chat] = chats(api)
+    synced = len(matrix.syncs)
+    matrix.fail("sync", 500, times=10_000)
+    until(lambda: len(matrix.syncs) >= synced + 2, what="a sync refused (the poller down)")
+    matrix.encrypt(DM, OWNER)
+    api.wait(api.send(chat["key"], "a word from the dashboard")["run_id"])
+    until(lambda: _desk(api) or len(matrix.sent_to(DM)) > 1, what="the answer's delivery ended")
+    assert [sent.body for sent in matrix.sent_to(DM)] == ["First answer."]
+    [failed] = _desk(api)
+    assert (failed["channel"], failed["state"], failed["thread"]) == ("matrix", "failed", DM)
+    assert "end-to-end encrypted" in failed["why"], failed
+    notices = [m["text"] for m in api.messages(chat["key"]) if m["kind"] == "notice"]
+    assert any("could not be delivered" in n and "encrypted" in n for n in notices), notices
 
 
 def test_an_approval_is_answered_by_the_owners_reaction_only(

@@ -11,12 +11,19 @@ gateway was down is read, and each event id, recorded with its admission, is adm
 The first start reads nothing old: it begins at the homeserver's present. A room of two (the
 bot and one person) is a direct chat, answered always; in a bigger room the bot answers when
 mentioned (`m.mentions`, its name) or replied to (the delivery ledger says which events are
-the bot's, so a reply or a reaction to one sent before a restart still counts). Edits of a
-message are not taken as new ones, and a message redacted before it was read is not taken at
-all. Invites are joined.
+the bot's, so a reply or a reaction to one sent before a restart still counts). Who can read
+a room (its joined and invited members) is its state, asked of the homeserver when the room is
+first met, followed by every member event each sync brings, and held to the summary's counts
+when one comes (Synapse sends none unless members are lazy-loaded): a third member makes a
+room a group room at once, and the owner's direct room (where "Continue on Matrix" moves a
+chat) is only one the bot shares with one owner alone. Edits of a message are not taken as new
+ones, and a message redacted before it was read is not taken at all. Invites are joined.
 
-End-to-end encrypted rooms are refused: the bot cannot read them (no crypto store is kept), and
-the room is told so once, in plain words, rather than left silent.
+End-to-end encrypted rooms are refused: the bot cannot read them (no crypto store is kept), so
+nothing said in one is taken, and the room is told so once, in a fixed notice, rather than
+left silent. Nothing else is ever sent into one: before each send the homeserver is asked
+whether the room is encrypted (encryption turned on since the last sync counts), and a message
+for an encrypted room is refused, so its delivery ends failed, saying why.
 
 Out: each message is sent with a transaction id made of its delivery id, so a send repeated
 after a crash is the same event (`resend_is_safe`); Markdown goes as Matrix HTML. Approvals are
@@ -35,7 +42,15 @@ from dataclasses import replace
 from typing import Any
 
 import aiohttp
-from nio import AsyncClient, AsyncClientConfig, RoomSendResponse, SyncResponse
+from nio import (
+    AsyncClient,
+    AsyncClientConfig,
+    ErrorResponse,
+    RoomGetStateEventResponse,
+    RoomGetStateResponse,
+    RoomSendResponse,
+    SyncResponse,
+)
 
 from hearth import masking
 from hearth.channels import matrix_reading as reading
@@ -47,6 +62,7 @@ from hearth.channels.base import (
     Refused,
     SendError,
     Sent,
+    remember,
 )
 from hearth.config import MatrixConfig
 from hearth.engine.intake.channel_inbound import Inbound
@@ -61,6 +77,9 @@ REFUSED = frozenset({"M_FORBIDDEN", "M_NOT_FOUND", "M_BAD_JSON", "M_NOT_JSON", "
                      "M_INVALID_PARAM"})
 ENCRYPTED = ("This room is end-to-end encrypted, and Hearth reads only unencrypted rooms: "
              "nothing said here reaches it. Talk to it in a room without encryption.")
+NO_PLAINTEXT = ("the room is end-to-end encrypted, and Hearth sends nothing into one in plain "
+                "text; continue the chat in a room without encryption")
+ROOMS_KEPT = 10_000  # rooms known at once; one let go is asked of the homeserver again
 
 
 class SyncFailed(Exception):
@@ -85,7 +104,7 @@ class MatrixChannel:
         self._client: Any = None  # nio.AsyncClient
         self._task: asyncio.Task[None] | None = None
         self._pause = 1.0
-        self._members: dict[str, int] = {}  # room → joined members, as the last summary said
+        self._rooms: dict[str, reading.Room] = {}  # who can read each room, and encryption
         self._told: set[str] = set()  # encrypted rooms told they are not read
         self._owner_room: str | None = None  # the owner's direct room, once they wrote in it
 
@@ -120,12 +139,20 @@ class MatrixChannel:
 
     def owner_thread(self) -> str | None:
         """The owner's direct room with the bot, once they wrote in it (the bot cannot tell
-        which room of two is theirs before); after a restart the one linked as theirs, while
-        it is still a room of the bot and an owner (`_recall_owner_room`)."""
-        return self._owner_room
+        which room of two is theirs before); after a restart the one linked as theirs
+        (`_recall_owner_room`). None whenever anyone else can read it (a third member, joined
+        or invited) or it is encrypted: a chat is never moved where someone else reads it."""
+        room = self._rooms.get(self._owner_room) if self._owner_room else None
+        return self._owner_room if room is not None and self._owners_alone(room) else None
+
+    def _owners_alone(self, room: reading.Room) -> bool:
+        """The bot shares `room` with one owner and nobody else, unencrypted."""
+        return not room.encrypted and room.shared_with(self.config.user_id) in \
+            self.config.owner_ids
 
     async def typing(self, thread: str) -> None:
-        if self._client is None:
+        room = self._rooms.get(thread)
+        if self._client is None or (room is not None and room.encrypted):
             return
         with contextlib.suppress(*NETWORK):  # best effort, as the protocol says
             await self._client.room_typing(thread, True, timeout=6000)
@@ -133,10 +160,37 @@ class MatrixChannel:
     async def send(self, out: Outbound) -> str | None:
         if self._client is None:
             raise NotSent("Matrix is not set up (no access token)")
+        await self._clear_to_send(out.thread)
         text = out.text + (f"\n\n{reading.REACT_HINT}" if out.kind == "approval" else "")
         content = {"msgtype": "m.text", "body": text, "format": "org.matrix.custom.html",
                    "formatted_body": reading.html_of(text)}
         return await self._send(out.thread, content, f"hearth-{out.delivery_id}")
+
+    async def _clear_to_send(self, room_id: str) -> None:
+        """Refused when the room is end-to-end encrypted, as a sync showed or as the
+        homeserver says right now (asked before each send: encryption turned on since the
+        last sync counts too). Nothing goes into an encrypted room in plain text."""
+        room = self._rooms.get(room_id)
+        if (room is not None and room.encrypted) or await self._encrypted_now(room_id):
+            if room is not None:
+                room.encrypted = True
+            raise Refused(NO_PLAINTEXT)
+
+    async def _encrypted_now(self, room_id: str) -> bool:
+        """Whether the room has `m.room.encryption` state now (404: it has not)."""
+        try:
+            said = await self._client.room_get_state_event(room_id, "m.room.encryption")
+        except NETWORK as error:
+            raise NotSent(f"the homeserver cannot be reached ({type(error).__name__})"
+                          ) from None
+        status = getattr(getattr(said, "transport_response", None), "status", None)
+        if isinstance(said, RoomGetStateEventResponse) and status == 200:
+            return True
+        answered = said if isinstance(said, ErrorResponse) else ErrorResponse.from_dict(
+            getattr(said, "content", None) or {})
+        if answered.status_code == "M_NOT_FOUND":
+            return False
+        raise _send_error(answered)
 
     async def _send(self, room: str, content: dict[str, Any], txn: str) -> str:
         try:
@@ -197,6 +251,8 @@ class MatrixChannel:
         assert self._desk is not None
         for room_id in answer.rooms.invite:
             await self._join(room_id)
+        for room_id in answer.rooms.leave:
+            self._rooms.pop(room_id, None)
         found: list[Inbound] = []
         for room_id, info in answer.rooms.join.items():
             found += await self._room_messages(room_id, info)
@@ -222,32 +278,66 @@ class MatrixChannel:
 
     async def _room_messages(self, room_id: str, info: Any) -> list[Inbound]:
         """The messages of a room's new timeline to take, in order; reactions answered and an
-        encrypted room told, on the way."""
-        if info.summary is not None and info.summary.joined_member_count:
-            self._members[room_id] = info.summary.joined_member_count
-        events = [event.source for event in info.timeline.events]
+        encrypted room told, on the way. A message is a direct one when the bot shared the
+        room with its sender alone both when it was sent and at the batch's end."""
+        room, heard = await self._follow(room_id, info)
+        events = [event for event, _ in heard]
         taken_back = reading.redacted_in(events)
+        shared_now = room.shared_with(self.config.user_id)
         found = []
-        for event in events:
-            if event.get("sender") == self.config.user_id:
-                continue
-            if event.get("type") == "m.room.encrypted":
-                await self._tell_encrypted(room_id)
+        for event, shared in heard:
+            if event.get("type") == "m.room.encrypted" or room.encrypted:
+                if event.get("type") in ("m.room.encrypted", "m.room.message"):
+                    await self._tell_encrypted(room_id)
                 continue
             await self._reacted(event)
-            inbound = await self._inbound(room_id, event, taken_back)
+            direct = shared if shared == shared_now else None
+            inbound = await self._inbound(room_id, event, taken_back, direct)
             if inbound is not None:
                 found.append(inbound)
         return found
 
-    async def _inbound(self, room_id: str, event: dict[str, Any],
-                       taken_back: set[str]) -> Inbound | None:
+    async def _follow(self, room_id: str, info: Any
+                      ) -> tuple[reading.Room, list[tuple[dict[str, Any], str | None]]]:
+        """The room after this batch, and each event of its timeline not the bot's with the
+        one person the bot shared the room with then (None: anyone else could read it). A
+        room first met is its state as the homeserver says it now, the batch already in it."""
+        known = self._rooms.get(room_id)
+        room = known or await self._look_up(room_id)
+        if info.summary is not None:
+            room.count(info.summary.joined_member_count, info.summary.invited_member_count)
+        for event in info.state if known is not None else []:
+            room.take(event.source)
+        heard = []
+        for event in (event.source for event in info.timeline.events):
+            if known is not None:
+                room.take(event)
+            if event.get("sender") != self.config.user_id:
+                heard.append((event, room.shared_with(self.config.user_id)))
+        return room, heard
+
+    async def _look_up(self, room_id: str) -> reading.Room:
+        """The room as the homeserver says it is now (its whole state), known from then on
+        and followed by each sync; one it cannot describe is not known (so nobody is alone in
+        it with the bot) and is asked again next time."""
+        with contextlib.suppress(*NETWORK):
+            said = await self._client.room_get_state(room_id)
+            if isinstance(said, RoomGetStateResponse):
+                room = reading.Room.of_state(said.events)
+                remember(self._rooms, room_id, room, ROOMS_KEPT)
+                return room
+        return reading.Room(known=False)
+
+    async def _inbound(self, room_id: str, event: dict[str, Any], taken_back: set[str],
+                       shared: str | None) -> Inbound | None:
+        """The message to take, if it is one; `shared` is the one person the bot shares the
+        room with (None: a group room)."""
         text = reading.message_text(event, taken_back)
         if text is None:
             if reading.is_edit(event):
                 log.info("matrix: an edit of a message was not taken as a new one")
             return None
-        direct = await self._direct(room_id)
+        direct = shared is not None and shared == event.get("sender")
         bot = self.config.user_id
         if not direct and not reading.addressed(event, bot) and \
                 not await self._sent(reading.replied_to(event)):
@@ -265,24 +355,13 @@ class MatrixChannel:
 
     async def _recall_owner_room(self) -> None:
         """The owner's direct room as the links remember it, if the homeserver still says it
-        is a room of the bot and one of `owner_ids` (none: the owner writes there first)."""
+        is a room of the bot and one of `owner_ids` alone, joined or invited, and unencrypted
+        (none: the owner writes there first)."""
         assert self._desk is not None
         for room_id in await self._desk.owner_dms(NAME):
-            with contextlib.suppress(*NETWORK):
-                said = await self._client.joined_members(room_id)
-                members = {str(m.user_id) for m in getattr(said, "members", []) or []}
-                if len(members) == 2 and members & set(self.config.owner_ids):
-                    self._members[room_id] = 2
-                    self._owner_room = self._owner_room or room_id
-                    return
-
-    async def _direct(self, room_id: str) -> bool:
-        """A room of the bot and one person (asked of the homeserver when not yet known)."""
-        if room_id not in self._members:
-            with contextlib.suppress(*NETWORK):  # unknown: taken as a group room
-                said = await self._client.joined_members(room_id)
-                self._members[room_id] = len(getattr(said, "members", []) or [])
-        return self._members.get(room_id) == 2
+            if self._owners_alone(await self._look_up(room_id)):
+                self._owner_room = self._owner_room or room_id
+                return
 
     async def _sent(self, event_id: str | None) -> Sent | None:
         """What the bot sent as `event_id`, as the delivery ledger knows it (a restart

@@ -3,12 +3,17 @@
 Which events are messages to take (a text, notice or emote; not an edit of one, a redacted
 one, one redacted in the same batch, nor the bot's own), whether a group room's message is for
 the bot (it is mentioned in `m.mentions`, named in the text, or replied to), the words without
-the bot's name, a reaction's approval decision, and Markdown as Matrix HTML.
+the bot's name, a reaction's approval decision, and Markdown as Matrix HTML. And what a room
+is (`Room`): who can read it, from its state and each member event after it (Synapse sends no
+summary unless members are lazy-loaded, so the counts are the summary's only when it comes),
+and whether end-to-end encryption is on.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -20,6 +25,57 @@ REACTIONS = {"👍": "allow_once", "👍️": "allow_once", "✅": "allow_always
              "👎": "deny", "👎️": "deny"}
 REACT_HINT = "React 👍 to allow once, ✅ to always allow, 👎 to deny, or reply yes, always or no."
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False})
+READS = ("join", "invite")  # a member who can read the room (an invite may read its history)
+
+
+@dataclass
+class Room:
+    """What the bot knows of one room: who can read it (joined or invited members, from the
+    room's state and every member event since), the counts of the latest summary that gave
+    them, and whether encryption is on (it cannot be turned off). A room the homeserver could
+    not describe is not `known`: nobody is taken to be alone in it with the bot."""
+
+    readers: set[str] = field(default_factory=set)
+    joined: int | None = None
+    invited: int | None = None
+    encrypted: bool = False
+    known: bool = True
+
+    @classmethod
+    def of_state(cls, events: Iterable[Event]) -> Room:
+        """The room as its whole state says (`GET /rooms/{room}/state`)."""
+        room = cls()
+        for event in events:
+            room.take(event)
+        return room
+
+    def take(self, event: Event) -> None:
+        """A state or timeline event: a member joining, invited, leaving or banned, or
+        encryption turned on; any other event changes nothing."""
+        kind = event.get("type")
+        if kind == "m.room.encryption":
+            self.encrypted = True
+            return
+        user = event.get("state_key")
+        if kind != "m.room.member" or not isinstance(user, str):
+            return
+        if (event.get("content") or {}).get("membership") in READS:
+            self.readers.add(user)
+        else:
+            self.readers.discard(user)
+
+    def count(self, joined: int | None, invited: int | None) -> None:
+        """A summary's counts (a count it leaves out has not changed since the last)."""
+        self.joined = self.joined if joined is None else joined
+        self.invited = self.invited if invited is None else invited
+
+    def shared_with(self, bot: str) -> str | None:
+        """The one person the bot shares this room with; None when anyone else can read it
+        too (a third member, joined or invited, by the members or by the summary's counts)."""
+        others = self.readers - {bot}
+        if not self.known or len(others) != 1 or (self.joined or 0) + (self.invited or 0) > 2:
+            return None
+        return next(iter(others))
 
 
 def redacted_in(events: list[Event]) -> set[str]:
