@@ -380,6 +380,11 @@ class AppsConfig(_Section):
     streams_per_token: int = Field(20, ge=1)  # event streams open at once
     # an app's request is refused while the gateway's open files are this close to its limit
     fd_reserve: int = Field(128, ge=0)
+    attachments_mb: float = Field(512.0, gt=0)  # every file of the chats it started, together
+
+    @property
+    def attachments_bytes(self) -> int:
+        return int(self.attachments_mb * 1024 * 1024)
 
 
 class AttachmentsConfig(_Section):
@@ -388,6 +393,9 @@ class AttachmentsConfig(_Section):
     max_file_mb: float = Field(25.0, gt=0, le=1024)  # one file, more is refused (413)
     max_message_mb: float = Field(50.0, gt=0, le=4096)  # every file one message names
     text_chars: int = Field(20_000, ge=1000, le=1_000_000)  # read of a text file or PDF
+    chat_max_mb: float = Field(1024.0, gt=0)  # every file one chat keeps, sent and held
+    held_per_chat: int = Field(100, ge=1)  # uploads one chat holds not sent yet
+    held_seconds: float = Field(86_400.0, gt=0)  # an upload never sent is removed after this
 
     @property
     def max_file_bytes(self) -> int:
@@ -396,6 +404,10 @@ class AttachmentsConfig(_Section):
     @property
     def max_message_bytes(self) -> int:
         return int(self.max_message_mb * 1024 * 1024)
+
+    @property
+    def chat_max_bytes(self) -> int:
+        return int(self.chat_max_mb * 1024 * 1024)
 
 
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

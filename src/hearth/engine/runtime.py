@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hearth.config import Config
 from hearth.engine.access.desk import Access
-from hearth.engine.background import helper_agents, idle_summaries, spending_sync
+from hearth.engine.background import held_uploads, helper_agents, idle_summaries, spending_sync
 from hearth.engine.background.backups import ScheduledBackups
 from hearth.engine.background.chores import Chores
 from hearth.engine.background.job_desk import Jobs
@@ -123,6 +123,7 @@ class Engine:
         self.accepting = False
         self._sweeper: asyncio.Task[None] | None = None
         self._summarizer: asyncio.Task[None] | None = None
+        self._held_sweeper: asyncio.Task[None] | None = None  # uploads never sent
         self._spending_sync: asyncio.Task[None] | None = None
         self._leader: asyncio.Task[None] | None = None  # waits to lead (PostgreSQL)
         self._waiting_to_lead: set[asyncio.Task[None]] = set()
@@ -141,7 +142,8 @@ class Engine:
         self.access = Access(db)
         self.memory_desk = MemoryDesk(self.memory)
         self.files = OwnerFiles(self.deps.agents_folder, self.prompts_dir)
-        self.attachments = AttachmentDesk(db, self.chats_dir, lambda: self.config.attachments)
+        self.attachments = AttachmentDesk(db, self.chats_dir, lambda: self.config.attachments,
+                                          lambda: self.config.apps)
         self.vitals = Vitals(db, self.observer, self.active.running,
                              lambda: self.snapshot.breakers())  # /metrics, /api/status
         # what model calls spent, held to [limits]' spending limits (models.spending)
@@ -243,6 +245,9 @@ class Engine:
         self._summarizer = asyncio.create_task(
             idle_summaries.sweep_forever(lambda: self.deps, self.chores),
             name="sweep:idle-summaries")
+        self._held_sweeper = asyncio.create_task(
+            held_uploads.sweep_forever(self.attachments, lambda: self.config.attachments),
+            name="sweep:held-uploads")
 
     async def _relay(self) -> None:
         """The live bus across replicas: another's frames published here, a lane waiting on
@@ -464,8 +469,8 @@ class Engine:
         self.stop_admitting()
         await self.scheduler.close()
         await self.backups.close()
-        for sweeper in (self._leader, self._sweeper, self._summarizer, self._spending_sync,
-                        *self._waiting_to_lead):
+        for sweeper in (self._leader, self._sweeper, self._summarizer, self._held_sweeper,
+                        self._spending_sync, *self._waiting_to_lead):
             if sweeper is not None:
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

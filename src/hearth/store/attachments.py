@@ -4,7 +4,9 @@ An upload is *held* (a row with no message yet); admitting the message that name
 (`link`, in the admission's transaction, so the file is promised with the message). A held
 attachment is the chat's alone: another chat's id links nothing. A fork holds its parent's
 sent files by rows of its own (`share_with`: new ids, the same hashes). The rows go with their
-chat (`sessions/forget.py`).
+chat (`sessions/forget.py`). What a chat's and an app's files take (`usage`, `size_of_app`)
+is what the quotas read; uploads never sent are found (`held_before`) and removed
+(`drop_held`) by the sweep of `engine/background/held_uploads.py`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select, update
 
 from hearth.store.db import now
-from hearth.store.schema import attachments, transcript_events
+from hearth.store.schema import attachments, sessions, transcript_events
 
 
 @dataclass(frozen=True)
@@ -162,3 +164,61 @@ def heard_in(conn: Connection, session_key: str) -> dict[str, str]:
     return {str(row.id): str(row.transcript) for row in conn.execute(
         select(attachments.c.id, attachments.c.transcript).where(
             attachments.c.session_key == session_key, attachments.c.transcript.is_not(None)))}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a chat's files take: its uploads not sent yet (how many, the oldest's time) and
+    the bytes of all its files, sent and held."""
+
+    held: int
+    oldest_held: float | None
+    size: int
+
+
+def usage(conn: Connection, session_key: str) -> Usage:
+    held = attachments.c.event_seq.is_(None)
+    row = conn.execute(select(
+        func.count().filter(held), func.min(attachments.c.created_at).filter(held),
+        func.coalesce(func.sum(attachments.c.size), 0))
+        .where(attachments.c.session_key == session_key)).one()
+    return Usage(int(row[0]), row[1], int(row[2]))
+
+
+def size_of_app(conn: Connection, app: str) -> int:
+    """The bytes of every file in the chats the app started."""
+    return int(conn.execute(
+        select(func.coalesce(func.sum(attachments.c.size), 0))
+        .join(sessions, sessions.c.key == attachments.c.session_key)
+        .where(sessions.c.created_by_app == app)).scalar_one())
+
+
+def held_before(conn: Connection, before: float, limit: int = 500) -> list[AttachmentRow]:
+    """Uploads not sent that were made before `before`, oldest first (at most `limit`)."""
+    return [AttachmentRow.of(row) for row in conn.execute(
+        select(attachments).where(attachments.c.event_seq.is_(None),
+                                  attachments.c.created_at < before)
+        .order_by(attachments.c.created_at).limit(limit))]
+
+
+def drop_held(conn: Connection, session_key: str, ids: list[str], before: float
+              ) -> tuple[int, list[str]]:
+    """Remove those of the chat's uploads `ids` still not sent and made before `before`; how
+    many went, and the hashes of their bytes no row of the chat keeps any more."""
+    if not ids:
+        return 0, []
+    going = (attachments.c.session_key == session_key) & attachments.c.id.in_(ids) \
+        & attachments.c.event_seq.is_(None) & (attachments.c.created_at < before)
+    hashes = {str(sha) for sha in conn.execute(select(attachments.c.sha256).where(going))
+              .scalars()}
+    gone = conn.execute(attachments.delete().where(going)).rowcount
+    return int(gone), sorted(hashes - kept_hashes(conn, session_key, sorted(hashes)))
+
+
+def kept_hashes(conn: Connection, session_key: str, hashes: list[str]) -> set[str]:
+    """Of `hashes`, those some row of the chat keeps."""
+    if not hashes:
+        return set()
+    return {str(sha) for sha in conn.execute(select(attachments.c.sha256).where(
+        attachments.c.session_key == session_key, attachments.c.sha256.in_(hashes)))
+        .scalars()}
