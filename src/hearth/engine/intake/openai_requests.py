@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ from hearth.engine.intake import admission, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.intake.attachment_desk import AttachmentDesk
 from hearth.errors import Refusal
+from hearth.models import spending
+from hearth.models.spending import Spending
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import DEFAULT_AGENT, ChatError, Choices, NewChat
@@ -67,6 +70,7 @@ POLL_SECONDS = 1.0  # how often the store is read when the bus dropped the subsc
 ENDING_STATUS = {
     "no_model": 503, "abandoned": 503, "interrupted": 503, "time_limit": 504,
     "no_progress": 504, "stopped": 409, "stale": 409, "internal_error": 500,
+    "spending_limit": 429,
 }
 GONE = ("chat_deleted", 409, "The chat was deleted before its turn ended, so there is no reply.")
 
@@ -74,7 +78,12 @@ GONE = ("chat_deleted", 409, "The chat was deleted before its turn ended, so the
 class TurnFailed(Refusal):
     """The message was admitted and its turn ended without an answer: the run's ending code
     and sentence, with the HTTP status that tells it (sending the request again would send the
-    message again)."""
+    message again), and for a spending limit the seconds until it resets (`retry_after`)."""
+
+    def __init__(self, code: str, status: int, sentence: str,
+                 retry_after: int | None = None) -> None:
+        super().__init__(code, status, sentence)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -166,6 +175,8 @@ class RequestHost(Protocol):
     bus: Bus
     accepting: bool  # False once the gateway stops: nothing more is admitted
     prompts_dir: Path  # the saved prompts a stateless request's message may mention
+
+    spending: Spending  # the limits' tally (when a limit a turn ended on resets)
 
     def choices(self) -> Choices: ...
 
@@ -434,8 +445,10 @@ class Exchange:
         run, answers = found
         if run.status != "complete":
             code = run.ending or "internal_error"
-            raise TurnFailed(code, ENDING_STATUS.get(code, 502),
-                             run.sentence or "The turn ended without an answer.")
+            sentence = run.sentence or "The turn ended without an answer."
+            wait = _resets_in(self.engine.spending, sentence) if code == "spending_limit" \
+                else None
+            raise TurnFailed(code, ENDING_STATUS.get(code, 502), sentence, wait)
         return _reply_of(run, answers)
 
     async def close(self) -> None:
@@ -512,6 +525,15 @@ class _Follower:
         self.run_id = self.into
         self._new_step = True
         return True
+
+
+def _resets_in(tally: Spending, sentence: str) -> int:
+    """The seconds until the spending limit a turn's ending names resets (its sentence begins
+    with the limit's label); the next UTC midnight when no limit set now is the one named."""
+    now = time.time()
+    said = sentence[:1].lower() + sentence[1:]
+    named = (spent.resets_at for spent in tally.standing(now) if said.startswith(spent.cap.label()))
+    return max(1, math.ceil(next(named, spending.resets_at("day", now)) - now))
 
 
 def _outcome_in(conn: Connection, key: str, own: str,

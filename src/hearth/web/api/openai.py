@@ -263,9 +263,12 @@ def _text_of(index: int, message: ChatMessage) -> str:
 
 
 def _failed(failed: TurnFailed) -> JSONResponse:
-    """A turn that ended without an answer: its ending and sentence, never to be retried."""
-    return openai_envelope(failed.status, failed.code, failed.sentence,
-                           headers={"x-should-retry": "false"})
+    """A turn that ended without an answer: its ending and sentence, never to be retried by
+    the client on its own (past a spending limit, 429 with when it resets: `Retry-After`)."""
+    headers = {"x-should-retry": "false"}
+    if failed.retry_after is not None:
+        headers["Retry-After"] = str(failed.retry_after)
+    return openai_envelope(failed.status, failed.code, failed.sentence, headers=headers)
 
 
 def _completion(exchange: Exchange, model: str, reply: Reply) -> dict[str, Any]:
