@@ -44,7 +44,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src"), str(ROOT / "bench")]
 import search as corpus  # noqa: E402  (bench/search.py: the same chats and words)
 from turns import Chat, GatewayProcess  # noqa: E402
 
-from hearth.backup import rotation  # noqa: E402
+from hearth.backup import keys, rotation  # noqa: E402
 from hearth.backup.making import make_backup  # noqa: E402
 from hearth.backup.reading import verify  # noqa: E402
 from hearth.backup.restoring import restore  # noqa: E402
@@ -94,10 +94,10 @@ def timed_backup(home: Path, scratch: Path) -> Path:
     print(f"  hearth backup (snapshot + archive)           {made.seconds:6.2f} s   archive "
           f"{mb(made.size)}, {made.size / db_size:.2f}x the database's {mb(db_size).strip()}")
     began = time.perf_counter()
-    verify(made.path)
+    verify(made.path, keys.read(keys.key_path(home)))
     print(f"  hearth backup --verify                       {time.perf_counter() - began:6.2f} s")
     began = time.perf_counter()
-    restore(made.path, scratch / "restored", None)
+    restore(made.path, scratch / "restored", None, keys.read(keys.key_path(home)))
     print(f"  hearth restore                               {time.perf_counter() - began:6.2f} s")
     shutil.rmtree(scratch / "restored")
     return made.path

@@ -215,19 +215,24 @@ def backup(
         "--to", metavar="DIR", help="Where to write the archive (default: [backup] to in "
         "config.toml, else $HEARTH_HOME/backups)")] = None,
     verify: Annotated[Path | None, typer.Option(
-        "--verify", metavar="FILE", help="Check an archive instead: its manifest, every "
-        "checksum and its database")] = None,
+        "--verify", metavar="FILE", help="Check an archive instead: its signature, manifest, "
+        "every checksum and its database's schema")] = None,
+    key: Annotated[Path | None, typer.Option(
+        "--key", metavar="FILE", help="With --verify: the backup key of the home that made "
+        "the archive (default: $HEARTH_HOME/backup.key)")] = None,
 ) -> None:
     """Back up the home into one archive while the gateway serves: the database (no
     Incognito, Temporary or deleted chat), config, memory documents, agents' files, prompts
-    and attachments. Never the token. Exits 1 when nothing was made (or the archive is bad)."""
+    and attachments, signed with the home's backup key (made by the first backup). Never the
+    token nor the key. Exits 1 when nothing was made (or the archive is bad)."""
     from hearth.engine.compose import BackupRefused, back_up, verify_backup
 
     try:
         if verify is not None:
-            checked = verify_backup(verify)
-            typer.echo(f"{verify}: a whole backup. {_described(checked.manifest)} Every "
-                       "checksum matches and the database opens.")
+            checked = verify_backup(verify, key)
+            typer.echo(f"{verify}: a whole backup. {_described(checked.manifest)} Its "
+                       "signature is the backup key's, every checksum matches and the "
+                       "database opens with this Hearth's schema.")
             return
         home, config = _load()
         made = back_up(home, config, to.absolute() if to is not None else None)
@@ -235,7 +240,8 @@ def backup(
         typer.echo(str(refused), err=True)
         raise typer.Exit(1) from None
     typer.echo(f"Backed up to {made.path} ({made.size / 1e6:.1f} MB, {made.seconds:.1f} s). "
-               f"{_described(made.manifest)}")
+               f"{_described(made.manifest)} Signed with backup key {made.key} "
+               f"({home.root / 'backup.key'}): a restore on another machine needs that file.")
 
 
 def _described(manifest: Any) -> str:
@@ -252,14 +258,17 @@ def restore(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="An archive `hearth backup` made")],
     home: Annotated[Path, typer.Option(
         "--home", metavar="DIR", help="The new home to restore into (new or empty)")],
+    key: Annotated[Path | None, typer.Option(
+        "--key", metavar="FILE", help="The backup key of the home that made the archive "
+        "(default: $HEARTH_HOME/backup.key)")] = None,
 ) -> None:
     """Restore a backup into a new home, all of it or nothing: the archive is checked whole
-    first. A PostgreSQL backup goes into the empty database HEARTH_DATABASE_URL names. The
-    restored gateway makes a new token."""
+    first, its signature with the backup key. A PostgreSQL backup goes into the empty
+    database HEARTH_DATABASE_URL names. The restored gateway makes a new token."""
     from hearth.engine.compose import BackupRefused, restore_backup
 
     try:
-        restored = restore_backup(file, home)
+        restored = restore_backup(file, home, key)
     except BackupRefused as refused:
         typer.echo(str(refused), err=True)
         raise typer.Exit(1) from None

@@ -21,6 +21,7 @@ from hearth.store import replicas
 from hearth.store.db import Database
 from hearth.store.schema import leases
 from hearth.tools.registry import ToolRegistry
+from tests.support.backups import key_of
 from tests.support.store import migrated_store
 
 
@@ -60,7 +61,7 @@ def test_the_leader_backs_up_every_interval_keeping_the_newest(tmp_path: Path) -
             assert len(seen) >= 3, seen
             kept = [path.name for path in rotation.archives(folder)]
             assert kept == sorted(seen)[-2:]  # the two newest, the older ones deleted
-            verify(folder / kept[-1])
+            verify(folder / kept[-1], key_of(home))
 
     asyncio.run(body())
 
@@ -122,7 +123,7 @@ def test_on_postgresql_only_the_leader_backs_up(tmp_path: Path) -> None:
         asyncio.run(body(db))
     finally:
         db.close()
-    verify(rotation.archives(home / "backups")[-1])
+    verify(rotation.archives(home / "backups")[-1], key_of(home))
 
 
 @pytest.mark.parametrize(("every", "seconds"), [("30m", 1800), ("12h", 43200), ("1d", 86400),

@@ -148,5 +148,10 @@ def test_a_postgresql_dump_restores_the_kept_chats_into_an_empty_database(
             restored.close()
         with pytest.raises(SnapshotFailed, match="not empty"):
             restore_postgresql(target_url, snapshot.path, snapshot.revision)
+        planted = tmp_path / "planted.sql"  # pg_dump's own lines pass; one statement more not
+        planted.write_bytes(data.replace(b"\n-- PostgreSQL database dump complete", (
+            b"\nCREATE TRIGGER planted AFTER INSERT ON public.grants FOR EACH ROW EXECUTE "
+            b"FUNCTION public.f();\n-- PostgreSQL database dump complete"), 1))
+        assert "CREATE TRIGGER planted" in str(check_dump(planted))
     finally:
         source.close()

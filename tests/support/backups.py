@@ -1,17 +1,24 @@
 """Backups for tests: a home with chats and files to back up (`filled_home`), an archive read
 as its bytes (`plain_bytes`: the tar, decompressed, where a word is looked for), re-packed
-with a change (`repack`), a tar of members of one's own (`write_tar`, for foreign and
-hostile archives), and every file in a folder verify accepts (`accepted`)."""
+with a change (`repack`; `resigned`, its manifest re-made to match and signed again with the
+key: what only someone holding the key could do), a tar of members of one's own (`write_tar`,
+for foreign and hostile archives), a home's backup key (`key_of`) and every file in a folder
+verify accepts (`accepted`)."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import json
 import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-from hearth.backup.manifest import BackupRefused
+from hearth.backup import keys
+from hearth.backup.keys import KeyFile
+from hearth.backup.manifest import NAME, SIGNATURE, BackupRefused
 from hearth.backup.reading import verify
 from hearth.store import sessions as session_store, transcript
 from hearth.store.db import Database
@@ -69,6 +76,42 @@ def repack(archive: Path, out: Path, change: Callable[[str, bytes], bytes | None
             packed.addfile(member, io.BytesIO(data))
 
 
+def key_of(home: Path) -> KeyFile:
+    """The backup key of the home at `home` (its first backup made it)."""
+    return keys.read(keys.key_path(home))
+
+
+def resigned(archive: Path, out: Path, change: Callable[[str, bytes], bytes | None],
+             key: KeyFile, added: Mapping[str, bytes] | None = None,
+             relabel: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """`archive`'s members with `change` applied (as `repack`) and `added` after them, then a
+    manifest re-made to list them as they are (`relabel` changing the rest of it), signed
+    again with `key`."""
+    with tarfile.open(archive) as tar:
+        members = [(member, _bytes_of(tar, member)) for member in tar.getmembers()]
+    kept = []
+    for member, data in members:
+        found = None if member.name in (NAME, SIGNATURE) else change(member.name, data)
+        if found is not None:
+            kept.append((member, found))
+    kept += [(file_member(name), data) for name, data in (added or {}).items()]
+    body = json.loads(dict((m.name, data) for m, data in members)[NAME])
+    if relabel is not None:
+        relabel(body)
+    body["files"] = [{"path": m.name, "size": len(data),
+                      "sha256": hashlib.sha256(data).hexdigest()} for m, data in kept]
+    manifest = json.dumps(body).encode()
+    assert key.key is not None
+    write_tar(out, [*kept, (file_member(NAME), manifest),
+                    (file_member(SIGNATURE), keys.signature(key.key, manifest))])
+
+
+def _bytes_of(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    source = tar.extractfile(member)
+    assert source is not None
+    return source.read()
+
+
 def write_tar(path: Path, entries: list[tuple[tarfile.TarInfo, bytes | None]]) -> None:
     """A gzipped tar of `entries` (a member and its bytes, None for one with no data)."""
     with tarfile.open(path, "w:gz") as tar:
@@ -84,14 +127,14 @@ def file_member(name: str) -> tarfile.TarInfo:
     return info
 
 
-def accepted(folder: Path) -> list[Path]:
-    """Every file under `folder` that verify accepts as a whole backup."""
+def accepted(folder: Path, key: KeyFile) -> list[Path]:
+    """Every file under `folder` that verify accepts as a whole backup signed with `key`."""
     found = []
     for path in sorted(folder.rglob("*")):
         if not path.is_file():
             continue
         try:
-            verify(path)
+            verify(path, key)
         except BackupRefused:
             continue
         found.append(path)

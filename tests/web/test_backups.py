@@ -39,9 +39,12 @@ def backed_up(home: Path, folder: Path, env: dict[str, str] | None = None) -> Pa
     return found[0]
 
 
-def restored(archive: Path, target: Path, env: dict[str, str] | None = None) -> Path:
-    done = hearth("restore", str(archive), "--home", str(target), home=target.parent / "none",
-                  extra_env=env, timeout=120)
+def restored(archive: Path, target: Path, key: Path, env: dict[str, str] | None = None
+             ) -> Path:
+    """`archive` restored into `target` as on another machine: no home of its own there, the
+    backup key of the home that made it given with --key."""
+    done = hearth("restore", str(archive), "--home", str(target), "--key", str(key),
+                  home=target.parent / "none", extra_env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert not (target / "token").exists()  # a secret: the restored gateway makes its own
     return target
@@ -96,7 +99,7 @@ def test_a_backup_made_while_ten_chats_send_restores_every_acknowledged_message(
         ended = time.monotonic()
     assert senders.count_between(began, ended) > 0  # made while the chats were sending
     gateway.stop()
-    home = restored(archive, tmp_path / "restored")
+    home = restored(archive, tmp_path / "restored", gateway.home / "backup.key")
     second = InProcessGateway(home).start()
     try:
         again = second.client()
@@ -160,10 +163,11 @@ def test_a_postgresql_gateway_round_trips_through_a_backup(
     assert f"{word}x".encode() not in plain_bytes(archive)
     gateway.stop()
     refused = hearth("restore", str(archive), "--home", str(tmp_path / "nowhere"),
-                     home=tmp_path / "none")
+                     "--key", str(gateway.home / "backup.key"), home=tmp_path / "none")
     assert refused.returncode == 1 and "HEARTH_DATABASE_URL" in refused.stderr
     assert not (tmp_path / "nowhere").exists()
-    home = restored(archive, tmp_path / "restored", {"HEARTH_DATABASE_URL": target})
+    home = restored(archive, tmp_path / "restored", gateway.home / "backup.key",
+                    {"HEARTH_DATABASE_URL": target})
     second = InProcessGateway(home, {"HEARTH_DATABASE_URL": target}).start()
     try:
         assert said_by_user(second.client(), kept) == [f"kept {word}"]

@@ -3,11 +3,12 @@
 A backup is background work: the thread that makes one runs at a lower CPU priority
 (`lower_priority`, nice 10), and gzip at its fastest level, so turns beside it keep their pace.
 
-The snapshot is taken first (`store/backup.py`, `store/pg_dump.py`) into a staging folder
-beside the archives; the chats it keeps say which chats' folders go in. The archive is
-written under a temporary name (`.partial`), each file hashed as it goes in (a small file is
-read whole first, so what is hashed is what is written; attachments are never changed once
-kept), the manifest last; then it is synced, linked to its own name (never over another
+The home's backup key is read, or made by its first backup (`keys.py`). The snapshot is taken
+first (`store/backup.py`, `store/pg_dump.py`) into a staging folder beside the archives; the
+chats it keeps say which chats' folders go in. The archive is written under a temporary name
+(`.partial`), each file hashed as it goes in (a small file is read whole first, so what is
+hashed is what is written; attachments are never changed once kept), then the manifest and
+last its signature with the key; then it is synced, linked to its own name (never over another
 file) and the folder synced. A backup killed midway leaves only the `.partial` (a truncated
 archive with no manifest, which a verify refuses) and its staging folder, both removed by the
 next backup in that folder.
@@ -34,8 +35,9 @@ from sqlalchemy import make_url
 
 from hearth import __version__
 from hearth.atomic import link_into_place, sync_folder
-from hearth.backup import rotation
-from hearth.backup.manifest import DB_FILES, NAME, BackupRefused, Entry, Manifest
+from hearth.backup import keys, rotation
+from hearth.backup.keys import BackupKey
+from hearth.backup.manifest import DB_FILES, NAME, SIGNATURE, BackupRefused, Entry, Manifest
 from hearth.faults import crash_point
 from hearth.home import Home
 from hearth.sessions.folders import chat_folder
@@ -58,6 +60,7 @@ class Made:
     manifest: Manifest
     seconds: float  # how long it took
     size: int  # the archive's bytes
+    key: str  # the id of the backup key that signed it
 
 
 def make_backup(home: Home, db_url: str, folder: Path) -> Made:
@@ -66,11 +69,12 @@ def make_backup(home: Home, db_url: str, folder: Path) -> Made:
     staging = rotation.work_name(folder, "staging")
     partial = rotation.work_name(folder, "partial")
     try:
+        key = keys.made_for(home.root)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         rotation.sweep_leftovers(folder)
         staging.mkdir(mode=0o700)
         snapshot = _snapshot(db_url, staging)
-        manifest = _write_archive(partial, home, snapshot)
+        manifest = _write_archive(partial, home, snapshot, key)
         path = _place(partial, folder)
     except (SnapshotFailed, OSError, tarfile.TarError) as error:
         raise BackupRefused(f"No backup was made: {_said(error)}") from error
@@ -78,7 +82,7 @@ def make_backup(home: Home, db_url: str, folder: Path) -> Made:
         shutil.rmtree(staging, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
-    return Made(path, manifest, time.monotonic() - begun, path.stat().st_size)
+    return Made(path, manifest, time.monotonic() - begun, path.stat().st_size, key.id)
 
 
 def lower_priority() -> None:
@@ -111,7 +115,7 @@ def _snapshot(db_url: str, staging: Path) -> Snapshot:
     raise SnapshotFailed(f"Hearth cannot back up a {backend} database.")
 
 
-def _write_archive(partial: Path, home: Home, snapshot: Snapshot) -> Manifest:
+def _write_archive(partial: Path, home: Home, snapshot: Snapshot, key: BackupKey) -> Manifest:
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as raw:
         with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=COMPRESSION,
@@ -127,7 +131,9 @@ def _write_archive(partial: Path, home: Home, snapshot: Snapshot) -> Manifest:
                                 engine=snapshot.engine, revision=snapshot.revision,
                                 chats=len(snapshot.kept_chats), left_out=snapshot.left_out,
                                 files=entries)
-            _add_bytes(tar, NAME, manifest.to_json())
+            written = manifest.to_json()
+            _add_bytes(tar, NAME, written)
+            _add_bytes(tar, SIGNATURE, keys.signature(key, written))
         raw.flush()
         os.fsync(raw.fileno())
     return manifest

@@ -1,10 +1,16 @@
-"""A backup's manifest (`manifest.json`, the archive's last member) and the refusal every
-step of a backup says its trouble with.
+"""A backup's manifest (`manifest.json`) and its signature (`manifest.hmac`, the archive's
+last member), and the refusal every step of a backup says its trouble with.
 
 The manifest says what the archive is (`format`, `version`), which Hearth made it and when,
 the database's engine, schema revision and file, how many chats it keeps and left out, and
 for every other member its path, size and sha256. `parse` refuses anything else: another
 format, a version this Hearth does not know, a path a restore could not write safely.
+
+The signature is `{"key": <the key's id>, "hmac_sha256": <hex>}`: HMAC-SHA256 over the
+manifest's exact bytes with the home's backup key (`keys.py`). Since the manifest holds every
+other member's sha256, the signature vouches for the whole archive. `keys.authenticate`
+checks it before the manifest is read, and says which key an archive needs when it is not the
+one given.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 FORMAT = "hearth-backup"
-VERSION = 1
+VERSION = 2  # 2: signed (manifest.hmac)
 NAME = "manifest.json"
+SIGNATURE = "manifest.hmac"
+MAX_SIGNATURE_BYTES = 4096
 MAX_BYTES = 64 * 1024 * 1024  # a manifest larger than this is not one Hearth wrote
 ROOTS = ("db", "home")  # every member but the manifest is under one of these
 DB_FILES = {"sqlite": "db/hearth.db", "postgresql": "db/hearth.sql"}
@@ -67,7 +75,7 @@ def safe_path(name: str) -> str | None:
         return "an absolute or malformed path"
     if any(part in ("", ".", "..") for part in name.split("/")):
         return "a path that climbs out of its folder"
-    if name != NAME and path.parts[0] not in ROOTS:
+    if name not in (NAME, SIGNATURE) and path.parts[0] not in ROOTS:
         return "a path outside db/ and home/"
     return None
 
@@ -94,7 +102,7 @@ def _manifest(body: dict[str, Any]) -> Manifest:
     entries = [Entry(str(e["path"]), int(e["size"]), str(e["sha256"])) for e in body["files"]]
     for entry in entries:
         why = safe_path(entry.path)
-        if why is not None or entry.path == NAME:
+        if why is not None or entry.path in (NAME, SIGNATURE):
             raise BackupRefused(f"its manifest lists {entry.path[:200]!r}: "
                                 f"{why or 'the manifest itself'}")
     if len({entry.path for entry in entries}) != len(entries):

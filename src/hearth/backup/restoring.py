@@ -1,10 +1,13 @@
 """Restoring a backup into a new home: all of it, or nothing.
 
 The home must not exist yet, or be an empty folder. The archive is read whole into a staging
-folder beside it (`reading.read_archive`: every checksum, every path, no link) and its
-database opened; only then is anything put in place. SQLite's snapshot becomes the home's
+folder beside it (`reading.read_archive`: its signature by the given backup key, every
+checksum, every path, no link) and its database opened and its schema checked; only then is
+anything put in place. SQLite's snapshot becomes the home's
 `hearth.db`; a PostgreSQL dump is loaded into the empty database `HEARTH_DATABASE_URL` names
-(`store/pg_dump.py`). Last, the staging folder's home is renamed to the home's name. Whatever
+(`store/pg_dump.py`). The backup key that vouched for the archive becomes the new home's
+`backup.key`, so its own backups are signed as its archives were. Last, the staging folder's
+home is renamed to the home's name. Whatever
 refuses on the way, the staging folder (and any parent folder made for it) is removed: the
 home is as it was. The token is not in a backup: the restored gateway makes a new one.
 """
@@ -17,6 +20,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from hearth.backup import keys
+from hearth.backup.keys import KeyFile
 from hearth.backup.manifest import BackupRefused, Manifest
 from hearth.backup.reading import check_database, read_archive
 from hearth.store.backup import SnapshotFailed
@@ -30,17 +35,20 @@ class Restored:
     database: str  # where the database went, in words
 
 
-def restore(archive: Path, home: Path, db_url: str | None) -> Restored:
-    """Restore `archive` into the new home `home` (its PostgreSQL database into `db_url`)."""
+def restore(archive: Path, home: Path, db_url: str | None, key: KeyFile) -> Restored:
+    """Restore `archive`, signed with `key`, into the new home `home` (its PostgreSQL
+    database into `db_url`)."""
     home = home.expanduser().absolute()
     _refuse_unless_empty(home)
     made = _make_parents(home.parent)
     staging = home.parent / f".{home.name}.restoring-{os.getpid()}-{os.urandom(4).hex()}"
     try:
         staging.mkdir(mode=0o700)
-        manifest = read_archive(archive, staging)
-        check_database(manifest, staging)
+        manifest = read_archive(archive, staging, key=key)
+        check_database(manifest, staging, archive.name)
         database = _put_database(manifest, staging, home, db_url)
+        assert key.key is not None  # it vouched for the archive
+        keys.keep_in(staging / "home", key.key)
         _put_home(staging / "home", home)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hearth import masking, settings
-from hearth.backup import rotation
+from hearth.backup import keys, rotation
 from hearth.backup.making import Made, lower_priority, make_backup
 from hearth.backup.manifest import BackupRefused as BackupRefused  # the CLI names it from here
 from hearth.backup.reading import Verified, verify
@@ -84,15 +84,23 @@ def back_up(home: Home, config: Config, to: Path | None = None) -> Made:
     return make_backup(home, home.database_url(), folder)
 
 
-def verify_backup(archive: Path) -> Verified:
-    """Check an archive whole (`hearth backup --verify`). Raises BackupRefused."""
-    return verify(archive)
+def verify_backup(archive: Path, key_file: Path | None = None) -> Verified:
+    """Check an archive whole (`hearth backup --verify`), signed with the backup key at
+    `key_file`, else this home's. Raises BackupRefused."""
+    return verify(archive, _backup_key(key_file))
 
 
-def restore_backup(archive: Path, into: Path) -> Restored:
-    """Restore an archive into the new home `into` (`hearth restore`); a PostgreSQL backup
-    into the database HEARTH_DATABASE_URL names. Raises BackupRefused."""
-    return restore(archive, into, os.environ.get("HEARTH_DATABASE_URL"))
+def restore_backup(archive: Path, into: Path, key_file: Path | None = None) -> Restored:
+    """Restore an archive signed with the backup key at `key_file` (else this home's) into
+    the new home `into` (`hearth restore`); a PostgreSQL backup into the database
+    HEARTH_DATABASE_URL names. Raises BackupRefused."""
+    return restore(archive, into, os.environ.get("HEARTH_DATABASE_URL"),
+                   _backup_key(key_file))
+
+
+def _backup_key(key_file: Path | None) -> keys.KeyFile:
+    return keys.read(key_file if key_file is not None else
+                     keys.key_path(Home.from_env().root))
 
 
 def upgrade_store_apart(home: Home, verbose: bool = False) -> None:

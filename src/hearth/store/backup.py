@@ -12,7 +12,9 @@ until a merge), and the copy is VACUUMed with `secure_delete` on, so neither the
 nor the index hold a byte of what was deleted. The copy is left in rollback-journal mode:
 one file, no `-wal` beside it.
 
-PostgreSQL is `store/pg_dump.py`'s. `check_sqlite` is what `--verify` asks of a snapshot.
+PostgreSQL is `store/pg_dump.py`'s. `check_sqlite` is what `--verify` and a restore ask of a
+snapshot: SQLite's integrity check, no chat that keeps nothing, and the schema this Hearth's
+migrations make at its revision, no more and no less (`store/schema_check.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+
+from hearth.store.schema_check import difference
 
 KEPT = "persistent"  # the one mode a backup keeps (privacy/modes.py)
 RUNTIME_TABLES = ("replicas", "leases")  # which gateways run, who leads: never restored
@@ -122,10 +126,11 @@ def check_sqlite(path: Path) -> tuple[str | None, str | None]:
             revision = _revision(conn)
             restricted = conn.execute("SELECT count(*) FROM sessions WHERE memory_mode IS NOT ?",
                                       (KEPT,)).fetchone()[0]
+            unlike = difference(conn, revision) if found == ["ok"] else None
     except sqlite3.Error as error:
         return f"its database does not open ({error})", None
     if found != ["ok"]:
         return f"its database fails SQLite's integrity check ({'; '.join(found[:3])})", None
     if restricted:
         return "its database holds chats that keep nothing (not a backup Hearth made)", None
-    return None, revision
+    return unlike, revision

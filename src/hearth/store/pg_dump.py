@@ -28,14 +28,26 @@ from pathlib import Path
 from sqlalchemy import Connection, create_engine, make_url, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.store import migrate
 from hearth.store.backup import KEPT, RUNTIME_TABLES, Snapshot, SnapshotFailed
-from hearth.store.db import MIGRATIONS, Database
+from hearth.store.db import Database
+from hearth.store.schema_check import known_revisions, migrate_to
 
 DERIVED = ("chat_search_messages", "alembic_version")  # what a restore makes itself
 BIN_GLOB = "/usr/lib/postgresql/*/bin"
 DONE_MARK = "-- PostgreSQL database dump complete"
 HEAD_MARK = "-- PostgreSQL database dump"
+# each line a data-only plain dump writes outside its COPY blocks, whole: a comment, a session
+# setting, the search path, a sequence's value, psql's \restrict (pg_dump 17.6 and later)
+_SETTINGS = ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+             "transaction_timeout", "client_encoding", "standard_conforming_strings",
+             "check_function_bodies", "xmloption", "client_min_messages", "row_security",
+             "default_tablespace", "default_table_access_method", "default_with_oids")
+_DATA_ONLY = re.compile(
+    r"--.*"
+    rf"|SET (?:{'|'.join(_SETTINGS)}) = (?:'[^';\\]*'|[A-Za-z0-9_.-]+);"
+    r"|SELECT pg_catalog\.set_config\('search_path', '[^';\\]*', false\);"
+    r"|SELECT pg_catalog\.setval\('[A-Za-z0-9_.\"]+', -?\d+, (?:true|false)\);"
+    r"|\\(?:un)?restrict [A-Za-z0-9]+")
 # pg_dump empties the search path; the search index's triggers name public's tables unqualified
 EMPTY_PATH = b"SELECT pg_catalog.set_config('search_path', '', false);\n"
 PUBLIC_PATH = b"SELECT pg_catalog.set_config('search_path', 'public', false);\n"
@@ -143,17 +155,40 @@ def _unescaped(field: str) -> str | None:
 
 
 def check_dump(path: Path) -> str | None:
-    """What is wrong with the dump at `path` (None: nothing): it must begin as pg_dump begins
-    and hold the line pg_dump ends with (a cut one lacks it)."""
+    """What is wrong with the dump at `path` (None: nothing): it must begin as pg_dump begins,
+    hold the line pg_dump ends with (a cut one lacks it), and nothing but data: outside its
+    COPY blocks only what a data-only dump writes (settings, sequences' values, comments),
+    never a statement that would make or change the schema (a trigger, a function, a view)."""
     try:
         with open(path, encoding="utf-8") as dump:
             head = dump.readline() + dump.readline()
-            ended = any(line.rstrip("\n") == DONE_MARK for line in dump)
+            ended, foreign = _read_through(dump)
     except (OSError, UnicodeDecodeError) as error:
         return f"its database dump cannot be read ({error})"
     if HEAD_MARK not in head or not ended:
         return "its database dump is not a whole pg_dump (its beginning or end is missing)"
+    if foreign is not None:
+        return (f"its database dump holds {foreign[:60]!r}, which a dump of data alone does "
+                "not (not a backup Hearth made: the restore would run it)")
     return None
+
+
+def _read_through(dump: Iterable[str]) -> tuple[bool, str | None]:
+    """Whether the dump holds pg_dump's last line, and its first line outside a COPY block
+    that a data-only dump does not write (None: none)."""
+    ended, in_copy = False, False
+    foreign: str | None = None
+    for line in dump:
+        bare = line.rstrip("\n")
+        if in_copy:
+            in_copy = bare != "\\."
+        elif bare == DONE_MARK:
+            ended = True
+        elif _COPY.match(bare):
+            in_copy = True
+        elif foreign is None and bare.strip() and not _DATA_ONLY.fullmatch(bare):
+            foreign = bare
+    return ended, foreign
 
 
 def restore_postgresql(url: str, dump: Path, revision: str | None) -> None:
@@ -200,26 +235,10 @@ def _migrate_to(url: str, revision: str | None) -> None:
     if at is not None and at != revision:
         raise SnapshotFailed(f"The database to restore into is at migration {at}, the "
                              f"backup at {revision}: restore into a new, empty database.")
-    if revision not in {path.stem.split("_", 1)[0] for path in migrate.VERSIONS.glob("*.py")}:
+    if revision not in known_revisions():
         raise SnapshotFailed(f"The backup's schema (migration {revision}) is newer than this "
                              "Hearth knows: restore it with the version that made it.")
-    _alembic_upgrade(url, str(revision))
-
-
-def _alembic_upgrade(url: str, revision: str) -> None:
-    from alembic import command
-    from alembic.config import Config as AlembicConfig
-
-    engine = create_engine(url)
-    try:
-        cfg = AlembicConfig()
-        cfg.set_main_option("script_location", str(MIGRATIONS))
-        with engine.connect() as conn:
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, revision)
-            conn.commit()
-    finally:
-        engine.dispose()
+    migrate_to(url, str(revision))
 
 
 def _public_tables(conn: Connection) -> list[str]:
