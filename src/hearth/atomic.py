@@ -11,7 +11,9 @@ It imports nothing of Hearth: every layer may use it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -70,6 +72,32 @@ def link_into_place(done: Path, path: Path) -> bool:
     if placed:
         sync_folder(path.parent)
     return placed
+
+
+NO_LINK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
+
+
+def link_or_copy_into_place(source: Path, path: Path) -> None:
+    """A second name at `path` for the file at `source` (a hard link), or a synced copy where
+    the filesystem refuses links; put in place whole, the folder synced."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    os.close(fd)
+    os.unlink(tmp)
+    try:
+        try:
+            os.link(source, tmp)
+        except OSError as error:
+            if error.errno not in NO_LINK:
+                raise
+            with open(source, "rb") as reading, open(tmp, "xb") as writing:
+                shutil.copyfileobj(reading, writing)
+                writing.flush()
+                os.fsync(writing.fileno())
+        _replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    sync_folder(path.parent)
 
 
 def _replace(tmp: str, path: Path) -> bool:

@@ -12,15 +12,9 @@ Blocking: call from a thread (or the writer's, inside the transaction that names
 
 from __future__ import annotations
 
-import errno
-import os
-import shutil
-import uuid
 from pathlib import Path
 
-from hearth.atomic import sync_folder
-
-NO_LINK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
+from hearth.atomic import link_or_copy_into_place
 
 
 def share(source: Path, folder: Path) -> bool:
@@ -30,23 +24,5 @@ def share(source: Path, folder: Path) -> bool:
     if target.exists():
         return False
     folder.mkdir(parents=True, exist_ok=True)
-    temp = folder / f".incoming-{uuid.uuid4().hex}"
-    try:
-        _link_or_copy(source, temp)
-        os.replace(temp, target)
-    finally:
-        temp.unlink(missing_ok=True)
-    sync_folder(folder)
+    link_or_copy_into_place(source, target)
     return True
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError as error:
-        if error.errno not in NO_LINK:
-            raise
-        with open(source, "rb") as reading, open(target, "xb") as writing:
-            shutil.copyfileobj(reading, writing)
-            writing.flush()
-            os.fsync(writing.fileno())
