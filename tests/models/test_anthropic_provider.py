@@ -18,8 +18,10 @@ from hearth.models.types import (
     AnswerCutOff,
     Completed,
     Message,
+    ModelError,
     ModelRequest,
     ProviderUnavailable,
+    ResponseFormat,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -326,3 +328,22 @@ def test_an_error_event_mid_stream_is_cut_off_saying_it(model_server: ScriptedMo
     assert "Overloaded" in error.sentence
     assert "".join(e.text for e in seen if isinstance(e, TextDelta)) == "hello world"
     assert not [e for e in seen if isinstance(e, Completed)]
+
+
+def test_a_response_format_is_sent_as_structured_output_and_json_object_never_sent(
+        model_server: ScriptedModelServer) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+              "additionalProperties": False}
+    model_server.push(Reply(text='{"n": 3}'))
+    provider = _provider(model_server.anthropic_base_url)
+    wanted = ResponseFormat("json_schema", "count", schema, strict=True)
+    events = _collect(provider, ModelRequest(HELLO, [], response_format=wanted))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == '{"n": 3}'
+    body = model_server.requests[-1].body
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+    sent = len(model_server.requests)
+    seen, error = _collect_until_error(
+        provider, ModelRequest(HELLO, [], response_format=ResponseFormat("json_object")))
+    assert seen == [] and isinstance(error, ModelError)
+    assert "json_schema" in error.sentence
+    assert len(model_server.requests) == sent  # nothing was sent

@@ -6,6 +6,8 @@ for the owner; a stateless one's call is refused), and errors in OpenAI's own sh
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -19,6 +21,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from PIL import Image
 
 from hearth.web.api import openai as openai_api
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
@@ -462,6 +465,70 @@ def test_a_malformed_body_is_400_in_openais_shape(gateway: Gateway, content: str
     assert set(error) == {"message", "type", "param", "code"}
     assert error["type"] == "invalid_request_error" and error["param"] == param
     assert error["message"]
+
+
+def _png() -> str:
+    """A data URL of a real 2x2 PNG (an upload's bytes are checked as what they say)."""
+    out = io.BytesIO()
+    Image.new("RGB", (2, 2), (200, 40, 40)).save(out, "PNG")
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
+
+
+PNG = _png()
+
+
+@pytest.mark.parametrize(("part", "param"), [
+    ({"type": "image_url", "image_url": "https://example.com/a.png"},
+     "messages.0.content.0.image_url"),
+    ({"type": "image_url", "image_url": {"detail": "low"}}, "messages.0.content.0.image_url.url"),
+    ({"type": "image_url", "image_url": {"url": 7}}, "messages.0.content.0.image_url.url"),
+    ({"type": "input_audio", "input_audio": "UklGRg=="}, "messages.0.content.0.input_audio"),
+    ({"type": "input_audio", "input_audio": {"data": 12, "format": "wav"}},
+     "messages.0.content.0.input_audio.data"),
+    ({"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": ["wav"]}},
+     "messages.0.content.0.input_audio.format"),
+    ({"type": "file", "file": ["a.txt"]}, "messages.0.content.0.file"),
+    ({"type": "file", "file": {"file_data": 3}}, "messages.0.content.0.file.file_data"),
+    ({"text": "a part without its type"}, "messages.0.content.0.type"),
+    ({"type": 5, "text": "a number for a type"}, "messages.0.content.0.type"),
+    ({"type": "text", "text": 42}, "messages.0.content.0.text"),
+    ({"type": "text"}, "messages.0.content.0.text"),
+    ("a bare string among the parts", "messages.0.content.0"),
+])
+def test_a_content_part_of_the_wrong_shape_is_400_never_a_500(
+        gateway: Gateway, api: Api, part: object, param: str) -> None:
+    before = listed(api)
+    body = {"model": "hearth", "messages": [{"role": "user", "content": [
+        part, {"type": "text", "text": "and some words"}]}]}
+    answer = httpx.post(gateway.url + "/v1/chat/completions", json=body, timeout=10,
+                        headers={"Authorization": f"Bearer {TOKEN}", "X-Hearth-Session": "parts"})
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert (error["type"], error["param"]) == ("invalid_request_error", param)
+    assert error["message"]
+    assert listed(api) == before  # nothing was made or sent
+
+
+def test_a_message_may_send_twenty_files_and_no_more(
+        client: openai.OpenAI, server: ScriptedModelServer, api: Api) -> None:
+    parts: list[Any] = [{"type": "text", "text": "look at these"}]
+    parts += [{"type": "image_url", "image_url": {"url": PNG}}] * 21
+    before = listed(api)
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(model="hearth", messages=[
+            {"role": "user", "content": parts}], **named("many-files"))
+    body = raised.value.body
+    assert isinstance(body, dict)
+    assert (body["code"], body["param"]) == ("too_many_files", "messages.0.content")
+    assert "at most 20 files" in body["message"] and "21" in body["message"]
+    assert listed(api) == before  # nothing was made, kept or sent
+    server.push(Reply(text="Twenty seen."))
+    answer = client.chat.completions.create(model="hearth", messages=[
+        {"role": "user", "content": parts[:21]}], **named("many-files"))
+    assert answer.choices[0].message.content == "Twenty seen."
+    sent = [m for m in api.messages("many-files") if m["kind"] == "user"]
+    assert len(sent) == 1 and len(sent[0]["meta"]["attachments"]) == 20
 
 
 def test_the_v1_routes_speak_openais_shape_and_take_no_cookie(gateway: Gateway) -> None:

@@ -5,7 +5,9 @@ tool results as `tool_result` blocks of a user message, consecutive same-role me
 roles alternate), streams the raw Messages events, reassembles tool calls from their
 `input_json_delta` pieces and reads usage from `message_start` and `message_delta`. An answer is
 finished only at `message_stop` after a `stop_reason`: a stream that ends before that raises
-AnswerCutOff, and nothing of a cut answer's tool calls is emitted.
+AnswerCutOff, and nothing of a cut answer's tool calls is emitted. A request's response format
+with a JSON schema is sent as Anthropic's structured output (`output_config.format`); one
+without (`json_object`) is refused before anything is sent.
 
 The SDK builds and sends the request and maps its failures; its answer is taken raw
 (`with_streaming_response`) and each event read as plain JSON (`models.sse`), not made into
@@ -36,7 +38,9 @@ from hearth.models.provider_common import (
 from hearth.models.types import (
     Completed,
     Message,
+    ModelError,
     ModelRequest,
+    ResponseFormat,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -108,6 +112,9 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in request.tools
             ]
+        if request.response_format is not None:
+            kwargs["output_config"] = {"format": _output_format(self.model_id,
+                                                                request.response_format)}
         async with AsyncExitStack() as opened:
             try:
                 response = await opened.enter_async_context(
@@ -192,6 +199,15 @@ class _Answer:
         return Completed(finish_reason=_FINISH_REASONS.get(self.finish, self.finish),
                          tool_calls=tool_calls, usage=Usage(self.tokens_in, self.tokens_out),
                          model=self.model)
+
+
+def _output_format(model_id: str, wanted: ResponseFormat) -> dict[str, Any]:
+    """A `response_format` as Anthropic's structured output (`output_config.format`): its
+    JSON schema; ModelError, nothing sent, for a format with none (`json_object`)."""
+    problem = wanted.problem_with("anthropic")
+    if problem is not None or wanted.schema is None:
+        raise ModelError(f"{model_id} {problem}.")
+    return {"type": "json_schema", "schema": wanted.schema}
 
 
 def _error_event(data: str, response: Any) -> anthropic.APIStatusError:

@@ -2,7 +2,8 @@
 
 Streams chat completions, reassembles tool calls from their deltas, reads usage from the
 final chunk. An answer is finished only when a choice carries a finish_reason: a stream that
-ends without one raises AnswerCutOff, and nothing of a cut answer's tool calls is emitted.
+ends without one raises AnswerCutOff, and nothing of a cut answer's tool calls is emitted. A
+request's response format is sent as OpenAI's clients send it (`response_format`).
 
 The SDK builds and sends the request and maps its failures; its answer is taken raw
 (`with_streaming_response`) and each chunk read as plain JSON (`models.sse`), not made into
@@ -115,6 +116,8 @@ class OpenAICompatProvider:
         cap = request.max_output_tokens or self.max_output_tokens
         if cap:
             kwargs["max_tokens"] = cap
+        if request.response_format is not None:  # as the client asked it of Hearth
+            kwargs["response_format"] = request.response_format.as_openai()
         async with AsyncExitStack() as opened:
             try:
                 response = await opened.enter_async_context(

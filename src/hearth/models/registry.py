@@ -17,7 +17,9 @@ the chat, then its agent's pin, then the chain of the chat's use case (`AXES`; a
 the chat chain). A pick or pin that cannot run is left out of the order and said
 (`Resolution.unavailable`), never rewritten. The registry hands its `Breakers` on to the next
 snapshot's registry, so a model's breaker outlives a settings change; each registry configures
-them with its snapshot's limits as it is made, once (never per turn).
+them with its snapshot's limits as it is made, once (never per turn). `format_problem` says
+whether a model's provider can hold a turn's answers to a response format (OpenAI's
+`response_format`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from hearth.config import Config, ModelConfig, base_url_problem
 from hearth.masking import know
 from hearth.models import setup
 from hearth.models.breakers import Breakers
-from hearth.models.types import Provider
+from hearth.models.types import Provider, ResponseFormat
 
 log = logging.getLogger(__name__)
 OLLAMA_URL = "http://127.0.0.1:11434"
@@ -255,6 +257,13 @@ class ModelRegistry:
         if setup.key_problem(model, self._environ) is not None:
             return f"its key ({model.api_key_env}) is not set in the gateway's environment"
         return None
+
+    def format_problem(self, model_id: str, wanted: ResponseFormat) -> str | None:
+        """Why `model_id` cannot hold its answers to the response format `wanted` (its
+        provider's structured output takes no such format); None: it can, or it is not set
+        up (its turn then ends saying so)."""
+        model = self._configs.get(model_id)
+        return wanted.problem_with(model.provider) if model is not None else None
 
     def resolve(self, axis: str, picked: str | None = None, pinned: str | None = None,
                 agent: str | None = None) -> Resolution:

@@ -105,10 +105,62 @@ StreamEvent = TextDelta | Completed
 
 
 @dataclass(frozen=True)
+class ResponseFormat:
+    """What a turn's answers must be, as OpenAI's `response_format` asks: any JSON object
+    (`json_object`), or JSON valid against `schema` (`json_schema`, with its `name`, `strict`
+    and `description` as OpenAI reads them). The message it was asked with keeps it on its
+    meta in OpenAI's shape (`as_openai`, read back by `of_openai`), so a turn resumed after a
+    restart keeps it too."""
+
+    kind: Literal["json_object", "json_schema"]
+    name: str = ""
+    schema: dict[str, Any] | None = None
+    strict: bool | None = None
+    description: str | None = None
+
+    def as_openai(self) -> dict[str, Any]:
+        """OpenAI's own shape: what an OpenAI-compatible model is sent."""
+        if self.kind == "json_object":
+            return {"type": "json_object"}
+        spec: dict[str, Any] = {"name": self.name}
+        for key, value in (("description", self.description), ("schema", self.schema),
+                           ("strict", self.strict)):
+            if value is not None:
+                spec[key] = value
+        return {"type": "json_schema", "json_schema": spec}
+
+    @classmethod
+    def of_openai(cls, value: object) -> ResponseFormat | None:
+        """The format `as_openai` gave (None: none, or anything else)."""
+        if not isinstance(value, dict):
+            return None
+        if value.get("type") == "json_object":
+            return cls("json_object")
+        spec = value.get("json_schema")
+        if value.get("type") != "json_schema" or not isinstance(spec, dict):
+            return None
+        schema, strict, said = spec.get("schema"), spec.get("strict"), spec.get("description")
+        return cls("json_schema", str(spec.get("name") or ""),
+                   schema if isinstance(schema, dict) else None,
+                   strict if isinstance(strict, bool) else None,
+                   said if isinstance(said, str) else None)
+
+    def problem_with(self, provider: str) -> str | None:
+        """Why a model of `provider` cannot hold its answers to this format (Anthropic's
+        structured output keeps a JSON schema, so `json_object` has nothing to hold them to);
+        None: it can (an OpenAI-compatible model is sent the format as it was asked)."""
+        if provider == "anthropic" and self.schema is None:
+            return ("is an Anthropic model, whose structured output keeps a json_schema with "
+                    f"its schema; it cannot take response_format {self.kind} without one")
+        return None
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     messages: list[Message]
     tools: list[ToolSpec]
     max_output_tokens: int | None = None
+    response_format: ResponseFormat | None = None  # the turn's answers must be this JSON
 
 
 class ModelError(Exception):

@@ -45,13 +45,17 @@ from hearth.engine.delivery.events import Bus, Subscription
 from hearth.engine.intake import admission, mentions
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.intake.attachment_desk import AttachmentDesk
+from hearth.engine.snapshot import Snapshot
+from hearth.engine.turn import failover
 from hearth.errors import Refusal
 from hearth.models import spending
 from hearth.models.spending import Spending
+from hearth.models.types import ResponseFormat
 from hearth.privacy.principal import Principal
 from hearth.sessions import chats
 from hearth.sessions.chats import DEFAULT_AGENT, ChatError, Choices, NewChat
-from hearth.store import runs as run_store, transcript
+from hearth.sessions.naming import key_for
+from hearth.store import runs as run_store, sessions as session_store, transcript
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
@@ -125,10 +129,17 @@ class Asked:
     text: str
     principal: Principal  # who asks: the owner, or an app (whose chats are its own)
     files: tuple[Upload, ...] = ()  # the last message's images and files, sent with it
+    response_format: ResponseFormat | None = None  # what the turn's answers must be
 
     @property
     def app(self) -> str | None:
         return self.principal.app
+
+    def meta(self, meta: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The message's meta with its response format (read by the turn's claim)."""
+        if self.response_format is None:
+            return meta
+        return {**(meta or {}), "response_format": self.response_format.as_openai()}
 
 
 @dataclass(frozen=True)
@@ -186,8 +197,11 @@ class RequestHost(Protocol):
     @property
     def attachments(self) -> AttachmentDesk: ...
 
+    @property
+    def snapshot(self) -> Snapshot: ...
+
     async def send(self, session_key: str, text: str, *, principal: Principal,
-                   source_channel: str | None = ...,
+                   source_channel: str | None = ..., meta: dict[str, Any] | None = ...,
                    files: tuple[str, ...] = ...) -> Admitted: ...
 
     def dispatch(self, session_key: str) -> None: ...
@@ -223,9 +237,33 @@ def resolve(engine: RequestHost, name: str) -> Target:
 
 async def begin(engine: RequestHost, asked: Asked) -> Exchange:
     """Admit the request's message (a promise, as every admission) and start its turn."""
+    await _check_format(engine, asked)
     if asked.chat is None:
         return await _begin_stateless(engine, asked)
     return await _begin_named(engine, asked, asked.chat)
+
+
+async def _check_format(engine: RequestHost, asked: Asked) -> None:
+    """A response format the model the turn starts on cannot hold its answers to is refused
+    (400 `response_format_unsupported`) before anything is admitted, never ignored."""
+    wanted = asked.response_format
+    if wanted is None:
+        return
+    target, kept = asked.target, None
+    if asked.chat is not None:
+        kept = await engine.db.reading(session_store.get, key_for(asked.chat, asked.app))
+    agent = target.agent or (kept.agent if kept is not None else DEFAULT_AGENT)
+    model = target.model or (kept.model if kept is not None else None)
+    snapshot = engine.snapshot
+    pinned = snapshot.config.agents.get(agent)
+    order = snapshot.models.resolve(failover.axis_of(kept) if kept is not None else "chat",
+                                    model, pinned.model if pinned else None, agent).order
+    problem = snapshot.models.format_problem(order[0].model_id, wanted) if order else None
+    if problem is not None:
+        raise Refusal("response_format_unsupported", 400,
+                      f"The model this turn runs on, {order[0].model_id}, {problem}. Send a "
+                      f"json_schema with its schema, or name a model that takes {wanted.kind}.",
+                      details={"param": "response_format"})
 
 
 async def _begin_named(engine: RequestHost, asked: Asked, name: str) -> Exchange:
@@ -240,7 +278,7 @@ async def _begin_named(engine: RequestHost, asked: Asked, name: str) -> Exchange
     sub = engine.bus.subscribe(key)  # before the run exists: none of its frames is missed
     try:
         admitted = await engine.send(key, asked.text, principal=asked.principal,
-                                     source_channel=SOURCE, files=files)
+                                     source_channel=SOURCE, files=files, meta=asked.meta(None))
     except BaseException:
         engine.bus.unsubscribe(sub)
         raise
@@ -268,7 +306,8 @@ async def _begin_stateless(engine: RequestHost, asked: Asked) -> Exchange:
     new = chats.checked_new(memory_mode="temporary", agent=asked.target.agent,
                             model=asked.target.model, origin=SOURCE, choices=engine.choices(),
                             created_by_app=asked.app)
-    mention = await mentions.prepare(engine.prompts_dir, asked.text, None)  # @name expanded
+    mention = await mentions.prepare(engine.prompts_dir, asked.text,
+                                     asked.meta(None))  # @name expanded
     if asked.files:  # the chat first, for its files to be kept in; then the message
         admitted = await _admit_with_files(engine, new, asked, mention.meta)
     else:

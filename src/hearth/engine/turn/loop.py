@@ -135,7 +135,8 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
 
 async def stream_answer(turn: Turn, messages: list[Message]) -> Answer:
     specs = [ToolSpec(t.name, t.description, t.parameters) for t in turn.offered()]
-    request = ModelRequest(messages=await attached.for_model(turn, messages), tools=specs)
+    request = ModelRequest(messages=await attached.for_model(turn, messages), tools=specs,
+                           response_format=turn.response_format)
     turn.streamed = ""
     done: Completed | None = None
     keeper = StreamKeeper(turn)

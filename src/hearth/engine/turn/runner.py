@@ -5,6 +5,7 @@ claim from its start to its ending. Its model comes from the chat's plan (`engin
 the chat's pick, its agent's pin, then its use case's chain; when the model fails before
 anything of the turn was shown, the turn moves to the next (`_drive_in_order`), saying so live
 (a `status` frame's `note`) and on the answer's meta (`failover`, `model_substitution`).
+The response format its message asked for (`meta.response_format`) goes with every model call.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from hearth.memory.service import Memory
 from hearth.models.calls import held_calls
 from hearth.models.registry import Candidate, ModelRegistry
 from hearth.models.spending import Account, charged_to
-from hearth.models.types import Message, Provider, ToolCall
+from hearth.models.types import Message, Provider, ResponseFormat, ToolCall
 from hearth.privacy.scope import answered_by, as_work_of
 from hearth.sessions import attachments as attachment_files, folders
 from hearth.store import runs as run_store, sessions as session_store, transcript
@@ -149,6 +150,7 @@ class Claimed:
     first: Candidate | None
     asked: str
     job: int | None = None  # the job that fired it (its spending counts to the job)
+    response_format: ResponseFormat | None = None  # what its message asked answers to be
 
 
 BUSY = "busy"  # the chat's writer claim is another gateway's turn's
@@ -180,7 +182,7 @@ def _take_next(conn: Connection, session_key: str, snapshot: Snapshot, replica: 
         run_store.set_model(conn, run.run_id, first.model_id)
     event = _message_of(conn, run)
     asked = sent_text(event) if event is not None else ""
-    return run, Claimed(session, plan, first, asked, _job_of(run, event))
+    return run, Claimed(session, plan, first, asked, _job_of(run, event), _format_of(event))
 
 
 async def _run_claimed(deps: TurnDeps, run: RunRow, claimed: Claimed) -> Ending:
@@ -204,6 +206,7 @@ async def _run_on(deps: TurnDeps, run: RunRow, claimed: Claimed, provider: Provi
                         offer_tools=model_config.tools if model_config else True)
         turn.model_config = model_config
         turn.chosen_by = first.chosen_by
+        turn.response_format = claimed.response_format
         _say_substitution(turn, plan)
         if plan.tried:  # models before it passed over (an open breaker, no tools)
             _say_moved(turn, first, plan)
@@ -371,6 +374,13 @@ def _message_of(conn: Connection, run: RunRow) -> EventRow | None:
     if run.user_event_seq is None:
         return None
     return transcript.at(conn, run.session_key, run.user_event_seq)
+
+
+def _format_of(event: EventRow | None) -> ResponseFormat | None:
+    """The response format the message asked its answers to be (`meta.response_format`, an
+    OpenAI-compatible request's); None for any other."""
+    meta = event.meta if event is not None and isinstance(event.meta, dict) else {}
+    return ResponseFormat.of_openai(meta.get("response_format"))
 
 
 def _job_of(run: RunRow, event: EventRow | None) -> int | None:

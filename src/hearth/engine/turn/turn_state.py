@@ -14,7 +14,7 @@ from hearth.engine.delivery.events import Bus
 from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.models.breakers import Breakers
 from hearth.models.registry import ModelRegistry
-from hearth.models.types import Message, Provider
+from hearth.models.types import Message, Provider, ResponseFormat
 from hearth.privacy.principal import Principal
 from hearth.store.db import Database
 from hearth.store.runs import RunRow
@@ -95,6 +95,7 @@ class Turn(CallScope):
     # messages with their files read in, by (vision, message): read once a turn (attached.py)
     files_read: dict[tuple[bool, Message], Message] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)  # model_substitution, failover
+    response_format: ResponseFormat | None = None  # what its message asked answers to be
 
     def once(self, retry: str) -> bool:
         """True the first time a retry of this kind is asked for in this turn."""

@@ -24,16 +24,13 @@ false`: the message was admitted, and a client's retry would send it again.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from hearth.engine.intake import openai_requests
 from hearth.engine.intake.openai_requests import (
@@ -41,13 +38,11 @@ from hearth.engine.intake.openai_requests import (
     Exchange,
     Piece,
     Reply,
-    Said,
     Text,
     TurnFailed,
-    Upload,
 )
-from hearth.errors import Refusal
-from hearth.sessions.naming import NAME_PATTERN, name_part
+from hearth.web.api import openai_shapes as shapes
+from hearth.web.api.openai_shapes import ChatRequest
 from hearth.web.http.auth import bearer_only, require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.errors import openai_envelope, openai_error
@@ -57,45 +52,6 @@ router = APIRouter(dependencies=[Depends(bearer_only), Depends(require_token)])
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = ": keepalive\n\n"
 CREATED = int(time.time())  # the models' `created`: when this gateway started
-NAME_SENTENCE = ("names a Hearth chat: 1 to 128 letters, digits, '.', '_', ':' or '-', starting "
-                 "with a letter or digit")
-
-
-class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: StrictStr
-    text: StrictStr | None = None
-
-
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: StrictStr | list[ContentPart] | None = None
-    tool_calls: list[Any] | None = None
-    function_call: Any = None
-
-
-class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    include_usage: StrictBool | None = None
-
-
-class ChatRequest(BaseModel):
-    """What is read of a request; any other field OpenAI defines is accepted and not read."""
-
-    model_config = ConfigDict(extra="allow")
-    model: StrictStr = Field(min_length=1, max_length=200)
-    messages: list[ChatMessage] = Field(min_length=1, max_length=10_000)
-    stream: StrictBool | None = False
-    stream_options: StreamOptions | None = None
-    n: StrictInt | None = None
-    user: StrictStr | None = None
-    tools: list[Any] | None = None
-    functions: list[Any] | None = None
-
-
-def _invalid(param: str | None, sentence: str, code: str = "invalid_request") -> Refusal:
-    return Refusal(code, 400, sentence, details={"param": param})
 
 
 @router.get("/v1/models")
@@ -111,9 +67,9 @@ async def chat_completions(
     body: ChatRequest, engine: EngineDep, principal: PrincipalDep,
     session: Annotated[str | None, Header(alias="X-Hearth-Session")] = None,
 ) -> Response:
-    chat, history, text, files = _read(body, session, principal.app)
+    chat, history, text, files = shapes.read(body, session, principal.app)
     asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text, principal,
-                  files)
+                  files, shapes.format_of(body))
     exchange = await openai_requests.begin(engine, asked)
     headers = {"X-Hearth-Run": exchange.run_id}
     if not exchange.stateless:
@@ -130,136 +86,6 @@ async def chat_completions(
         raise
     await exchange.close()  # a stateless request's chat is forgotten before it is answered
     return JSONResponse(_completion(exchange, body.model, reply), headers=headers)
-
-
-def _read(body: ChatRequest, header: str | None, app: str | None
-          ) -> tuple[str | None, tuple[Said, ...], str, tuple[Upload, ...]]:
-    """The chat named, the earlier messages (a stateless request's context), the last one's
-    text and its files."""
-    if body.n is not None and body.n != 1:
-        raise _invalid("n", "Hearth writes one answer per request; n must be 1.")
-    for name in ("tools", "functions"):
-        if getattr(body, name):
-            raise _invalid(name, f"Hearth's agent runs Hearth's own tools; a request's {name} "
-                                 "are not supported. Send the request without them.")
-    chat = _chat_named(header, body.user, app)
-    last = body.messages[-1]
-    if last.role != "user":
-        raise _invalid("messages", "The last message must be the user's (role 'user'): it is "
-                                   "the message Hearth sends.")
-    text, files = _parts_of(len(body.messages) - 1, last)
-    if not text.strip() and not files:
-        raise _invalid("messages", "The last message is empty; write something to send.",
-                       "empty_message")
-    history: tuple[Said, ...] = ()
-    if chat is None:  # stateless: the earlier messages are the context
-        history = tuple(_context(index, message)
-                        for index, message in enumerate(body.messages[:-1]))
-    return chat, tuple(said for said in history if said.text), text, files
-
-
-def _chat_named(header: str | None, user: str | None, app: str | None) -> str | None:
-    """The chat the request names: the header, else `user` (both: the same one); an app's
-    names are its own (`naming.key_for`), so it may also give back the key it was handed."""
-    if header is not None and user is not None and header != user:
-        raise _invalid("user", "X-Hearth-Session and user name two different chats; send one.")
-    for name, param in ((header, None), (user, "user")):
-        if name is None:
-            continue
-        if not NAME_PATTERN.match(name_part(name, app)):
-            where = "user" if param else "X-Hearth-Session"
-            raise _invalid(param, f"{where} {NAME_SENTENCE}; {name[:100]!r} is not one.",
-                           "invalid_name")
-        return name
-    return None
-
-
-def _context(index: int, message: ChatMessage) -> Said:
-    """A stateless request's earlier message; a client's tool calls and results are refused
-    (Hearth's agent runs its own tools)."""
-    if message.role in ("tool", "function") or message.tool_calls or message.function_call:
-        raise _invalid(f"messages.{index}",
-                       "Tool calls and tool results of a client's own tools are not supported: "
-                       "Hearth's agent runs Hearth's tools. Send the conversation's text only.")
-    role = "system" if message.role in ("system", "developer") else message.role
-    return Said(role, _text_of(index, message))
-
-
-def _parts_of(index: int, message: ChatMessage) -> tuple[str, tuple[Upload, ...]]:
-    """The last message's text and its files: `image_url` parts (a data URL, or an http(s)
-    URL the gateway fetches through its SSRF guard), `input_audio` and `file` parts (their
-    bytes in base64). Each is kept in the chat as an attachment (see the README)."""
-    content = message.content
-    if content is None or isinstance(content, str):
-        return _text_of(index, message), ()
-    files: list[Upload] = []
-    for number, part in enumerate(content):
-        if part.type != "text":
-            files.append(_upload(f"messages.{index}.content.{number}", part, len(files) + 1))
-    texts = [part for part in content if part.type == "text"]
-    return _text_of(index, message.model_copy(update={"content": texts})), tuple(files)
-
-
-def _upload(param: str, part: ContentPart, number: int) -> Upload:
-    """One file part of the last message, read (or its URL taken) as OpenAI defines it."""
-    extra = part.model_extra or {}
-    if part.type == "image_url":
-        url = str((extra.get("image_url") or {}).get("url", ""))
-        if url.startswith(("http://", "https://")):
-            return Upload(f"image-{number}", url=url)
-        return Upload(f"image-{number}", data=_data_url(param, url))
-    if part.type == "input_audio":
-        audio = extra.get("input_audio") or {}
-        kind = str(audio.get("format", "wav"))[:10]
-        return Upload(f"audio-{number}.{kind}", data=_base64(param, audio.get("data")))
-    if part.type == "file":
-        file = extra.get("file") or {}
-        data = str(file.get("file_data", ""))
-        name = str(file.get("filename") or f"file-{number}")
-        return Upload(name, data=_data_url(param, data) if data.startswith("data:")
-                      else _base64(param, data))
-    raise _invalid(param, f"Hearth reads text, image_url, input_audio and file parts; a "
-                          f"{part.type!r} part is not supported.")
-
-
-def _data_url(param: str, url: str) -> bytes:
-    head, comma, data = url.partition(",")
-    if not (url.startswith("data:") and comma and head.endswith(";base64")):
-        raise _invalid(param, "An image must be an http(s) URL or a base64 data URL "
-                              "(data:image/png;base64,…).")
-    return _base64(param, data)
-
-
-def _base64(param: str, data: object) -> bytes:
-    try:
-        decoded = base64.b64decode(str(data or ""), validate=True)
-    except (binascii.Error, ValueError):
-        raise _invalid(param, "The file's data is not valid base64.") from None
-    if not decoded:
-        raise _invalid(param, "The file's data is empty.")
-    return decoded
-
-
-def _text_of(index: int, message: ChatMessage) -> str:
-    """A message's text: its content, or its text parts joined; any other part is refused
-    (files are read in the last message alone)."""
-    content = message.content
-    if content is None or isinstance(content, str):
-        text = content or ""
-    else:
-        for part in content:
-            if part.type != "text" or part.text is None:
-                raise _invalid(f"messages.{index}.content",
-                               f"Hearth reads a {part.type!r} part in the last message only; "
-                               "an earlier message may hold text alone.")
-        text = "\n".join(part.text or "" for part in content)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _invalid(f"messages.{index}.content",
-                       "The message holds characters that are not valid Unicode text (a lone "
-                       "surrogate).") from None
-    return text
 
 
 def _failed(failed: TurnFailed) -> JSONResponse:
