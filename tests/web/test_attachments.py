@@ -27,6 +27,7 @@ from tests.fakes.model_server import SPOKEN, Call, Reply, ScriptedModelServer
 from tests.gateway import TOKEN, Api, Gateway, module_gateway
 from tests.support.http import error_of
 from tests.support.models import model
+from tests.support.sockets import connect, one_answer, parsed, until_closed
 from tests.support.terminal import Typed
 
 SETTINGS = """
@@ -232,6 +233,31 @@ def test_a_form_that_is_not_one_file_is_refused_and_keeps_nothing(
                            headers={"Content-Type": "multipart/mixed; boundary=edge"}),
              415, "unsupported_media_type")
     assert held_files(api, gateway, key) == ([], [])
+
+
+def test_a_refusal_before_the_body_ends_closes_its_connection(
+        api: Api, gateway: Gateway) -> None:
+    """An upload refused before its body's end (here: the form's second file, its headers
+    sent and the rest not yet) ends its connection, and the answer says so. Before, the
+    connection stayed open: a client that kept it for its next request got a reset
+    (`ReadError`) instead of an answer. A kept upload leaves the connection open."""
+    key = api.new_chat()
+    head = (b'--edge\r\nContent-Disposition: form-data; name="a"; filename="a.txt"\r\n\r\n'
+            b'one\r\n--edge\r\nContent-Disposition: form-data; name="b"; filename="b.txt"'
+            b"\r\n\r\n")
+    sock = connect(gateway.port)
+    sock.sendall(f"POST /api/sessions/{key}/attachments HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {TOKEN}\r\nContent-Length: {len(head) + 9000}\r\n"
+                 "Content-Type: multipart/form-data; boundary=edge\r\n\r\n".encode() + head)
+    answer = parsed(one_answer(sock))
+    assert (answer.status, answer.json()["error"]["code"]) == (400, "one_file_per_upload")
+    assert answer.headers["connection"] == "close"
+    until_closed(sock, within=5)
+    unread = api.http.post(f"/api/sessions/{key}/attachments", content=b"--edge--\r\n",
+                           headers={"Content-Type": "multipart/mixed; boundary=edge"})
+    assert (unread.status_code, unread.headers.get("connection")) == (415, "close")
+    kept = upload(api, key, b"hello", "a.txt")
+    assert kept.status_code == 201 and kept.headers.get("connection") != "close"
 
 
 def test_an_upload_is_sent_once_and_only_by_its_own_chat(api: Api) -> None:

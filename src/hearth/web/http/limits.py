@@ -10,7 +10,8 @@ is never read, let alone held (before, four such connections held ~260 MB). The 
 anyone by design take a body from anyone, each under a bound of its own (`OPEN`): the sign-in
 form, and the channels' doors whose sender is proven by a signature over the body, refused
 404 at once while their channel is not set up. An upload (`STREAMED`) is not held here: its
-route streams it to disk, bounded by one file's size (`[attachments] max_file_mb`).
+route streams it to disk, bounded by one file's size (`[attachments] max_file_mb`); an answer
+given before its body's end says `Connection: close`, as every refusal here does.
 
 A client that sends its headers and then a body slowly, or never, would otherwise hold its
 connection (a file descriptor) for as long as it liked; a few hundred of them exhaust the
@@ -128,7 +129,7 @@ class BodyLimit:
             await refuse(scope, send, bound.refusal())
             return
         if bound.streamed:
-            await self.app(scope, receive, send)
+            await _stream(self.app, scope, receive, send)
             return
         body = await _read(receive, bound)
         if isinstance(body, Refusal):
@@ -179,6 +180,26 @@ async def _read(receive: Receive, bound: Bound) -> bytes | Refusal | None:
             return bound.refusal()
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+async def _stream(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Give `app` the body as it comes; an answer it starts before the body's end (a refusal
+    part way through an upload) says `Connection: close`, as the server then ends the
+    connection: a client that kept it for its next request would get a reset instead."""
+    ended = False
+
+    async def receiving() -> Message:
+        nonlocal ended
+        message = await receive()
+        ended = ended or message["type"] != "http.request" or not message.get("more_body")
+        return message
+
+    closing = _closing(send)
+
+    async def sending(message: Message) -> None:
+        await (send if ended else closing)(message)
+
+    await app(scope, receiving, sending)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
