@@ -89,6 +89,23 @@ def test_the_models_are_hearth_each_agent_and_each_model(client: openai.OpenAI) 
     assert all(isinstance(m.created, int) for m in models.data)
 
 
+def test_each_listed_model_is_retrieved_and_no_other(client: openai.OpenAI,
+                                                     api: Api) -> None:
+    """`client.models.retrieve(id)` (LangChain and LiteLLM check a model so before using it)
+    answers each model the list gives as the list gives it; any other name, one with a `/`
+    in it too (encoded by the SDK, or not), is 404 `model_not_found` in OpenAI's shape.
+    Before, every retrieve was 404 with the dashboard's envelope."""
+    for listed_model in client.models.list().data:
+        assert client.models.retrieve(listed_model.id) == listed_model
+    for absent in ("gpt-4o", "openai/gpt-4o", "default"):
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.models.retrieve(absent)
+        assert caught.value.code == "model_not_found", caught.value.body
+        assert "GET /v1/models lists them" in caught.value.message
+    raw = api.http.get("/v1/models/openai/gpt-4o")
+    assert raw.status_code == 404 and raw.json()["error"]["code"] == "model_not_found"
+
+
 def test_an_agent_named_as_the_model_answers_with_its_prompt(
         client: openai.OpenAI, server: ScriptedModelServer) -> None:
     server.push(Reply(text="Coded."))

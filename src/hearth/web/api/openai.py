@@ -1,5 +1,5 @@
 """The OpenAI-compatible API: `POST /v1/chat/completions` (streamed and not) and
-`GET /v1/models`, for OpenAI's clients (the official SDKs, and the tools built on them).
+`GET /v1/models` (and `GET /v1/models/{id}`), for OpenAI's clients (the official SDKs, and the tools built on them).
 
 This module owns OpenAI's shapes: the request read into what the engine takes
 (`engine.intake.openai_requests.Asked`), the `chat.completion` answer, the `chat.completion.chunk`
@@ -58,8 +58,18 @@ CREATED = int(time.time())  # the models' `created`: when this gateway started
 async def list_models(engine: EngineDep) -> dict[str, Any]:
     """`hearth` (the default agent), each agent set up, each model id set up."""
     return {"object": "list",
-            "data": [{"id": name, "object": "model", "created": CREATED, "owned_by": "hearth"}
-                     for name in openai_requests.model_names(engine)]}
+            "data": [_model(name) for name in openai_requests.model_names(engine)]}
+
+
+@router.get("/v1/models/{name:path}")
+async def retrieve_model(name: str, engine: EngineDep) -> dict[str, Any]:
+    """One model `GET /v1/models` lists (a name with `/` in it too, as some clients send);
+    404 `model_not_found` in OpenAI's shape for any other."""
+    return _model(openai_requests.resolve(engine, name).name)
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": CREATED, "owned_by": "hearth"}
 
 
 @router.post("/v1/chat/completions", response_model=None)
