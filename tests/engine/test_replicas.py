@@ -11,20 +11,23 @@ turn on the other.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
 from hearth.faults import EXIT_CODE
 from tests.fakes.model_server import Call, Reply, ScriptedModelServer
 from tests.fakes.telegram_server import FakeTelegram
-from tests.gateway import Api, Gateway, write_config
+from tests.gateway import TOKEN, Api, Gateway, write_config
 from tests.support import postgres
 from tests.support.fixtures import telegram_fixture  # noqa: F401 - `telegram`
 from tests.support.polling import until
@@ -145,6 +148,45 @@ def test_a_gateway_killed_mid_turn_is_resumed_once_by_the_other(
     [(replica,)] = rows(database_url, "SELECT replica FROM runs WHERE run_id = :r", r=run_id)
     assert [(replica,)] == rows(database_url, "SELECT id FROM replicas")  # B ran it; A is gone
     hold.set()
+
+
+@pytest.mark.parametrize("chat", ["named", None], ids=["named", "stateless"])
+def test_a_v1_request_retried_after_its_gateway_died_is_admitted_once(
+        pair: Callable[..., tuple[Gateway, Gateway]], model_server: ScriptedModelServer,
+        database_url: str, chat: str | None) -> None:
+    """The client sends its request again, with its Idempotency-Key, to the gateway still up:
+    it is answered by the run the dead one admitted, resumed there once; no second message."""
+    a, b = pair()
+    hold = threading.Event()
+    model_server.push(Reply(text="never finished", hold=hold))
+    model_server.default = Reply(text="Resumed by the other gateway.")
+    body = {"model": "hearth", "messages": [{"role": "user", "content": "ask across"}]}
+    headers = {"Authorization": f"Bearer {TOKEN}", "Idempotency-Key": str(uuid.uuid4()),
+               **({"X-Hearth-Session": chat} if chat else {})}
+    first = threading.Thread(target=lambda: _lost(a.url, body, headers), daemon=True)
+    first.start()
+    assert model_server.wait_for_requests(1, timeout=10)
+    a.kill()  # kill -9, mid-turn: the client's answer is lost
+    retried = httpx.post(b.url + "/v1/chat/completions", json=body, headers=headers,
+                         timeout=60)
+    hold.set()
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["choices"][0]["message"]["content"] == "Resumed by the other gateway."
+    run_id = retried.headers["x-hearth-run"]
+    if chat:  # (a stateless request's run is forgotten with its chat)
+        assert rows(database_url, "SELECT recovery_attempts FROM runs WHERE run_id = :r",
+                    r=run_id) == [(1,)]
+    asked = [call for call in model_server.requests
+             if call.messages and call.messages[-1].get("content") == "ask across"]
+    assert len(asked) == 2  # A's call, and B's once it resumed the run; never a second turn
+    said = rows(database_url, "SELECT count(*) FROM transcript_events WHERE kind = 'user'")
+    assert said == [(1 if chat else 0,)]  # (the stateless request's chat is forgotten)
+
+
+def _lost(url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+    """A request whose gateway dies before it answers."""
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(url + "/v1/chat/completions", json=body, headers=headers, timeout=30)
 
 
 def test_a_gateway_killed_mid_tool_call_never_has_it_run_again(

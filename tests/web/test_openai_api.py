@@ -601,15 +601,17 @@ def test_a_stream_cut_after_its_first_words_ends_with_an_error_event(
 
 EXAMPLE = '''\
 import os
+import uuid
 
 from openai import OpenAI
 
 client = OpenAI(base_url="http://127.0.0.1:8765/v1", api_key=os.environ["TOKEN"])
 
-# a named chat: Hearth keeps its history, so send only the new message
+# a named chat: Hearth keeps its history, so send only the new message (the key makes the
+# client's retries of this request one message)
 answer = client.chat.completions.create(
     model="hearth", messages=[{"role": "user", "content": "Remember: my tea is black."}],
-    extra_headers={"X-Hearth-Session": "tea"})
+    extra_headers={"X-Hearth-Session": "tea", "Idempotency-Key": str(uuid.uuid4())})
 print(answer.choices[0].message.content, answer.usage.total_tokens)
 
 # stateless, streamed: the messages are the whole context, and nothing is kept

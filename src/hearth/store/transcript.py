@@ -153,6 +153,17 @@ def first_with_key(conn: Connection, idempotency_key: str, since: float) -> Even
     return EventRow.of(row) if row else None
 
 
+def with_key(conn: Connection, idempotency_key: str, since: float) -> EventRow | None:
+    """An event of a chat active since `since` (UNIX seconds) whose idempotency key is
+    `idempotency_key`, wherever it stands in its chat: read through the chats active since
+    then and each one's (chat, key) index, as `first_with_key`."""
+    recent = select(sessions.c.key).where(sessions.c.updated_at >= since)
+    row = conn.execute(_EVENT.where(
+        transcript_events.c.session_key.in_(recent),
+        transcript_events.c.idempotency_key == idempotency_key).limit(1)).first()
+    return EventRow.of(row) if row else None
+
+
 def window(
     conn: Connection, session_key: str, limit: int, before: int | None = None
 ) -> list[EventRow]:

@@ -126,10 +126,9 @@ def admit_in(conn: Connection, session_key: str, text: str, idem: str | None,
             "session_not_found", 404, f"There is no chat named {session_key!r}."
         )
     if idem is not None:
-        kept = transcript.find(conn, session_key, idem)
-        own = steers.run_of(kept) if kept is not None else None  # a steer's own, once taken
-        if kept is not None and own is not None:
-            return again(conn, own, session_key, kept.seq), None
+        repeated = repeat_of(conn, session_key, idem)
+        if repeated is not None:
+            return repeated[0], None
     run_id = run_store.new_run_id()
     queued = run_store.any_active(conn, session_key)
     into = steers.offer_in(conn, session_key) if steer and kind == "chat" else None
@@ -178,6 +177,17 @@ def _held_files(conn: Connection, session_key: str, files: Files) -> list[Attach
                              f"together; a message may send at most "
                              f"{files.max_bytes // (1024 * 1024)} MB.")
     return held
+
+
+def repeat_of(conn: Connection, session_key: str, idem: str
+              ) -> tuple[Admitted, EventRow] | None:
+    """The acknowledgement of the message `idem` names, admitted before in the chat, and that
+    message (None: no such message, or a steer not taken yet)."""
+    kept = transcript.find(conn, session_key, idem)
+    own = steers.run_of(kept) if kept is not None else None  # a steer's own, once taken
+    if kept is None or own is None:
+        return None
+    return again(conn, own, session_key, kept.seq), kept
 
 
 def again(conn: Connection, run_id: str, session_key: str, seq: int) -> Admitted:

@@ -32,6 +32,7 @@ import contextlib
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from hearth.config import Config
 from hearth.engine.delivery.events import Bus, Subscription
-from hearth.engine.intake import admission, mentions
+from hearth.engine.intake import admission, mentions, repeats
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.engine.intake.attachment_desk import AttachmentDesk
 from hearth.engine.snapshot import Snapshot
@@ -130,10 +131,17 @@ class Asked:
     principal: Principal  # who asks: the owner, or an app (whose chats are its own)
     files: tuple[Upload, ...] = ()  # the last message's images and files, sent with it
     response_format: ResponseFormat | None = None  # what the turn's answers must be
+    idempotency_key: str | None = None  # the client's `Idempotency-Key`, as it sent it
 
     @property
     def app(self) -> str | None:
         return self.principal.app
+
+    @property
+    def idem(self) -> str | None:
+        """The key the message is kept under: the client's, scoped to who sent it."""
+        key = self.idempotency_key
+        return None if key is None else repeats.scoped(self.principal, key)
 
     def meta(self, meta: dict[str, Any] | None) -> dict[str, Any] | None:
         """The message's meta with its response format (read by the turn's claim)."""
@@ -202,6 +210,7 @@ class RequestHost(Protocol):
 
     async def send(self, session_key: str, text: str, *, principal: Principal,
                    source_channel: str | None = ..., meta: dict[str, Any] | None = ...,
+                   idempotency_key: str | None = ...,
                    files: tuple[str, ...] = ...) -> Admitted: ...
 
     def dispatch(self, session_key: str) -> None: ...
@@ -272,16 +281,25 @@ async def _begin_named(engine: RequestHost, asked: Asked, name: str) -> Exchange
     opened = await chats.open_chat(engine.db, name=name, agent=target.agent, model=target.model,
                                    origin=SOURCE, choices=engine.choices(),
                                    created_by_app=asked.app)
-    await _run_on(engine, opened.session, target)
     key = opened.session.key  # the name in the asker's own namespace
+    idem = asked.idem
+    if idem is not None:
+        repeated = await engine.db.reading(repeats.in_chat, key, idem, asked.text)
+        if repeated is not None:
+            return Exchange(engine, key, repeated, None, stateless=False)
+    await _run_on(engine, opened.session, target)
     files = await _uploaded(engine, key, asked.files)
     sub = engine.bus.subscribe(key)  # before the run exists: none of its frames is missed
     try:
         admitted = await engine.send(key, asked.text, principal=asked.principal,
-                                     source_channel=SOURCE, files=files, meta=asked.meta(None))
+                                     source_channel=SOURCE, files=files, meta=asked.meta(None),
+                                     idempotency_key=idem)
     except BaseException:
         engine.bus.unsubscribe(sub)
         raise
+    if admitted.duplicate:  # a repeat admitted at the same moment: its frames began before
+        engine.bus.unsubscribe(sub)
+        return Exchange(engine, key, admitted, None, stateless=False)
     return Exchange(engine, key, admitted, sub, stateless=False)
 
 
@@ -303,6 +321,10 @@ async def _begin_stateless(engine: RequestHost, asked: Asked) -> Exchange:
                              "The gateway is stopping and takes no new messages; send it again "
                              "once it is back.")
     admission.validate(asked.text, None, _files_of(asked))
+    if asked.idem is not None:
+        repeated = await engine.db.reading(repeats.anywhere, asked.idem, asked.text)
+        if repeated is not None:
+            return Exchange(engine, repeated.session_key, repeated, None, stateless=True)
     new = chats.checked_new(memory_mode="temporary", agent=asked.target.agent,
                             model=asked.target.model, origin=SOURCE, choices=engine.choices(),
                             created_by_app=asked.app)
@@ -312,6 +334,8 @@ async def _begin_stateless(engine: RequestHost, asked: Asked) -> Exchange:
         admitted = await _admit_with_files(engine, new, asked, mention.meta)
     else:
         admitted = await _seeded(engine, _seed_and_admit, new, asked, mention.meta)
+    if admitted.duplicate:  # a repeat admitted at the same moment, in its own chat
+        return Exchange(engine, admitted.session_key, admitted, None, stateless=True)
     # nothing runs in the new chat before it is dispatched: subscribing now misses nothing
     sub = engine.bus.subscribe(admitted.session_key)
     engine.dispatch(admitted.session_key)
@@ -374,7 +398,12 @@ async def _fetched(engine: RequestHost, upload: Upload) -> bytes:
 def _seed_and_admit(conn: Connection, new: NewChat, asked: Asked,
                     meta: dict[str, Any] | None) -> Admitted:
     """The Temporary chat, the request's earlier messages and its last one admitted (with its
-    run), in one transaction."""
+    run), in one transaction; with an idempotency key already admitted, its run again (the
+    lookup and the admission one step of the one writer)."""
+    if asked.idem is not None:
+        repeated = repeats.anywhere(conn, asked.idem, asked.text)
+        if repeated is not None:
+            return repeated
     return _admit_into(conn, chats.insert_new(conn, new), asked, meta)
 
 
@@ -386,25 +415,32 @@ def _admit_into(conn: Connection, session: SessionRow, asked: Asked,
         kind = "assistant" if said.role == "assistant" else "user"
         transcript.append(conn, session.key, kind, {"text": said.text}, source_channel=SOURCE)
     admitted, _event = admission.admit_in(
-        conn, session.key, asked.text, None, SOURCE, STATELESS_KIND, meta,
+        conn, session.key, asked.text, asked.idem, SOURCE, STATELESS_KIND, meta,
         principal=asked.principal, files=files)
     return admitted
 
 
 _closing: set[asyncio.Task[None]] = set()  # ends of exchanges whose request was cut short
+_following: Counter[str] = Counter()  # chat -> the exchanges here that follow its turn
 
 
 @dataclass(eq=False)
 class Exchange:
-    """One request's turn, from its admission to its reply."""
+    """One request's turn, from its admission to its reply. A repeat (`sub` None: the run
+    was admitted by an earlier request) is followed in the store, its text told whole at
+    its end; a stateless request's chat is forgotten when the last exchange here that
+    follows it closes."""
 
     engine: RequestHost
     key: str
     admitted: Admitted
-    sub: Subscription
+    sub: Subscription | None
     stateless: bool
     emitted: str = ""  # the text handed out as pieces so far
     _closing_task: asyncio.Task[None] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        _following[self.key] += 1
 
     @property
     def run_id(self) -> str:
@@ -422,7 +458,7 @@ class Exchange:
         """The answer's text as it streams, a `Tick` after each `keepalive` seconds without
         any, then the `Reply` (or `TurnFailed`)."""
         follower = _Follower(self.run_id, self.admitted.into)
-        async for frame in self._frames(keepalive):
+        async for frame in self._frames(self.sub, keepalive):
             if frame is None:
                 yield Tick()
                 continue
@@ -442,12 +478,15 @@ class Exchange:
             yield Text(rest)
         yield reply
 
-    async def _frames(self, keepalive: float) -> AsyncIterator[dict[str, Any] | None]:
+    @staticmethod
+    async def _frames(sub: Subscription | None, keepalive: float
+                      ) -> AsyncIterator[dict[str, Any] | None]:
         """The chat's live frames; None after `keepalive` seconds without one. Ends when the
-        bus drops the subscriber (it fell behind) or closes (the gateway stops)."""
-        while True:
+        bus drops the subscriber (it fell behind) or closes (the gateway stops); at once for
+        a repeat, which is not subscribed."""
+        while sub is not None:
             try:
-                frame = await asyncio.wait_for(self.sub.queue.get(), keepalive)
+                frame = await asyncio.wait_for(sub.queue.get(), keepalive)
             except TimeoutError:
                 yield None
                 continue
@@ -509,7 +548,12 @@ class Exchange:
         return self._closing_task
 
     async def _close(self) -> None:
-        self.engine.bus.unsubscribe(self.sub)
+        if self.sub is not None:
+            self.engine.bus.unsubscribe(self.sub)
+        _following[self.key] -= 1
+        if _following[self.key] > 0:
+            return  # another request here follows the same turn: the last one forgets it
+        del _following[self.key]
         if not self.stateless:
             return
         try:

@@ -1,5 +1,6 @@
-"""The OpenAI-compatible API: `POST /v1/chat/completions` (streamed and not) and
-`GET /v1/models` (and `GET /v1/models/{id}`), for OpenAI's clients (the official SDKs, and the tools built on them).
+"""The OpenAI-compatible API: `POST /v1/chat/completions` (streamed and not), `GET /v1/models`
+and `GET /v1/models/{id}`, for OpenAI's clients (the official SDKs, and the tools built on
+them).
 
 This module owns OpenAI's shapes: the request read into what the engine takes
 (`engine.intake.openai_requests.Asked`), the `chat.completion` answer, the `chat.completion.chunk`
@@ -19,7 +20,9 @@ stream waiting (a tool running, a call waiting on the owner) sends an SSE commen
 `KEEPALIVE_SECONDS`, which
 OpenAI's clients skip. An error once the stream has begun is its last event (`data: {"error":
 …}`), which OpenAI's clients raise. A turn that ended without an answer says `x-should-retry:
-false`: the message was admitted, and a client's retry would send it again.
+false`: the message was admitted, and a client's retry would send it again. A request with
+an `Idempotency-Key` header sent again is answered by the run the first one admitted
+(`engine.intake.repeats`), never admitted twice.
 """
 
 from __future__ import annotations
@@ -76,10 +79,11 @@ def _model(name: str) -> dict[str, Any]:
 async def chat_completions(
     body: ChatRequest, engine: EngineDep, principal: PrincipalDep,
     session: Annotated[str | None, Header(alias="X-Hearth-Session")] = None,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response:
     chat, history, text, files = shapes.read(body, session, principal.app)
     asked = Asked(openai_requests.resolve(engine, body.model), chat, history, text, principal,
-                  files, shapes.format_of(body))
+                  files, shapes.format_of(body), shapes.key_of(idempotency_key))
     exchange = await openai_requests.begin(engine, asked)
     headers = {"X-Hearth-Run": exchange.run_id}
     if not exchange.stateless:

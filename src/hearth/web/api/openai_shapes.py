@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -36,6 +37,7 @@ from hearth.sessions.naming import NAME_PATTERN, name_part
 NAME_SENTENCE = ("names a Hearth chat: 1 to 128 letters, digits, '.', '_', ':' or '-', starting "
                  "with a letter or digit")
 FILE_PARTS = ("image_url", "input_audio", "file")
+KEY = re.compile(r"[\x21-\x7e]{1,255}")  # an Idempotency-Key (RFC 9110's visible characters)
 
 
 class ImageURL(BaseModel):
@@ -161,6 +163,21 @@ def format_of(body: ChatRequest) -> ResponseFormat | None:
                       'A json_schema response_format names its schema: "json_schema": '
                       '{"name": …, "schema": {…}}.')
     return ResponseFormat("json_schema", spec.name, spec.schema_, spec.strict, spec.description)
+
+
+def key_of(header: str | None) -> str | None:
+    """The request's `Idempotency-Key` (as a structured-field string, `"…"`, too): 1 to 255
+    visible characters, else 400."""
+    if header is None:
+        return None
+    key = header.strip()
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1]
+    if not KEY.fullmatch(key):
+        raise invalid("Idempotency-Key", "The Idempotency-Key header must be 1 to 255 visible "
+                      "ASCII characters (a UUID, say), one per request and the same on its "
+                      "retries.", "invalid_idempotency_key")
+    return key
 
 
 def _chat_named(header: str | None, user: str | None, app: str | None) -> str | None:
