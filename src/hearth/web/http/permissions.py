@@ -92,7 +92,8 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("PATCH", "/api/jobs/{job_id}"): JOBS, ("DELETE", "/api/jobs/{job_id}"): JOBS,
     ("POST", "/api/jobs/{job_id}/run"): JOBS,
     # the OpenAI-compatible API
-    ("GET", "/v1/models"): SEND, ("POST", "/v1/chat/completions"): SEND,
+    ("GET", "/v1/models"): SEND, ("GET", "/v1/models/{name:path}"): SEND,
+    ("POST", "/v1/chat/completions"): SEND,
     # the owner's alone
     ("GET", "/api/grants"): OWNER, ("DELETE", "/api/grants/{grant_id}"): OWNER,
     ("GET", "/api/export"): OWNER, ("POST", "/api/import"): OWNER,
