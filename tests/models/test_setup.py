@@ -19,6 +19,7 @@ from hearth.models.registry import build_provider
 from hearth.models.types import KeyMissing, Message, ModelRequest
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Gateway
+from tests.support.dashboard import Page
 
 MISSING = ("Model \"gpt\": OPENAI_KEY is not set in the gateway's environment; set it and "
            "restart, or remove the model.")
@@ -132,3 +133,23 @@ def test_a_model_set_up_without_a_key_never_sends_the_environments_key(
     sent = " ".join(call.headers.values())
     assert ENV_KEY not in sent
     assert setup.KEYLESS in sent
+
+
+def test_a_missing_key_ends_each_turn_naming_the_fix_and_never_opens_a_breaker(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    """The chain's one model has no key: every turn, however many, says which variable to set
+    and how, and never that a breaker is open or that sending again would help. Before, the
+    fifth turn read "its breaker is open after 4 failures … send it again"."""
+    only = (f'[[models]]\nid = "gpt"\nbase_url = "{model_server.url}/v1"\n'
+            'api_key_env = "OPENAI_KEY"\nmodel = "gpt-test"\n')
+    gateway = gateway_factory(config=only, model=False)
+    api = gateway.client()
+    key = api.new_chat()
+    for _turn in range(6):
+        run = api.wait(api.send(key, "hello")["run_id"])
+        assert (run["status"], run["ending"]) == ("error", "key_missing"), run
+        assert MISSING in run["sentence"]
+        assert "breaker" not in run["sentence"] and "again" not in run["sentence"], run
+    assert model_server.requests == []
+    shown = Page(gateway).html(key)
+    assert "OPENAI_KEY is not set" in shown and ">Retry</button>" not in shown

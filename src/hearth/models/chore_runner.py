@@ -25,6 +25,7 @@ from hearth.models.spending import OverLimit
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
+    KeyMissing,
     ModelError,
     ModelRequest,
     Provider,
@@ -116,8 +117,8 @@ async def run_chore(
             failures.append(Failure(model_id, f"not called: {over.cap.label()} is reached"))
             continue
         except ModelError as error:
-            if breakers is not None:
-                breakers.failed(model_id)
+            if breakers is not None and not isinstance(error, KeyMissing):
+                breakers.failed(model_id)  # (a missing key is a set-up mistake, not a failure)
             failures.append(Failure(model_id, f"the model call failed ({error.code})"))
             continue
         if breakers is not None:

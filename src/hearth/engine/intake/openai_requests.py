@@ -75,7 +75,7 @@ POLL_SECONDS = 1.0  # how often the store is read when the bus dropped the subsc
 ENDING_STATUS = {
     "no_model": 503, "abandoned": 503, "interrupted": 503, "time_limit": 504,
     "no_progress": 504, "stopped": 409, "stale": 409, "internal_error": 500,
-    "spending_limit": 429,
+    "spending_limit": 429, "key_missing": 503,
 }
 GONE = ("chat_deleted", 409, "The chat was deleted before its turn ended, so there is no reply.")
 

@@ -32,7 +32,7 @@ CODES = frozenset({
     "complete", "no_model", "cut_off", "model_error", "output_cap", "no_answer",
     "model_call_limit", "tool_call_limit", "stale", "interrupted", "abandoned", "stopped",
     "connection_lost", "no_progress", "time_limit", "internal_error", "steered",
-    "store_lost", "spending_limit",
+    "store_lost", "spending_limit", "key_missing",
 })
 OUTCOMES = frozenset(run_store.FINAL)
 
@@ -68,6 +68,12 @@ def cut_off(sentence: str) -> Ending:
 
 def model_error(sentence: str) -> Ending:
     return Ending("model_error", "error", f"The model call failed: {sentence}")
+
+
+def key_missing(sentence: str) -> Ending:
+    """A model whose key is not in the gateway's environment: a set-up mistake, never the
+    model failing (no breaker counts it), so the fix is named and no retry suggested."""
+    return Ending("key_missing", "error", f"Nothing was sent to the model. {sentence}")
 
 
 def output_cap(tokens: int | None) -> Ending:

@@ -39,6 +39,7 @@ from hearth.models.spending import OverLimit
 from hearth.models.types import (
     AnswerCutOff,
     Completed,
+    KeyMissing,
     Message,
     ModelError,
     ModelRequest,
@@ -105,7 +106,9 @@ async def drive(turn: Turn, messages: list[Message]) -> Ending:
             if await _waited_for_rate_limit(turn, error):
                 continue
             await keep_partial(turn, error.code)
-            return await _failed(turn, endings.model_error(error.sentence), error, messages)
+            ending = (endings.key_missing(error.sentence) if isinstance(error, KeyMissing)
+                      else endings.model_error(error.sentence))
+            return await _failed(turn, ending, error, messages)
         if answer.done.tool_calls:
             step = await _tool_step(turn, answer, answer.done.tool_calls)
             if isinstance(step, Ending):

@@ -316,7 +316,8 @@ async def _drive_in_order(deps: TurnDeps, turn: Turn, plan: failover.Plan,
             with answered_by(turn.provider.model_id):  # the model the turn now runs on
                 ending = await loop.drive(turn, messages)
         except failover.ModelFailed as failed:
-            deps.models.breakers.failed(turn.provider.model_id)
+            if failed.ending.code in MODEL_FAILURES:  # a missing key is a set-up mistake
+                deps.models.breakers.failed(turn.provider.model_id)
             plan.failed(turn.provider.model_id, failed.why)
             candidate = plan.next(deps.models, needs_tools)
             if candidate is None:

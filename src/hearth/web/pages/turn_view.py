@@ -22,6 +22,7 @@ from hearth.web.pages.ui import in_local_zone, templates
 Item = dict[str, Any]
 # how the ending a notice row says can be tried again (Retry); a stale message is not shown
 RETRYABLE_OUTCOMES = ("error", "stopped", "abandoned")
+SETUP_ENDINGS = ("key_missing",)  # a set-up mistake: trying again changes nothing, no Retry
 
 
 def card_id(run_id: str | None, call_id: str | None) -> str:
@@ -55,7 +56,7 @@ def item_of(message: dict[str, Any], *, queued: bool = False) -> Item:
     elif item["kind"] == "notice":
         item.update(ending=meta.get("ending"), outcome=meta.get("outcome"))
         item["retry"] = bool(item["ending"] and item["outcome"] in RETRYABLE_OUTCOMES
-                             and message["run_id"])
+                             and item["ending"] not in SETUP_ENDINGS and message["run_id"])
     return item
 
 
