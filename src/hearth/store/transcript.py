@@ -146,21 +146,20 @@ def first_with_key(conn: Connection, idempotency_key: str, since: float) -> Even
     is `idempotency_key`: a chat opened by that message. Read through the chats active since
     then (an index range) and each one's first event (its primary key), so the cost is the
     number of recent chats, whatever the transcripts hold."""
-    recent = select(sessions.c.key).where(sessions.c.updated_at >= since)
-    row = conn.execute(_EVENT.where(
-        transcript_events.c.session_key.in_(recent), transcript_events.c.seq == 1,
-        transcript_events.c.idempotency_key == idempotency_key).limit(1)).first()
-    return EventRow.of(row) if row else None
+    return with_key(conn, idempotency_key, since, first=True)
 
 
-def with_key(conn: Connection, idempotency_key: str, since: float) -> EventRow | None:
-    """An event of a chat active since `since` (UNIX seconds) whose idempotency key is
-    `idempotency_key`, wherever it stands in its chat: read through the chats active since
-    then and each one's (chat, key) index, as `first_with_key`."""
+def with_key(conn: Connection, idempotency_key: str, since: float,
+             first: bool = False) -> EventRow | None:
+    """An event of a chat active since `since` whose idempotency key is `idempotency_key`,
+    wherever it stands in its chat (with `first`, its chat's first event alone): read through
+    the chats active since then and each one's (chat, key) index."""
     recent = select(sessions.c.key).where(sessions.c.updated_at >= since)
-    row = conn.execute(_EVENT.where(
-        transcript_events.c.session_key.in_(recent),
-        transcript_events.c.idempotency_key == idempotency_key).limit(1)).first()
+    found = _EVENT.where(transcript_events.c.session_key.in_(recent),
+                         transcript_events.c.idempotency_key == idempotency_key)
+    if first:
+        found = found.where(transcript_events.c.seq == 1)
+    row = conn.execute(found.limit(1)).first()
     return EventRow.of(row) if row else None
 
 
