@@ -5,6 +5,7 @@ approval survives a restart of the gateway."""
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -113,10 +114,43 @@ def test_a_pending_approval_survives_a_restart_and_the_turn_resumes(
     assert [a["id"] for a in still] == [approval["id"]]
     api.http.post(f"/api/approvals/{approval['id']}", json={"decision": "allow_once"})
     run = api.wait(run_id)
-    assert run["status"] == "complete" and run["recovery_attempts"] == 1
+    assert run["status"] == "complete" and run["recovery_attempts"] == 0  # it only waited
     assert (gateway.home / "workspace" / "after-restart.txt").read_text() == "hello"
     assert len(model_server.requests) == 1  # the call was not asked for again
     assert api.messages(key)[-1]["text"] == "Done, after the restart."
+
+
+@pytest.mark.process_gateway  # stops and kills of a real subprocess
+def test_a_waiting_approval_survives_five_restarts_as_a_wait(
+        gateway_factory: Callable[..., Gateway], model_server: ScriptedModelServer) -> None:
+    """Five restarts (stops and kill -9s, past the recovery budget of 3) while a call waits
+    on the owner: each stop is clean though the grace is ten minutes (nothing runs, so it
+    need not wait), the approval is the same one after each, the run counts no attempt, no
+    notice says the turn was interrupted, and the card says the call waits, not "Running"."""
+    gateway = gateway_factory(config="[gateway]\nshutdown_grace_seconds = 600\n")
+    api = gateway.client()
+    key = api.new_chat(trust="ask")
+    model_server.push(_write("five.txt"))
+    run_id = api.send(key, "write after five restarts")["run_id"]
+    approval = pending_approvals(api)[0]
+    for restart in range(5):
+        if restart % 2:
+            gateway.kill()
+        else:
+            gateway.stop()  # a SIGTERM; a gateway still running 15 s later is killed
+            assert gateway.proc is not None and gateway.proc.returncode == -signal.SIGTERM
+        gateway.start()
+        api = gateway.client()
+        assert [a["id"] for a in pending_approvals(api)] == [approval["id"]]
+    assert api.http.get(f"/api/runs/{run_id}").json()["recovery_attempts"] == 0
+    assert not [m for m in api.messages(key) if m["kind"] == "notice"]
+    page = api.http.get(f"/chats/{key}").text
+    assert "Running…" not in page and "it waits for your answer" in page
+    model_server.push(Reply(text="Written, five restarts later."))
+    api.http.post(f"/api/approvals/{approval['id']}", json={"decision": "allow_once"})
+    assert api.wait(run_id)["status"] == "complete"
+    assert (gateway.home / "workspace" / "five.txt").read_text() == "hello"
+    assert len(model_server.requests) == 2  # the call asked for once, then the answer
 
 
 def test_a_stop_withdraws_a_pending_approval(

@@ -476,7 +476,8 @@ class Engine:
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeper
         if self.lanes is not None:
-            await self.lanes.close(self.config.gateway.shutdown_grace_seconds)
+            await self.lanes.close(self.config.gateway.shutdown_grace_seconds,
+                                   parked=self.active.parked)
         if await self.replica.alone():  # a Temporary chat ends here, unless others serve it
             await deletion.forget_temporary(self, "temporary_ended")
         if self.relay is not None:

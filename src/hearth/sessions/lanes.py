@@ -18,7 +18,9 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 RunNext = Callable[[str], Awaitable[bool | None]]  # ran one | none waits | None: held elsewhere
+Parked = Callable[[], int]  # how many running lanes only wait for the owner's answer
 BUSY_POLL_SECONDS = 2.0
+PARKED_POLL_SECONDS = 0.05  # how often a stop looks again at what still runs
 
 
 class Lanes:
@@ -73,13 +75,20 @@ class Lanes:
         finally:
             self._wakers.pop(session_key, None)
 
-    async def close(self, grace: float = 0.0) -> None:
+    async def close(self, grace: float = 0.0, parked: Parked = lambda: 0) -> None:
         """Take no more runs; let the running ones finish within `grace` seconds, then cancel
-        them (their runs stay in the store, to be resumed)."""
+        them (their runs stay in the store, to be resumed). The grace ends early once every
+        lane still running holds a turn that only waits for the owner (`parked`: how many):
+        waiting longer would change nothing."""
         self._closed = True
         tasks = list(self._drainers.values())
-        if tasks and grace > 0:
-            await asyncio.wait(tasks, timeout=grace)
+        deadline = asyncio.get_running_loop().time() + grace
+        pending = {task for task in tasks if not task.done()}
+        while pending and len(pending) > parked():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            _, pending = await asyncio.wait(pending, timeout=min(left, PARKED_POLL_SECONDS))
         for task in tasks:
             task.cancel()
         for task in tasks:

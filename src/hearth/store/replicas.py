@@ -23,8 +23,10 @@ from sqlalchemy import (
     Connection,
     Float,
     and_,
+    case,
     cast as sql_cast,
     delete,
+    exists,
     func,
     literal,
     or_,
@@ -35,7 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from hearth.store.runs import RESUMABLE
-from hearth.store.schema import leases, replicas, runs, sessions
+from hearth.store.schema import leases, replicas, runs, sessions, tool_calls
 
 
 def clock(conn: Connection) -> ColumnElement[float]:
@@ -101,13 +103,15 @@ class Taken:
 
 def take_back(conn: Connection, me: str, lease: float, budget: int) -> Taken:
     """Take every run left running by a replica that is not live (dead, gone, or never
-    named): one more recovery attempt counted on each, and each requeued within `budget`;
+    named): one more recovery attempt counted on each that the stop interrupted (not on one
+    that only waited for the owner: `_only_waiting`), and each requeued within `budget`;
     the chats' writer claims they held released. Dead replicas' rows are removed."""
     alive = select(replicas.c.id).where(replicas.c.beat_at >= clock(conn) - lease)
     orphaned = or_(runs.c.replica.is_(None), runs.c.replica.not_in(alive))
+    counted = case((_only_waiting(), 0), else_=1)
     taken = conn.execute(
         update(runs).where(runs.c.status == "running", orphaned)
-        .values(recovery_attempts=runs.c.recovery_attempts + 1, replica=literal(me))
+        .values(recovery_attempts=runs.c.recovery_attempts + counted, replica=literal(me))
         .returning(runs.c.run_id, runs.c.session_key, runs.c.kind,
                    runs.c.recovery_attempts)).all()
     if taken:
@@ -123,6 +127,15 @@ def take_back(conn: Connection, me: str, lease: float, budget: int) -> Taken:
         past_budget=[(row.run_id, row.session_key, row.recovery_attempts) for row in taken
                      if row.kind in RESUMABLE and row.recovery_attempts > budget],
         gone=[(row.run_id, row.session_key) for row in taken if row.kind not in RESUMABLE])
+
+
+def _only_waiting() -> ColumnElement[bool]:
+    """A run whose calls wait for the owner's answer and none of which had begun: nothing
+    of it was running, so a restart interrupted nothing (its approvals wait again)."""
+    def calls(status: str) -> ColumnElement[bool]:
+        return exists().where(tool_calls.c.run_id == runs.c.run_id,
+                              tool_calls.c.status == status)
+    return and_(calls("requested"), ~calls("started"))
 
 
 def hold(conn: Connection, name: str, me: str, lease: float) -> bool:

@@ -10,7 +10,9 @@ When a resumed run's turn starts, it settles what the dead process left: a final
 already written ends it as complete (never written twice); a call recorded started but never
 finished is marked `unknown` and NEVER run again (the model is told it may or may not have
 taken effect); a finished call's result stands; the answer that was streaming is kept, marked
-partial; and a notice says the turn was interrupted by a restart and resumed.
+partial; and a notice says the turn was interrupted by a restart and resumed. A run that was
+only waiting for the owner's answer is not counted an attempt and gets no notice: it waits
+again on the same approval, however many restarts pass.
 """
 
 from __future__ import annotations
@@ -58,13 +60,18 @@ async def take_back(db: Database, bus: Bus, me: str, lease: float, budget: int) 
 
 async def resume(turn: Turn) -> Ending | list[ToolCall]:
     """Settle what the dead process left of this run: an ending if nothing is left to do,
-    else the calls still waiting on the owner's answer (the turn runs those first)."""
+    else the calls still waiting on the owner's answer (the turn runs those first). A run
+    the stop found only waiting for the owner was interrupted in nothing: it waits again,
+    and no notice says otherwise."""
     final, run = await turn.db.reading(_final_and_run, turn.session_key, turn.run_id)
     if final is not None:
         return endings.complete()
-    waiting = await answer_open_calls(turn, unknown=UNKNOWN_AFTER_RESTART,
-                                      not_run=NOT_RUN_AFTER_RESTART, keep_requested=True)
+    waiting, settled = await turn.db.writing(_answer_open, turn, UNKNOWN_AFTER_RESTART,
+                                             NOT_RUN_AFTER_RESTART, True)
+    _publish(turn.bus, turn.session_key, settled)
     partial = run.partial_text if run is not None else None
+    if waiting and not settled and not partial:
+        return waiting
     published = await turn.db.writing(_resumed, turn, partial)
     _publish(turn.bus, turn.session_key, published)
     return waiting
@@ -93,22 +100,20 @@ def _resumed(conn: Connection, turn: Turn, partial: str | None) -> list[EventRow
     return published
 
 
-async def answer_open_calls(turn: Turn, *, unknown: str, not_run: str,
-                            keep_requested: bool = False) -> list[ToolCall]:
-    """Give every call of this run that has no result one, from the ledger's word on it.
-
-    A call recorded started and never ended becomes `unknown` and is answered `unknown`; one
-    that finished keeps its recorded result; one the ledger never saw never ran; one waiting
-    on the owner is kept waiting (`keep_requested`, returned) or answered as not run.
-    """
-    waiting, appended = await turn.db.writing(_answer_open, turn, unknown, not_run,
-                                              keep_requested)
+async def answer_open_calls(turn: Turn, *, unknown: str, not_run: str) -> None:
+    """Give every call of this run that has no result one, from the ledger's word on it
+    (a turn ended from outside: a call waiting on the owner is answered as not run)."""
+    _, appended = await turn.db.writing(_answer_open, turn, unknown, not_run, False)
     _publish(turn.bus, turn.session_key, appended)
-    return waiting
 
 
 def _answer_open(conn: Connection, turn: Turn, unknown: str, not_run: str,
                  keep_requested: bool) -> tuple[list[ToolCall], list[EventRow]]:
+    """Every call of the run with no result given one: a call recorded started and never
+    ended becomes `unknown` and is answered `unknown`; one that finished keeps its recorded
+    result; one the ledger never saw never ran; one waiting on the owner is kept waiting
+    (`keep_requested`: returned) or answered as not run. Answers the calls kept waiting and
+    the results appended."""
     waiting: list[ToolCall] = []
     ledger.mark_unknown(conn, turn.run_id, receipt=f"Unknown: {unknown}")
     if not keep_requested:

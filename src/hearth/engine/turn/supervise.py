@@ -46,6 +46,10 @@ class ActiveTurns:
     def running(self) -> int:
         return len(self._turns)
 
+    def parked(self) -> int:
+        """How many of the turns running here only wait for the owner's answer."""
+        return sum(1 for turn, _ in self._turns.values() if turn.parked)
+
     def turn_of(self, session_key: str) -> Turn | None:
         """The chat's turn running in this process, if any (what a message sent now steers)."""
         entry = self._turns.get(session_key)

@@ -46,10 +46,17 @@ class CallScope:
     started: float = field(default_factory=time.monotonic)
     last_progress: float = field(default_factory=time.monotonic)
     tools_running: int = 0  # while a call runs, an unattended turn's idle clock stands still
+    waiting_on_owner: int = 0  # of those, the calls only waiting for the owner's answer
 
     def touch(self) -> None:
         """Something happened: a chunk, a call, a result."""
         self.last_progress = time.monotonic()
+
+    @property
+    def parked(self) -> bool:
+        """Whether all the turn is doing is wait for the owner's answer: nothing of it runs,
+        so a stop need not wait for it (the approval is kept, and the restart waits again)."""
+        return self.waiting_on_owner > 0 and self.tools_running == self.waiting_on_owner
 
     @property
     def limits(self) -> LimitsConfig:

@@ -279,10 +279,16 @@ function notify(body, tag) {
   shown.onclick = () => { window.focus(); shown.close(); };
 }
 
+const WAITS_FOR_YOU = "Not run yet: it waits for your answer.";
+
 function onApproval(frame) {
   if (frame.html && live) notify("A tool call waits for your answer.", "approval");
   const card = document.getElementById(frame.target);
-  if (card) card.querySelector(".approval-slot").replaceChildren(fragment(frame.html));
+  if (card) {
+    card.querySelector(".approval-slot").replaceChildren(fragment(frame.html));
+    const waiting = card.querySelector(".result-slot .waiting");  // asked: nothing runs yet
+    if (waiting) waiting.textContent = frame.html ? WAITS_FOR_YOU : "Running…";
+  }
   refresh("side");  // the chat's "Waiting" and the Approvals count, asked or answered
 }
 

@@ -121,10 +121,12 @@ async def _ask_owner(turn: CallScope, position: int, call: ToolCall, effect: str
     if row.status == "pending":
         turn.desk.announce(row)
     turn.tools_running += 1  # waiting on the owner stops an unattended turn's idle clock
+    turn.waiting_on_owner += 1
     try:
         answered = await turn.desk.wait(row.id)
     finally:
         turn.tools_running -= 1
+        turn.waiting_on_owner -= 1
         turn.touch()
     if answered.status == "allowed":
         await _audit(turn, call, "allowed", "owner", answered.decision or "allowed", effect)
