@@ -81,6 +81,8 @@ def test_allow_once_on_the_card_runs_the_call(
         shot: Callable[[Page, str], Path]) -> None:
     page = signed_in(gateway)
     _approval_turn(gateway, model_server, page)
+    waiting = page.locator(".card .result-slot .waiting")  # asked, live: nothing runs yet
+    expect(waiting).to_have_text("Not run yet: it waits for your answer.")
     shot(page, "chat-approval")
     page.get_by_role("button", name="Allow once").click()
     expect(page.locator(".card .receipt")).to_contain_text("Wrote")
