@@ -168,6 +168,10 @@ class LimitsConfig(_Section):
     max_model_calls_per_turn: int = Field(50, ge=1)
     max_tool_calls_per_turn: int = Field(200, ge=0)
     recovery_attempts: int = Field(3, ge=0)
+    # background model calls (titles, learning, summaries): at most so many an hour, and so
+    # many for what one turn sets off (engine.background.budget); 0: no bound
+    background_calls_per_hour: int = Field(60, ge=0)
+    background_calls_per_turn: int = Field(4, ge=0)
     history_messages: int = Field(200, ge=2)
     shell_timeout_seconds: float = Field(60.0, gt=0)
     turn_timeout_seconds: float = Field(0.0, ge=0)  # 0: a turn runs until it is done

@@ -386,7 +386,8 @@ def test_an_idle_summary_no_model_could_write_is_owed_and_written_later(
     async def body() -> None:
         engine = _engine(tmp_path, server, replace(FAST, first_pause=1.0, longest_pause=1.0))
         engine.chores.register(idle_summaries.KIND,
-                               idle_summaries.doer(lambda: engine.deps, idle_seconds=0))
+                               idle_summaries.doer(lambda: engine.deps, engine.chores.budget,
+                                                   idle_seconds=0))
         await engine.start()
         try:
             key = await _new_chat(engine)
@@ -485,8 +486,10 @@ def test_a_chore_no_model_ever_does_is_given_up_after_its_counted_tries(
     server.chore_replies["title"] = Reply(text="")  # a model answers, never with a title
 
     async def body() -> None:
-        pace = replace(FAST, first_pause=0.3, longest_pause=0.3, most_attempts=3)
-        engine = _engine(tmp_path, server, pace)
+        pace = replace(FAST, first_pause=0.3, longest_pause=0.3, most_attempts=3,
+                       most_unusable=10)  # the fewer of the two bounds an unusable chore
+        config = _config(server.openai_base_url, background_calls_per_turn=0)  # no turn bound
+        engine = _engine(tmp_path, server, pace, config)
         await engine.start()
         try:
             key = await _new_chat(engine)

@@ -172,7 +172,8 @@ def test_learning_no_model_can_do_is_owed_once_per_chat_and_asks_no_more(
             assert [r.model for r in _learned(server)] == ["bg1-model", "bg2-model"]
             server.chore_replies["learning"] = Reply(text='{"items": []}')
             engine.chores.pace = Pace(first_pause=0.0, longest_pause=0.0, tick=0.05)
-            await engine.db.writing(owed_store.put_back, owed[0].id, attempts=1, next_at=0.0)
+            await engine.db.writing(owed_store.put_back, owed[0].id, attempts=1, next_at=0.0,
+                                   reason=None)
             assert await engine.chores.retry_due() == 1
             await engine.chores.settled()
             last = _learned(server)[-1]

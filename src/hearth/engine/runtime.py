@@ -101,8 +101,10 @@ class Engine:
         self.bus.tap_own(self.observer.heard)
         self.desk = ApprovalDesk(db, self.bus)
         self.chores = Chores(db, lambda: self.deps.models, self.memory,
-                             learning_settings=lambda: self.config.learning)
-        self.chores.register(idle_summaries.KIND, idle_summaries.doer(lambda: self.deps))
+                             learning_settings=lambda: self.config.learning,
+                             limits=lambda: self.config.limits)
+        self.chores.register(idle_summaries.KIND,
+                             idle_summaries.doer(lambda: self.deps, self.chores.budget))
         self.placement = placement(config.tools.sandbox, config.tools.network,
                                    config.tools.elevated,
                                    tuple(str(p) for p in hidden_from_tools))

@@ -26,7 +26,14 @@ from typing import Any
 from sqlalchemy import Connection
 
 from hearth.memory.service import Memory
-from hearth.models.chore_runner import BreakerGate, Failure, Owed, WrongAnswer, run_chore
+from hearth.models.chore_runner import (
+    Allowance,
+    BreakerGate,
+    Failure,
+    Owed,
+    WrongAnswer,
+    run_chore,
+)
 from hearth.models.types import Message, ModelRequest, Provider
 from hearth.privacy.modes import keeps_memory, mode_of
 from hearth.privacy.scope import as_work_of
@@ -64,13 +71,18 @@ _FENCE = re.compile(r"^```(?:json)?[ \t]*\n?(.*?)\n?```$", re.DOTALL | re.IGNORE
 @dataclass(frozen=True)
 class Learned:
     """What one learning pass did: how many items it wrote (`written` new, `known` already
-    kept and said again), or why it wrote none (`why_none`). `failed` is the model failing (a
-    wrong answer or a failed call), which the audit log records."""
+    kept and said again), or why it wrote none (`why_none`). `owed` is the models failing (a
+    wrong answer, a failed call, the background budget spent), each failure of which the
+    audit log records: the caller owes the chore."""
 
     written: int = 0
     known: int = 0
     why_none: str | None = None
-    failed: bool = False
+    owed: Owed | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.owed is not None
 
 
 @dataclass(frozen=True)
@@ -119,23 +131,24 @@ async def learn_from(
     run_id: str | None,
     exchanges: Sequence[Exchange],
     breakers: BreakerGate | None = None,
+    allowance: Allowance | None = None,
 ) -> Learned:
     """Ask the models of `chain` (each once, in order, until one answers in the shape asked
     for) what the exchanges taught, and keep it, filed under `session_key` (`run_id`: the
-    latest exchange's run, for the audit log). `failed` when none could: the caller owes the
-    chore."""
+    latest exchange's run, for the audit log; each call taken from `allowance`, the
+    background budget). `owed` when none could: the caller owes the chore."""
     mode = mode_of(recorded_mode)
     if not keeps_memory(mode):
         return Learned(why_none=f"This chat is {mode.value}: restricted chats never learn.")
     with as_work_of(session_key, recorded_mode):
         outcome = await run_chore(
             KIND, chain, lambda _provider: request_of(exchanges), parse_proposals,
-            breakers=breakers)
+            breakers=breakers, allowance=allowance)
         for failure in outcome.failures:
             await _failed(db, failure, session_key, run_id)
         if isinstance(outcome, Owed):
             reasons = "; ".join(f.reason for f in outcome.failures) or "no model to ask"
-            return Learned(why_none=f"Learning wrote nothing: {reasons}.", failed=True)
+            return Learned(why_none=f"Learning wrote nothing: {reasons}.", owed=outcome)
         if not outcome.value:
             return Learned(why_none="The model found nothing in these exchanges worth keeping.")
         return await _keep(memory, db, outcome.model_id, session_key, run_id, outcome.value)

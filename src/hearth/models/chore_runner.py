@@ -1,15 +1,17 @@
 """The chore runner: one background model call walked down a chain, with a validator.
 
 Owns how a chore (a chat's title, after-turn learning, a summary) asks its chain (the
-background chain, the chat chain when that is empty: `background_chain`): each model once, in
-order, through the guard, each sent the chore's own request and nothing of any other
-chore. The chore says how to read an answer (`validate`, raising `WrongAnswer`); an empty
-answer, one in the wrong shape, one stopped at the output cap, a tool call instead of an
-answer, a failed call and an open breaker are each that model failing, and the next model
-answers. When none could, the chore is `Owed` (the caller keeps it to try again later). Each
-failure is named by model with a reason in a few words, never the answer's text. Each call is
-recorded and priced by the guard under the chore's kind (its purpose); a call that failed or
-an answer that arrived is told to the breakers when the caller gives them.
+background chain; the chat chain's first model alone when that is empty:
+`background_chain`): each model once, in order, through the guard, each call first taken
+from the background budget (`Allowance`), each sent the chore's own request and nothing of
+any other chore. The chore says how to read an answer (`validate`, raising `WrongAnswer`);
+an empty answer, one in the wrong shape, one stopped at the output cap, a tool call instead
+of an answer, a failed call and an open breaker are each that model failing, and the next
+model answers. When none could, the chore is `Owed` (the caller keeps it to try again
+later). Each failure is named by model with a reason in a few words, never the answer's
+text. Each call is recorded and priced by the guard under the chore's kind (its purpose); a
+call that failed or an answer that arrived is told to the breakers when the caller gives
+them.
 """
 
 from __future__ import annotations
@@ -53,11 +55,31 @@ class BreakerGate(Protocol):
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A call the background budget did not let go: why (`sentence`, a few words) and which
+    bound (`how`: "budget", the hour's; "turn_budget", the turn's)."""
+
+    sentence: str
+    how: str
+
+
+class Allowance(Protocol):
+    """What the runner asks of the background budget (`engine.background.budget`) before
+    each call: None to go ahead (the call is counted), or why not."""
+
+    def take(self) -> Refused | None: ...
+
+
+@dataclass(frozen=True)
 class Failure:
-    """One model failing the chore, and why."""
+    """One model failing the chore, and why: `reason` in a few words, `how` its kind
+    (`failed`: the call failed or was not sent; `unusable`: the model answered, but not
+    what the chore asked for; `budget`, `turn_budget`: the background budget refused the
+    call, for the hour or for the turn it follows)."""
 
     model_id: str
     reason: str
+    how: str = "failed"
 
 
 @dataclass(frozen=True)
@@ -84,12 +106,29 @@ class Owed:
         said = "; ".join(f"{f.model_id}: {f.reason}" for f in self.failures)
         return f"No model of its chain could do the {self.kind} chore ({said})."
 
+    @property
+    def unusable(self) -> bool:
+        """Every model asked answered, and none usably: asking again is likely to give the
+        same, so the chore is not tried for long."""
+        return bool(self.failures) and all(f.how == "unusable" for f in self.failures)
+
+    @property
+    def over_budget(self) -> bool:
+        """The hourly background budget stopped it: no model's fault, tried once it has
+        room."""
+        return any(f.how == "budget" for f in self.failures)
+
+    @property
+    def turn_spent(self) -> bool:
+        """The turn it follows has had its background calls: it is not tried again for it."""
+        return any(f.how == "turn_budget" for f in self.failures)
+
 
 REFUSED = ("refusal", "content_filter")  # finish reasons that are no answer
 
 
 def background_chain(registry: ModelRegistry) -> list[Provider]:
-    """The background chain's models, in order (the chat chain's when it is empty), each built
+    """The background chain's models, in order (the chat chain's first when it is empty), each built
     if it was not yet: building an SDK client blocks (its import, an HTTP client with its TLS
     context), so call this in a worker thread (`asyncio.to_thread`), never on the loop."""
     chain = [registry.provider(model_id) for model_id in registry.chain("background")]
@@ -103,14 +142,20 @@ async def run_chore(
     validate: Callable[[str], T],
     *,
     breakers: BreakerGate | None = None,
+    allowance: Allowance | None = None,
 ) -> Done[T] | Owed:
-    """Ask each model of `chain` once, in order, until one's answer passes `validate`."""
+    """Ask each model of `chain` once, in order, until one's answer passes `validate`; each
+    call first taken from `allowance` (a refusal stops the chain: no model is asked)."""
     failures: list[Failure] = []
     for provider in chain:
         model_id = provider.model_id
         if breakers is not None and not breakers.allows(model_id):
             failures.append(Failure(model_id, "its breaker is open"))
             continue
+        refused = allowance.take() if allowance is not None else None
+        if refused is not None:
+            failures.append(Failure(model_id, refused.sentence, how=refused.how))
+            break
         try:
             said = await _ask(kind, provider, build_request(provider))
         except OverLimit as over:  # not sent: the model did not fail (its breaker is left)
@@ -126,7 +171,7 @@ async def run_chore(
         try:
             value = validate(_answer_of(said))
         except WrongAnswer as wrong:
-            failures.append(Failure(model_id, str(wrong)))
+            failures.append(Failure(model_id, str(wrong), how="unusable"))
             continue
         _log_failures(kind, failures, answered_by=model_id)
         return Done(value, model_id, tuple(failures))

@@ -200,7 +200,7 @@ class ModelRegistry:
         self.chat_chain = known or [m for m in self._configs if m not in hearers]
         self._chains = {axis: [m for m in chains.get(axis) or [] if m in self._configs]
                         for axis in (*AXES, *OWN_USES)}
-        self.background_chain = self.chain("background")  # chores run on it; else on chat's
+        self.background_chain = self.chain("background")  # chores run on it; else chat's first
         self.breakers = breakers or Breakers()
         self.breakers.configure(config.limits.breaker_failures,
                                 config.limits.breaker_pause_seconds)
@@ -240,8 +240,13 @@ class ModelRegistry:
             return self._provider(model_id)
 
     def chain(self, axis: str) -> list[str]:
-        """The chain of a use case (`AXES`): its own, else the chat chain."""
-        return list(self._chains.get(axis) or self.chat_chain)
+        """The chain of a use case (`AXES`): its own, else the chat chain; background work
+        with no chain of its own runs on the chat chain's first model alone, never failing
+        over onto a model the owner did not put there for it (a priced fallback)."""
+        own = self._chains.get(axis)
+        if own:
+            return list(own)
+        return self.chat_chain[:1] if axis == "background" else list(self.chat_chain)
 
     def own_chain(self, axis: str) -> list[str]:
         """The chain set up for `axis` alone (a use no chat model stands in for, such as
@@ -300,7 +305,7 @@ class ModelRegistry:
 
     def for_background(self) -> Provider | None:
         """The provider background chores run on first: the background chain's head (an empty
-        background chain is the chat chain); None only when no model is set up."""
+        background chain is the chat chain's first model); None only when no model is set up."""
         with self._lock:
             return self._provider(self.background_chain[0] if self.background_chain else None)
 

@@ -54,3 +54,11 @@ def insert_call(conn: Connection, row: CallRow) -> None:
     if row.outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {row.outcome!r}")
     conn.execute(insert(model_calls).values(**asdict(row), day=day_of(row.created_at)))
+
+
+def made_since(conn: Connection, since: float, purposes: tuple[str, ...]) -> list[float]:
+    """When each call for one of `purposes` was made since `since` (a row of several calls,
+    the earlier days' carried totals, counts as its calls, at its time)."""
+    rows = conn.execute(select(model_calls.c.created_at, model_calls.c.calls).where(
+        model_calls.c.created_at > since, model_calls.c.purpose.in_(purposes)))
+    return [float(at) for at, calls in rows for _ in range(max(1, int(calls or 1)))]

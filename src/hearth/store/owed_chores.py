@@ -28,27 +28,30 @@ class OwedRow:
     attempts: int
     next_at: float
     created_at: float
+    reason: str | None = None  # why no model could do it at its last try
 
     @classmethod
     def of(cls, row: Any) -> OwedRow:
         return cls(id=row.id, kind=row.kind, session_key=row.session_key, run_id=row.run_id,
-                   attempts=row.attempts, next_at=row.next_at, created_at=row.created_at)
+                   attempts=row.attempts, next_at=row.next_at, created_at=row.created_at,
+                   reason=row.reason)
 
 
 def owe(conn: Connection, kind: str, session_key: str, run_id: str | None, *,
-        attempts: int, next_at: float) -> OwedRow:
-    """Owe this chore (tried `attempts` times so far) from `next_at`; one owed already is
-    kept, with its tries and next try updated."""
+        attempts: int, next_at: float, reason: str | None = None) -> OwedRow:
+    """Owe this chore (tried `attempts` times so far) from `next_at`, `reason` saying why;
+    one owed already is kept, with its tries, next try and reason updated."""
     kept = _find(conn, kind, session_key, run_id)
     if kept is not None:
         conn.execute(update(owed_chores).where(owed_chores.c.id == kept.id)
-                     .values(attempts=max(kept.attempts, attempts), next_at=next_at))
+                     .values(attempts=max(kept.attempts, attempts), next_at=next_at,
+                             reason=reason))
         found = get(conn, kept.id)
         assert found is not None
         return found
     made = conn.execute(owed_chores.insert().values(
         kind=kind, session_key=session_key, run_id=run_id, attempts=attempts, next_at=next_at,
-        created_at=now()))
+        created_at=now(), reason=reason))
     key = made.inserted_primary_key
     assert key is not None
     row = get(conn, int(key[0]))
@@ -99,11 +102,13 @@ def soonest(conn: Connection, kinds: tuple[str, ...]) -> float | None:
     return None if at is None else float(at)
 
 
-def put_back(conn: Connection, owed_id: int, *, attempts: int, next_at: float) -> bool:
-    """Set the chore's tries and next try as given (a try that never reached a model is not
-    counted); False when it is no longer owed."""
+def put_back(conn: Connection, owed_id: int, *, attempts: int, next_at: float,
+             reason: str | None) -> bool:
+    """Set the chore's tries, next try and why it is still owed, as given (a try that never
+    reached a model is not counted); False when it is no longer owed."""
     return conn.execute(update(owed_chores).where(owed_chores.c.id == owed_id)
-                        .values(attempts=max(0, attempts), next_at=next_at)).rowcount == 1
+                        .values(attempts=max(0, attempts), next_at=next_at,
+                                reason=reason)).rowcount == 1
 
 
 def claim(conn: Connection, owed_id: int, next_at: float) -> OwedRow | None:

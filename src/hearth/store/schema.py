@@ -278,6 +278,7 @@ owed_chores = Table(
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("next_at", Float, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("reason", Text),  # why no model could do it at its last try, in a sentence
     Index("ix_owed_chores_due", "next_at"),
     Index("ix_owed_chores_session", "session_key"),
     sqlite_autoincrement=True,

@@ -24,7 +24,11 @@ is tried while every model of the chain is resting (its breaker open), and a cho
 because every model was resting is tried again, uncounted, as soon as one may be called
 (closed, or its pause over so a probe may go). A chore a model could be asked for and failed
 waits a pause that doubles with each try (`Pace`), and is given up after `Pace.most_attempts`
-counted tries or `Pace.keep_for` seconds, saying so in the log. The loop sleeps until the next
+counted tries (`Pace.most_unusable` when every model answered it unusably: asking again gives
+the same) or `Pace.keep_for` seconds, saying so in the log. Every call is taken from the
+background budget (`engine.background.budget`, this object's `budget`): one the hour's budget
+refused is owed uncounted until it has room; one its turn's budget refused is not owed (that
+turn has had its calls). An owed chore keeps the sentence saying why (the desk shows it). The loop sleeps until the next
 chore falls due or a breaker's pause ends (a newly owed chore wakes it), never longer than
 `Pace.tick`, and tries the due ones one at a time, so a chain that fails again stops the pass.
 A try re-reads the chat first: one deleted, restricted, or (for a title) titled since owes
@@ -47,9 +51,10 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from hearth.config import LearningConfig
+from hearth.config import LearningConfig, LimitsConfig
 from hearth.engine.access.principals import owners_own
-from hearth.engine.background import titles
+from hearth.engine.background import budget, titles
+from hearth.engine.background.budget import BackgroundBudget
 from hearth.memory import learning
 from hearth.memory.service import Memory
 from hearth.models.chore_runner import Owed, background_chain
@@ -58,6 +63,7 @@ from hearth.models.types import Provider
 from hearth.privacy.modes import keeps_memory, mode_of, restricted
 from hearth.store import (
     learned as learned_store,
+    model_calls,
     owed_chores as owed_store,
     runs as run_store,
     sessions as session_store,
@@ -80,7 +86,8 @@ class Outcome(Enum):
     MOOT = "moot"  # nothing to do (the chat is gone, restricted, titled; no chain)
 
 
-Doer = Callable[[str, str | None], Awaitable[Outcome]]  # (chat, run) → what came of it
+Tried = Outcome | Owed  # what came of a try: an Owed is OWED, saying why
+Doer = Callable[[str, str | None], Awaitable[Tried]]  # (chat, run) → what came of it
 
 
 @dataclass
@@ -90,6 +97,8 @@ class Pace:
     first_pause: float = 60.0  # seconds before the first retry; doubled after each try
     longest_pause: float = 3600.0
     most_attempts: int = 20  # counted tries in all, the first included; then it is given up
+    most_unusable: int = 2  # of a chore whose every answer was unusable: asking again gives
+    # the same answer, so it is given up sooner
     keep_for: float = 7 * 24 * 3600.0  # owed longer than this, it is given up
     tick: float = 60.0  # the longest the loop sleeps before it looks again
     batch: int = 8  # chores tried in one pass, at most
@@ -98,9 +107,11 @@ class Pace:
         """The pause after the `attempts`-th try."""
         return min(self.longest_pause, self.first_pause * 2 ** max(0, attempts - 1))
 
-    def gives_up(self, row: OwedRow, at: float) -> bool:
-        """Is a chore owed since `row.created_at` and tried `row.attempts` times given up?"""
-        return row.attempts >= self.most_attempts or at - row.created_at > self.keep_for
+    def gives_up(self, row: OwedRow, at: float, unusable: bool = False) -> bool:
+        """Is a chore owed since `row.created_at` and tried `row.attempts` times given up
+        (`unusable`: its last try's answers all were)?"""
+        most = min(self.most_unusable, self.most_attempts) if unusable else self.most_attempts
+        return row.attempts >= most or at - row.created_at > self.keep_for
 
 
 @dataclass(frozen=True)
@@ -136,8 +147,10 @@ class Unlearned:
 class Chores:
     def __init__(self, db: Database, models: Callable[[], ModelRegistry],
                  memory: Memory, pace: Pace | None = None,
-                 learning_settings: Callable[[], LearningConfig] = LearningConfig) -> None:
+                 learning_settings: Callable[[], LearningConfig] = LearningConfig,
+                 limits: Callable[[], LimitsConfig] = LimitsConfig) -> None:
         self._db = db
+        self.budget = BackgroundBudget(limits)  # every chore's calls are taken from it
         self._registry = models  # the engine's current one: a chore reads it when it starts
         self._memory = memory
         self.pace = pace or Pace()
@@ -200,8 +213,9 @@ class Chores:
     async def _pass(self, key: str) -> None:
         """A pass of its own (not a retry): none while the chat is owed one already."""
         if not await self._db.reading(owed_store.is_owed, key, learning.KIND):
-            if await self._learn(key, None) is Outcome.OWED:
-                await self.owe(learning.KIND, key, None)
+            tried = await self._learn(key, None)
+            if isinstance(tried, Owed):
+                await self.owe(learning.KIND, key, None, tried)
         if key in self._again:  # asked for while this one ran: it may have read too early
             self._again.discard(key)
             self._start(learning.KIND, key, self._pass(key))
@@ -211,21 +225,38 @@ class Chores:
     async def _first(self, kind: str, key: str, run: RunRow) -> None:
         if kind == titles.KIND and await self._db.reading(owed_store.is_owed, key, kind):
             return  # a title owed already is tried by the retry loop, from its own exchange
-        if await self._doers[kind](key, run.run_id) is Outcome.OWED:
-            await self.owe(kind, key, run.run_id)
+        tried = await self._doers[kind](key, run.run_id)
+        if isinstance(tried, Owed):
+            await self.owe(kind, key, run.run_id, tried)
 
-    async def owe(self, kind: str, key: str, run_id: str | None) -> None:
-        """Keep a chore no model could do, to be tried again: as soon as a model may be
-        called when every one was resting (uncounted), else after the first pause."""
-        resting = self._ready_in() > 0
+    async def owe(self, kind: str, key: str, run_id: str | None,
+                  owed: Owed | None = None) -> None:
+        """Keep a chore no model could do (`owed` says why), to be tried again: as soon as a
+        model may be called when every one was resting or the hourly budget was spent
+        (uncounted), else after the first pause. One its turn's budget refused is not kept:
+        that turn has had its calls (the chat's next turn asks again)."""
+        if owed is not None and owed.turn_spent:
+            log.info("the %s chore of chat %s is not owed: %s", kind, key, owed.sentence())
+            return
+        uncounted = self._uncounted_wait(owed)
         at = time.time()
-        await self._db.writing(owed_store.owe, kind, key, run_id, attempts=0 if resting else 1,
-                               next_at=at if resting else at + self.pace.pause(1))
+        await self._db.writing(
+            owed_store.owe, kind, key, run_id, attempts=0 if uncounted is not None else 1,
+            next_at=at + (uncounted if uncounted is not None else self.pace.pause(1)),
+            reason=owed.sentence() if owed is not None else None)
         self._wake.set()
+
+    def _uncounted_wait(self, owed: Owed | None) -> float | None:
+        """When a try that `owed` ended is not counted (no model was asked: every one was
+        resting, or the hourly budget was spent), the pause before the next (the loop waits
+        for `_ready_in` too); else None."""
+        if self._ready_in() > 0 or (owed is not None and owed.over_budget):
+            return 0.0  # the loop looks again once a breaker's pause ends, the budget has room
+        return None
 
     # ------------------------------------------------------------------ the chores
 
-    async def _title(self, key: str, run_id: str | None) -> Outcome:
+    async def _title(self, key: str, run_id: str | None) -> Tried:
         said = await self._db.reading(_exchange, key, run_id)
         chain = await self._chain()
         if (said.chat is None or restricted(mode_of(said.chat.memory_mode))
@@ -233,10 +264,11 @@ class Chores:
             return Outcome.MOOT
         outcome = await titles.title_chat(
             self._db, chain, session_key=key, recorded_mode=said.chat.memory_mode,
-            question=said.question, answer=said.answer, breakers=self._registry().breakers)
-        return Outcome.OWED if isinstance(outcome, Owed) else Outcome.DONE
+            question=said.question, answer=said.answer, breakers=self._registry().breakers,
+            allowance=self.budget.for_turn(run_id))
+        return outcome if isinstance(outcome, Owed) else Outcome.DONE
 
-    async def _learn(self, key: str, run_id: str | None) -> Outcome:
+    async def _learn(self, key: str, run_id: str | None) -> Tried:
         """Learn from every exchange of the chat past its cursor, a batch at a time, moving
         the cursor past each batch once what it taught is kept."""
         del run_id  # a pass (an owed one too) reads every exchange past the cursor
@@ -254,12 +286,13 @@ class Chores:
                 learned = await learning.learn_from(
                     self._memory, chain, db=self._db, session_key=key,
                     recorded_mode=batch.chat.memory_mode, run_id=batch.runs[-1].run_id,
-                    exchanges=said, breakers=self._registry().breakers)
+                    exchanges=said, breakers=self._registry().breakers,
+                    allowance=self.budget.for_turn(batch.runs[-1].run_id))
                 log.info("learning for a chat: %d exchanges, %d written, %d known%s",
                          len(said), learned.written, learned.known,
                          " (no model could; it is owed)" if learned.failed else "")
-                if learned.failed:
-                    return Outcome.OWED
+                if learned.owed is not None:
+                    return learned.owed
             if not await self._db.writing(learned_store.advance, key, batch.cursor, batch.upto):
                 return outcome  # another pass moved it meanwhile: it read these
             outcome = Outcome.DONE
@@ -272,10 +305,12 @@ class Chores:
         return await asyncio.to_thread(background_chain, self._registry())
 
     def _ready_in(self) -> float:
-        """Seconds until a model of the chain may be called (0: now, or no chain at all)."""
+        """Seconds until a model of the chain may be called (0: now, or no chain at all):
+        until one's breaker lets a call go, and the hourly budget has room for it."""
         registry = self._registry()
         chain = registry.chain("background")
-        return min((registry.breakers.ready_in(m) for m in chain), default=0.0)
+        resting = min((registry.breakers.ready_in(m) for m in chain), default=0.0)
+        return max(resting, self.budget.ready_in())
 
     # ------------------------------------------------------------------ owed chores
 
@@ -284,6 +319,9 @@ class Chores:
         learning from the exchanges a previous process had not learned from, once each chat
         is idle."""
         if self._loop is None:
+            hour_ago = time.time() - budget.HOUR  # a restart does not reset the hour's count
+            self.budget.seed(await self._db.reading(
+                model_calls.made_since, hour_ago, tuple(self._doers)))  # each kind's purpose
             self._wake = asyncio.Event()  # of this loop
             self._loop = asyncio.create_task(self._retry_forever(), name="chores:owed")
             idle, now = self._settings().idle_seconds, time.time()
@@ -331,19 +369,20 @@ class Chores:
                                          time.time() + self.pace.pause(row.attempts + 1))
         if claimed is None:
             return  # done meanwhile, or its chat deleted
-        outcome = await self._doers[row.kind](row.session_key, row.run_id)
-        if outcome is not Outcome.OWED:
+        tried = await self._doers[row.kind](row.session_key, row.run_id)
+        if not isinstance(tried, Owed) or tried.turn_spent:
             await self._db.writing(owed_store.settle, row.id)
             return
-        resting = self._ready_in() > 0  # every model resting: this try is not counted
-        counted = replace(claimed, attempts=claimed.attempts - resting)
-        if self.pace.gives_up(counted, time.time()):
-            log.warning("the %s chore of chat %s is given up after %d tries", row.kind,
-                        row.session_key, counted.attempts)
+        uncounted = self._uncounted_wait(tried)  # no model was asked: not counted
+        counted = replace(claimed, attempts=claimed.attempts - (uncounted is not None))
+        if self.pace.gives_up(counted, time.time(), unusable=tried.unusable):
+            log.warning("the %s chore of chat %s is given up after %d tries: %s", row.kind,
+                        row.session_key, counted.attempts, tried.sentence())
             await self._db.writing(owed_store.settle, row.id)
-        elif resting:  # tried again as soon as a model may be called
-            await self._db.writing(owed_store.put_back, row.id, attempts=counted.attempts,
-                                   next_at=time.time())
+            return
+        wait = uncounted if uncounted is not None else self.pace.pause(counted.attempts)
+        await self._db.writing(owed_store.put_back, row.id, attempts=counted.attempts,
+                               next_at=time.time() + wait, reason=tried.sentence())
 
     # ------------------------------------------------------------------ tasks
 

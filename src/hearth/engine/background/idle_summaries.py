@@ -4,7 +4,8 @@ A chat left alone a while (`IDLE_SECONDS`) that holds many events past its newes
 summarized: its opening and its latest turns (about `KEEP_TOKENS` worth) stay word for word,
 the turns before them are folded into a derived record (`store.summaries`, kind "idle"),
 through the same compaction as a turn's (`engine.turn.compaction`): a chore of its own that walks
-the background chain (the chat chain when that is empty) with the summary's validator, under
+the background chain (the chat chain's first model when that is empty), within the background
+budget (`engine.background.budget`), with the summary's validator, under
 the chat's work scope. The transcript is untouched and the chat shows no notice: nothing of
 it changed. Its next turn reads the summary instead of those turns while it still describes
 them; once one of them changes (a rewind, an edit, a deletion) the record is stale and the
@@ -27,11 +28,12 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.engine.background.budget import BackgroundBudget
 from hearth.engine.background.chores import Chores, Doer, Outcome
 from hearth.engine.turn import context
 from hearth.engine.turn.compaction.fold import Budget, Compactor
 from hearth.engine.turn.runner import TurnDeps
-from hearth.models.chore_runner import background_chain
+from hearth.models.chore_runner import Allowance, Owed, background_chain
 from hearth.models.types import Provider
 from hearth.privacy.modes import keeps_memory, mode_of
 from hearth.privacy.scope import as_work_of
@@ -57,19 +59,21 @@ async def sweep(deps: TurnDeps, chores: Chores | None = None, *,
     keys = await deps.db.reading(summaries.idle_chats, time.time() - idle_seconds,
                                  unsummarized)
     done = 0
+    allowance = chores.budget.for_turn(None) if chores is not None else None
     for key in keys:
-        outcome = await summarize(deps, key, idle_seconds=idle_seconds)
+        outcome = await summarize(deps, key, idle_seconds=idle_seconds, allowance=allowance)
         if outcome is Outcome.DONE:
             done += 1
-        elif outcome is Outcome.OWED and chores is not None:
-            await chores.owe(KIND, key, None)
+        elif isinstance(outcome, Owed) and chores is not None:
+            await chores.owe(KIND, key, None, outcome)
     return done
 
 
-async def summarize(deps: TurnDeps, key: str, *,
-                    idle_seconds: float = IDLE_SECONDS) -> Outcome:
-    """Fold chat `key`'s oldest turns into an idle summary: DONE, OWED (no model could write
-    it), or MOOT (the chat is gone, restricted, busy, not idle, nothing to fold, no model)."""
+async def summarize(deps: TurnDeps, key: str, *, idle_seconds: float = IDLE_SECONDS,
+                    allowance: Allowance | None = None) -> Outcome | Owed:
+    """Fold chat `key`'s oldest turns into an idle summary: DONE, Owed (no model could write
+    it, and why), or MOOT (the chat is gone, restricted, busy, not idle, nothing to fold, no
+    model); each call taken from `allowance`, the background budget."""
     chat = await deps.db.reading(session_store.get, key)
     if (chat is None or not keeps_memory(mode_of(chat.memory_mode))
             or chat.writer_run_id is not None or chat.updated_at > time.time() - idle_seconds):
@@ -78,23 +82,26 @@ async def summarize(deps: TurnDeps, key: str, *,
     if not chain:
         return Outcome.MOOT
     compactor = _compactor(deps, key, chain)
+    compactor.allowance = allowance
     with as_work_of(key, chat.memory_mode):
         await context.build(deps.db, None, system_prompt="", compactor=compactor, force=WHY,
                             history_messages=deps.config.limits.history_messages)
     deps.context.drop(key)  # its next turn reads the chat with the new summary
     if compactor.owed is not None:
-        return Outcome.OWED
+        return compactor.owed
     if not compactor.done:
         return Outcome.MOOT
     log.info("idle summary for a chat: %d events folded", compactor.done[-1].events)
     return Outcome.DONE
 
 
-def doer(deps: Deps, idle_seconds: float = IDLE_SECONDS) -> Doer:
+def doer(deps: Deps, budget: BackgroundBudget,
+         idle_seconds: float = IDLE_SECONDS) -> Doer:
     """What the chores' loop runs to try an owed idle summary again."""
-    async def again(key: str, run_id: str | None) -> Outcome:
+    async def again(key: str, run_id: str | None) -> Outcome | Owed:
         del run_id  # an idle summary is of the chat, not of a turn
-        return await summarize(deps(), key, idle_seconds=idle_seconds)
+        return await summarize(deps(), key, idle_seconds=idle_seconds,
+                               allowance=budget.for_turn(None))
     return again
 
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hearth.models.chore_runner import BreakerGate, Done, Owed, WrongAnswer, run_chore
+from hearth.models.chore_runner import (
+    Allowance,
+    BreakerGate,
+    Done,
+    Owed,
+    WrongAnswer,
+    run_chore,
+)
 from hearth.models.types import Message, ModelRequest, Provider
 from hearth.privacy.scope import as_work_of
 from hearth.sessions.chats import ChatError, checked_text
@@ -69,12 +76,14 @@ async def title_chat(
     question: str,
     answer: str,
     breakers: BreakerGate | None = None,
+    allowance: Allowance | None = None,
 ) -> Done[str] | Owed:
     """Ask the chain for the chat's title and write it if the chat is still untitled;
-    `Done` (its `value` the title asked for, written or not) or `Owed`."""
+    `Done` (its `value` the title asked for, written or not) or `Owed`. Each call is taken
+    from `allowance` (the background budget)."""
     with as_work_of(session_key, recorded_mode):
         outcome = await run_chore(KIND, chain, lambda _provider: request(question, answer),
-                                  read_title, breakers=breakers)
+                                  read_title, breakers=breakers, allowance=allowance)
     if isinstance(outcome, Done):
         await db.writing(session_store.title_if_untitled, session_key, outcome.value)
     return outcome

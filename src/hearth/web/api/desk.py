@@ -41,7 +41,8 @@ def delivery_view(item: DeskDelivery) -> dict[str, Any]:
 def chore_view(item: DeskChore) -> dict[str, Any]:
     row = item.row
     return {"id": row.id, "kind": row.kind, "chat": {"key": row.session_key, "name": item.chat},
-            "run_id": row.run_id, "attempts": row.attempts, "next_at": iso(row.next_at),
+            "run_id": row.run_id, "why": row.reason, "attempts": row.attempts,
+            "next_at": iso(row.next_at),
             "created_at": iso(row.created_at), "running": item.running,
             "needs_owner": item.needs_owner}
 

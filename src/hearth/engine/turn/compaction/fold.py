@@ -36,7 +36,7 @@ from typing import Any
 
 from hearth.config import ModelConfig
 from hearth.engine.views import sent_files, sent_text
-from hearth.models.chore_runner import BreakerGate, Done, Owed, WrongAnswer, run_chore
+from hearth.models.chore_runner import Allowance, BreakerGate, Done, Owed, WrongAnswer, run_chore
 from hearth.models.types import (
     Message,
     ModelError,
@@ -174,6 +174,7 @@ class Compactor:
     breakers: BreakerGate | None = None  # told of each call (none for a restricted chat's)
     owes: bool = False  # a summary no model could write folds nothing (the idle chore's)
     owed: Owed | None = None  # why the last summary could not be written, when it could not
+    allowance: Allowance | None = None  # the background budget (the idle chore's)
 
     async def fold(self, *, previous: Folded | None, head_through: int,
                    events: list[EventRow], before_chars: int, why: str) -> Folded | None:
@@ -229,7 +230,7 @@ class Compactor:
 
         outcome = await run_chore("summary" if self.kind == "idle" else "compaction",
                                   self.chain, request, lambda said: read_summary(said, words),
-                                  breakers=self.breakers)
+                                  breakers=self.breakers, allowance=self.allowance)
         self.owed = outcome if isinstance(outcome, Owed) else None
         return outcome
 
