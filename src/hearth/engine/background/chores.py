@@ -29,8 +29,8 @@ the same) or `Pace.keep_for` seconds, saying so in the log. Every call is taken 
 background budget (`engine.background.budget`, this object's `budget`): one the hour's budget
 refused is owed uncounted until it has room; one its turn's budget refused is not owed (that
 turn has had its calls). An owed chore keeps the sentence saying why (the desk shows it).
-The loop sleeps until the next chore falls due or a breaker's pause ends (a newly owed chore wakes it), never longer than
-`Pace.tick`, and tries the due ones one at a time, so a chain that fails again stops the pass.
+The loop sleeps until the next chore falls due or a breaker's pause ends (a newly owed chore
+wakes it), never longer than `Pace.tick`, and tries the due ones one at a time, so a chain that fails again stops the pass.
 A try re-reads the chat first: one deleted, restricted, or (for a title) titled since owes
 nothing more. Deleting a chat cancels its chores and drops those it is owed (`cancel_for`). A
 chore still running when the gateway stops is cancelled; it wrote nothing it had not
