@@ -17,24 +17,24 @@ nothing of it reaches a background model. Other kinds register their doer (`regi
 idle summaries, `engine.background.idle_summaries`) and owe through `owe`.
 
 A chore no model could do is owed (`store.owed_chores`, so the list survives a restart), once
-per chat and kind (a chat owed learning starts no pass of its own until the owed one is done: it
-reads every exchange past the cursor), and
-tried again by one loop that runs from `start` to `close`. It follows the breakers: nothing
-is tried while every model of the chain is resting (its breaker open), and a chore that failed
-because every model was resting is tried again, uncounted, as soon as one may be called
-(closed, or its pause over so a probe may go). A chore a model could be asked for and failed
-waits a pause that doubles with each try (`Pace`), and is given up after `Pace.most_attempts`
-counted tries (`Pace.most_unusable` when every model answered it unusably: asking again gives
-the same) or `Pace.keep_for` seconds, saying so in the log. Every call is taken from the
-background budget (`engine.background.budget`, this object's `budget`): one the hour's budget
-refused is owed uncounted until it has room; one its turn's budget refused is not owed (that
-turn has had its calls). An owed chore keeps the sentence saying why (the desk shows it).
-The loop sleeps until the next chore falls due or a breaker's pause ends (a newly owed chore
-wakes it), never longer than `Pace.tick`, and tries the due ones one at a time, so a chain that fails again stops the pass.
-A try re-reads the chat first: one deleted, restricted, or (for a title) titled since owes
-nothing more. Deleting a chat cancels its chores and drops those it is owed (`cancel_for`). A
-chore still running when the gateway stops is cancelled; it wrote nothing it had not
-finished, and one owed stays owed.
+per chat and kind (a chat owed learning starts no pass of its own until the owed one is done:
+it reads every exchange past the cursor), and tried again by one loop that runs from `start`
+to `close`. It follows the breakers: nothing is tried while every model of the chain is
+resting (its breaker open), and a chore that failed because every model was resting is tried
+again, uncounted, as soon as one may be called (closed, or its pause over so a probe may go).
+A chore a model could be asked for and failed waits a pause that doubles with each try
+(`Pace`), and is given up after `Pace.most_attempts` counted tries (`Pace.most_unusable` when
+every model answered it unusably: asking again gives the same) or `Pace.keep_for` seconds,
+saying so in the log. Every call is taken from the background budget
+(`engine.background.budget`, this object's `budget`): one the hour's budget refused is owed
+uncounted until it has room; one its turn's budget refused is not owed (that turn has had its
+calls). An owed chore keeps the sentence saying why (the desk shows it). The loop sleeps until
+the next chore falls due or a breaker's pause ends (a newly owed chore wakes it), never longer
+than `Pace.tick`, and tries the due ones one at a time, so a chain that fails again stops the
+pass. A try re-reads the chat first: one deleted, restricted, or (for a title) titled since
+owes nothing more. Deleting a chat cancels its chores and drops those it is owed
+(`cancel_for`). A chore still running when the gateway stops is cancelled; it wrote nothing it
+had not finished, and one owed stays owed.
 """
 
 from __future__ import annotations
