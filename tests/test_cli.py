@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -113,6 +115,41 @@ def test_chat_without_a_gateway_exits_3_saying_how_to_start_it(home: Path) -> No
     assert "hearth gateway" in done.stderr
     assert "127.0.0.1:9" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_chat_with_no_gateway_at_its_port_names_the_url_hearth_port_and_url_option(
+        home: Path) -> None:
+    """Without --url the chat goes to HEARTH_PORT's port; nothing there: the sentence says
+    which address it tried and the two ways to point it elsewhere."""
+    port = free_port()  # nothing listens there
+    done = hearth("chat", "-m", "x", home=home, extra_env={"HEARTH_PORT": str(port)})
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    said = " ".join(done.stderr.split())
+    assert f"Cannot reach the Hearth gateway at http://127.0.0.1:{port} " in said, said
+    assert "set HEARTH_PORT to that port" in said and "give it with --url" in said, said
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["status"], ["jobs", "list"], ["apps", "list"],
+                                     ["export", "--all", "--out", "-"]])
+def test_every_client_command_says_the_same_when_no_gateway_answers(
+        home: Path, command: list[str]) -> None:
+    port = free_port()
+    done = hearth(*command, home=home, extra_env={"HEARTH_PORT": str(port)})
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    said = " ".join(done.stderr.split())
+    assert f"Cannot reach the Hearth gateway at http://127.0.0.1:{port} " in said, said
+    assert "HEARTH_PORT" in said and "--url" in said, said
+
+
+def test_a_gateway_listening_on_every_address_is_called_at_this_machines(home: Path) -> None:
+    """`host = "0.0.0.0"` is where the gateway listens, not an address to call."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[gateway]\nhost = "0.0.0.0"\n', encoding="utf-8")
+    port = free_port()
+    done = hearth("status", home=home, extra_env={"HEARTH_PORT": str(port)})
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert f"http://127.0.0.1:{port}" in done.stderr, done.stderr
 
 
 def test_the_repl_answers_each_line_until_exit(
@@ -245,6 +282,49 @@ def test_verbose_logs_the_libraries_too(home: Path) -> None:
     proc, _port = start_gateway(home, "--verbose")
     lines = output_until(proc, "Hearth is serving")
     assert [line for line in lines if "alembic.runtime.migration" in line], lines
+
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="`make run` needs make")
+
+
+def make_run(*args: str) -> list[str]:
+    """`make run ARGS` in the clone, its install taken as done (`-o`: the tests' own venv is
+    installed), with the `hearth` of the venv running the tests."""
+    return ["make", "-s", "-o", ".venv/.installed", "run", f"BIN={Path(sys.executable).parent}",
+            *args]
+
+
+@needs_make
+def test_make_run_without_port_starts_the_gateway_as_before() -> None:
+    planned = subprocess.run([*make_run(), "-n"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    assert planned[-1] == f"{Path(sys.executable).parent}/hearth gateway"
+
+
+@needs_make
+def test_make_run_port_serves_on_that_port(home: Path) -> None:
+    write_config(home, None)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_", "MAKE"))}
+    env.update({"HEARTH_HOME": str(home), "HEARTH_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1",
+                "HEARTH_OLLAMA_URL": "http://127.0.0.1:9"})
+    proc = subprocess.Popen(make_run(f"PORT={port}"), cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # make and the gateway: one group to stop
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("Hearth is serving"):
+                break
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert f"Hearth is serving on http://127.0.0.1:{port} — open it and sign in with the " \
+           "token `hearth token` prints." in lines, lines
 
 
 def test_a_busy_port_is_one_sentence_naming_the_setting(home: Path) -> None:

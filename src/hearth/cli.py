@@ -278,22 +278,30 @@ def restore(
                "prints its new token.")
 
 
+_URL = typer.Option(metavar="URL", help="The gateway's address (default: host and port in "
+                    "config.toml, or HEARTH_HOST and HEARTH_PORT)")
+
+
+def _gateway(url: str | None) -> tuple[str, str]:
+    """The address and token of the gateway a client command talks to: `--url`, else where
+    the configuration says this machine's gateway listens."""
+    home, config = _load()
+    return url or _address(config.gateway.host, config.gateway.port), home.token() or ""
+
+
 @app.command(cls=HearthCommand)
 def chat(
     message: Annotated[str | None, typer.Option(
         "-m", "--message", metavar="TEXT", help="Send one message, print the answer, exit")] = None,
     session: Annotated[str | None, typer.Option(
         "--session", metavar="KEY", help="Continue this chat (its last messages first)")] = None,
-    url: Annotated[str | None, typer.Option(
-        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Talk to the agent: a prompt that streams answers and asks approvals, or one message
     with -m. At the prompt /help lists the commands; Ctrl-C stops a turn, Ctrl-D leaves."""
     from hearth.client.chat import run
 
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run(base, home.token() or "", session, message))
+    raise typer.Exit(run(*_gateway(url), session, message))
 
 
 @app.command("export", cls=HearthCommand)
@@ -305,8 +313,7 @@ def export_chats(
     out: Annotated[str | None, typer.Option(
         "--out", metavar="FILE", help="Write here (- for standard output; default: a file "
         "named after the chat, or hearth-export-DATE.jsonl, in this folder)")] = None,
-    url: Annotated[str | None, typer.Option(
-        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Export a chat, or every kept chat, as JSON Lines (each with its variants), to import
     with `hearth import`."""
@@ -315,24 +322,19 @@ def export_chats(
     if (key is None) == (not every):
         typer.echo("Name one chat to export, or --all for every kept chat.", err=True)
         raise typer.Exit(2)
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run_export(base, home.token() or "", key, out))
+    raise typer.Exit(run_export(*_gateway(url), key, out))
 
 
 @app.command("import", cls=HearthCommand)
 def import_chats(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A file `hearth export` wrote")],
-    url: Annotated[str | None, typer.Option(
-        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Import chats from a JSON Lines export, each as a new chat (a kept chat is never
     overwritten). A file with a line that cannot be imported is refused whole."""
     from hearth.client.transfer import run_import
 
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run_import(base, home.token() or "", file))
+    raise typer.Exit(run_import(*_gateway(url), file))
 
 
 @tools_app.command("explain", cls=HearthCommand)
@@ -370,23 +372,15 @@ def tools_explain(
 def mcp(
     session: Annotated[str, typer.Option(
         "--session", metavar="KEY", help="The chat whose tools to serve")],
-    url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Serve Hearth's tools over MCP stdio to an agent CLI, each call run as the chat."""
     from hearth.client.mcp import run
 
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run(base, home.token() or "", session))
+    raise typer.Exit(run(*_gateway(url), session))
 
 
-_URL = typer.Option(metavar="URL", help="The gateway's address (default: from the configuration)")
 _JOB = typer.Argument(metavar="ID", help="The job's number (see `hearth jobs list`)")
-
-
-def _gateway(url: str | None) -> tuple[str, str]:
-    home, config = _load()
-    return url or f"http://{config.gateway.host}:{config.gateway.port}", home.token() or ""
 
 
 @app.command("status", cls=HearthCommand)
