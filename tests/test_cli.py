@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import segno
 import typer
 from typer.testing import CliRunner
 
@@ -62,6 +63,52 @@ def test_hearth_token_makes_a_private_token(home: Path) -> None:
     assert len(token) >= 32
     assert (home / "token").read_text().strip() == token
     assert stat.S_IMODE((home / "token").stat().st_mode) == 0o600
+
+
+HALF_BLOCKS = {" ": (False, False), "\u2580": (True, False), "\u2584": (False, True),
+               "\u2588": (True, True)}  # a character: its (top, bottom) modules, light or not
+
+
+def light_modules(lines: list[str]) -> list[list[bool]]:
+    """The modules a QR code drawn in half blocks shows, row by row (light: True)."""
+    rows: list[list[bool]] = []
+    for line in lines:
+        pairs = [HALF_BLOCKS[char] for char in line]
+        rows += [[top for top, _ in pairs], [bottom for _, bottom in pairs]]
+    return rows
+
+
+def test_token_link_prints_the_token_a_link_and_its_qr_code(home: Path) -> None:
+    done = hearth("token", "--link", "--url", "http://192.168.1.20:8765/", home=home)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == TOKEN  # the token first, alone on its line, as without --link
+    (link,) = [line for line in lines if "/signin/link/" in line]
+    assert re.fullmatch(r"http://192\.168\.1\.20:8765/signin/link/[A-Za-z0-9_-]{22}", link)
+    drawn = [line for line in lines if line and set(line) <= set(HALF_BLOCKS)]
+    expected = [[not dark for dark in row]
+                for row in segno.make(link, error="m").matrix_iter(scale=1, border=4)]
+    assert light_modules(drawn)[:len(expected)] == expected  # the code of that very link
+    assert "\x1b[" not in done.stdout  # no colours where the output is not a terminal
+    assert "own address" not in done.stdout
+
+
+def test_token_link_on_this_machines_address_says_a_phone_cannot_open_it(home: Path) -> None:
+    done = hearth("token", "--link", home=home, extra_env={"HEARTH_PORT": "9123"})
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "http://127.0.0.1:9123/signin/link/" in said
+    assert "127.0.0.1 is this machine's own address: a phone cannot open it" in said
+    assert "--url http://192.168.1.20:9123" in said
+
+
+@pytest.mark.parametrize("args", [["--url", "http://192.168.1.20:8765"],
+                                  ["--link", "--url", "ftp://192.168.1.20"],
+                                  ["--link", "--url", "http://host:port"]])
+def test_token_refuses_a_url_it_cannot_use_printing_nothing(home: Path, args: list[str]) -> None:
+    done = hearth("token", *args, home=home)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert "--url" in done.stderr
 
 
 def test_chat_m_prints_the_streamed_answer(
