@@ -342,10 +342,17 @@ def make_run(*args: str) -> list[str]:
             *args]
 
 
+def make_env() -> dict[str, str]:
+    """This process's environment less what would change what make does (a PORT of the
+    shell's, a calling make's flags) or what the gateway reads."""
+    return {k: v for k, v in os.environ.items() if k != "PORT" and not k.startswith(
+        ("HEARTH_", "OPENAI_", "ANTHROPIC_", "MAKE"))}
+
+
 @needs_make
 def test_make_run_without_port_starts_the_gateway_as_before() -> None:
-    planned = subprocess.run([*make_run(), "-n"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.splitlines()
+    planned = subprocess.run([*make_run(), "-n"], cwd=ROOT, env=make_env(), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
     assert planned[-1] == f"{Path(sys.executable).parent}/hearth gateway"
 
 
@@ -353,10 +360,8 @@ def test_make_run_without_port_starts_the_gateway_as_before() -> None:
 def test_make_run_port_serves_on_that_port(home: Path) -> None:
     write_config(home, None)
     port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_", "MAKE"))}
-    env.update({"HEARTH_HOME": str(home), "HEARTH_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1",
-                "HEARTH_OLLAMA_URL": "http://127.0.0.1:9"})
+    env = {**make_env(), "HEARTH_HOME": str(home), "HEARTH_TOKEN": TOKEN,
+           "PYTHONUNBUFFERED": "1", "HEARTH_OLLAMA_URL": "http://127.0.0.1:9"}
     proc = subprocess.Popen(make_run(f"PORT={port}"), cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)  # make and the gateway: one group to stop
