@@ -1,4 +1,5 @@
 # Two commands on a fresh machine: `make run` (install + start the gateway), `make test`.
+# `make run PORT=9000` starts it on another port (default: config.toml's, or HEARTH_PORT).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -26,7 +27,7 @@ install: $(STAMP)
 install-dev: $(DEV_STAMP)
 
 run: install
-	$(BIN)/hearth gateway
+	$(BIN)/hearth gateway$(if $(PORT), --port $(PORT))
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench

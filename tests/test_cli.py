@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import segno
 import typer
 from typer.testing import CliRunner
 
@@ -60,6 +63,52 @@ def test_hearth_token_makes_a_private_token(home: Path) -> None:
     assert len(token) >= 32
     assert (home / "token").read_text().strip() == token
     assert stat.S_IMODE((home / "token").stat().st_mode) == 0o600
+
+
+HALF_BLOCKS = {" ": (False, False), "\u2580": (True, False), "\u2584": (False, True),
+               "\u2588": (True, True)}  # a character: its (top, bottom) modules, light or not
+
+
+def light_modules(lines: list[str]) -> list[list[bool]]:
+    """The modules a QR code drawn in half blocks shows, row by row (light: True)."""
+    rows: list[list[bool]] = []
+    for line in lines:
+        pairs = [HALF_BLOCKS[char] for char in line]
+        rows += [[top for top, _ in pairs], [bottom for _, bottom in pairs]]
+    return rows
+
+
+def test_token_link_prints_the_token_a_link_and_its_qr_code(home: Path) -> None:
+    done = hearth("token", "--link", "--url", "http://192.168.1.20:8765/", home=home)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == TOKEN  # the token first, alone on its line, as without --link
+    (link,) = [line for line in lines if "/signin/link/" in line]
+    assert re.fullmatch(r"http://192\.168\.1\.20:8765/signin/link/[A-Za-z0-9_-]{22}", link)
+    drawn = [line for line in lines if line and set(line) <= set(HALF_BLOCKS)]
+    expected = [[not dark for dark in row]
+                for row in segno.make(link, error="m").matrix_iter(scale=1, border=4)]
+    assert light_modules(drawn)[:len(expected)] == expected  # the code of that very link
+    assert "\x1b[" not in done.stdout  # no colours where the output is not a terminal
+    assert "own address" not in done.stdout
+
+
+def test_token_link_on_this_machines_address_says_a_phone_cannot_open_it(home: Path) -> None:
+    done = hearth("token", "--link", home=home, extra_env={"HEARTH_PORT": "9123"})
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "http://127.0.0.1:9123/signin/link/" in said
+    assert "127.0.0.1 is this machine's own address: a phone cannot open it" in said
+    assert "--url http://192.168.1.20:9123" in said
+
+
+@pytest.mark.parametrize("args", [["--url", "http://192.168.1.20:8765"],
+                                  ["--link", "--url", "ftp://192.168.1.20"],
+                                  ["--link", "--url", "http://host:port"]])
+def test_token_refuses_a_url_it_cannot_use_printing_nothing(home: Path, args: list[str]) -> None:
+    done = hearth("token", *args, home=home)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert "--url" in done.stderr
 
 
 def test_chat_m_prints_the_streamed_answer(
@@ -113,6 +162,41 @@ def test_chat_without_a_gateway_exits_3_saying_how_to_start_it(home: Path) -> No
     assert "hearth gateway" in done.stderr
     assert "127.0.0.1:9" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_chat_with_no_gateway_at_its_port_names_the_url_hearth_port_and_url_option(
+        home: Path) -> None:
+    """Without --url the chat goes to HEARTH_PORT's port; nothing there: the sentence says
+    which address it tried and the two ways to point it elsewhere."""
+    port = free_port()  # nothing listens there
+    done = hearth("chat", "-m", "x", home=home, extra_env={"HEARTH_PORT": str(port)})
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    said = " ".join(done.stderr.split())
+    assert f"Cannot reach the Hearth gateway at http://127.0.0.1:{port} " in said, said
+    assert "set HEARTH_PORT to that port" in said and "give it with --url" in said, said
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["status"], ["jobs", "list"], ["apps", "list"],
+                                     ["export", "--all", "--out", "-"]])
+def test_every_client_command_says_the_same_when_no_gateway_answers(
+        home: Path, command: list[str]) -> None:
+    port = free_port()
+    done = hearth(*command, home=home, extra_env={"HEARTH_PORT": str(port)})
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    said = " ".join(done.stderr.split())
+    assert f"Cannot reach the Hearth gateway at http://127.0.0.1:{port} " in said, said
+    assert "HEARTH_PORT" in said and "--url" in said, said
+
+
+def test_a_gateway_listening_on_every_address_is_called_at_this_machines(home: Path) -> None:
+    """`host = "0.0.0.0"` is where the gateway listens, not an address to call."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[gateway]\nhost = "0.0.0.0"\n', encoding="utf-8")
+    port = free_port()
+    done = hearth("status", home=home, extra_env={"HEARTH_PORT": str(port)})
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert f"http://127.0.0.1:{port}" in done.stderr, done.stderr
 
 
 def test_the_repl_answers_each_line_until_exit(
@@ -245,6 +329,54 @@ def test_verbose_logs_the_libraries_too(home: Path) -> None:
     proc, _port = start_gateway(home, "--verbose")
     lines = output_until(proc, "Hearth is serving")
     assert [line for line in lines if "alembic.runtime.migration" in line], lines
+
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="`make run` needs make")
+
+
+def make_run(*args: str) -> list[str]:
+    """`make run ARGS` in the clone, its install taken as done (`-o`: the tests' own venv is
+    installed), with the `hearth` of the venv running the tests."""
+    return ["make", "-s", "-o", ".venv/.installed", "run", f"BIN={Path(sys.executable).parent}",
+            *args]
+
+
+def make_env() -> dict[str, str]:
+    """This process's environment less what would change what make does (a PORT of the
+    shell's, a calling make's flags) or what the gateway reads."""
+    return {k: v for k, v in os.environ.items() if k != "PORT" and not k.startswith(
+        ("HEARTH_", "OPENAI_", "ANTHROPIC_", "MAKE"))}
+
+
+@needs_make
+def test_make_run_without_port_starts_the_gateway_as_before() -> None:
+    planned = subprocess.run([*make_run(), "-n"], cwd=ROOT, env=make_env(), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    assert planned[-1] == f"{Path(sys.executable).parent}/hearth gateway"
+
+
+@needs_make
+def test_make_run_port_serves_on_that_port(home: Path) -> None:
+    write_config(home, None)
+    port = free_port()
+    env = {**make_env(), "HEARTH_HOME": str(home), "HEARTH_TOKEN": TOKEN,
+           "PYTHONUNBUFFERED": "1", "HEARTH_OLLAMA_URL": "http://127.0.0.1:9"}
+    proc = subprocess.Popen(make_run(f"PORT={port}"), cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # make and the gateway: one group to stop
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("Hearth is serving"):
+                break
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert f"Hearth is serving on http://127.0.0.1:{port} — open it and sign in with the " \
+           "token `hearth token` prints." in lines, lines
 
 
 def test_a_busy_port_is_one_sentence_naming_the_setting(home: Path) -> None:

@@ -5,10 +5,12 @@ and every curl example in README.md runs as written against a real gateway.
 The examples run in the order the README gives them, each through `bash -c` in the clone's
 folder, against a gateway started as a fresh `make run` leaves one: its token in the token file
 of its home (no `HEARTH_TOKEN`), read by the README's own `TOKEN=$(.venv/bin/hearth token)`.
-Two things differ from a reader's shell, both stated here: the gateway listens on a free port,
-so the README's address (`README_URL`) is replaced by it; and curl reads a config file of this
-test's (`CURL_HOME`) that reports each answer's status on stderr and caps the time a command
-may take (a live event stream, `curl -N`, is ended after a moment). A variable the README asks
+The gateway listens on a free port, given to the examples' shell as `HEARTH_PORT` (as a reader
+who started the gateway with it has it): the README's own `PORT=${HEARTH_PORT:-8765}` reads it,
+and every curl example calls `http://127.0.0.1:$PORT` (`README_URL`), none a port of its own.
+One thing differs from a reader's shell: curl reads a config file of this test's (`CURL_HOME`)
+that reports each answer's status on stderr and caps the time a command may take (a live event
+stream, `curl -N`, is ended after a moment). A variable the README asks
 the reader to fill from an earlier answer (`CAPTURED`) is filled the same way here.
 """
 
@@ -31,7 +33,8 @@ from tests.inprocess import InProcessGateway
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-README_URL = "http://127.0.0.1:8765"  # where the README's examples say the gateway is
+README_URL = "http://127.0.0.1:$PORT"  # where the README's examples say the gateway is
+SHELL_HAS = ("PWD", "HOME", "HEARTH_PORT")  # variables a reader's shell has before any example
 SHELL_LANGUAGES = {"sh", "bash", "console", "shell"}
 STREAM_SECONDS = 2  # how long a `curl -N` example (a live event stream) is read
 COMMAND_SECONDS = 20
@@ -333,13 +336,13 @@ def test_every_curl_example_says_its_body_is_json_and_carries_the_token() -> Non
 
 
 def test_positive_control_a_form_encoded_example_is_flagged() -> None:
-    planted = ("```sh\ncurl -s -X POST http://127.0.0.1:8765/api/sessions \\\n"
+    planted = (f"```sh\ncurl -s -X POST {README_URL}/api/sessions \\\n"
                "  -H \"Authorization: Bearer $TOKEN\" -d '{}'\n"
                "curl -s http://localhost:8765/api/jobs\n```\n```text\ncurl -s x\n```\n")
     assert static_problems(planted) == [
         "a curl example in a ```text block",
         "sends a body without -H 'Content-Type: application/json': "
-        "curl -s -X POST http://127.0.0.1:8765/api/sessions \\",
+        f"curl -s -X POST {README_URL}/api/sessions \\",
         'calls the API without -H "Authorization: Bearer $TOKEN": '
         "curl -s http://localhost:8765/api/jobs",
         f"does not call the gateway at {README_URL}: curl -s http://localhost:8765/api/jobs",
@@ -359,13 +362,14 @@ class Runner:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("HEARTH_", "OPENAI_", "ANTHROPIC_", "CURL_"))}
         env["HEARTH_HOME"] = str(self.gateway.home)  # the gateway's home, as a reader's is
+        env["HEARTH_PORT"] = str(self.gateway.port)  # and its port, as the reader set it
         env["CURL_HOME"] = str(self.curl_home / ("stream" if streams else "plain"))
         return {**env, **self.values}
 
     def run(self, command: Command) -> list[str]:
         """Run one command; what went wrong with it (nothing: [])."""
         missing = sorted(v for v in command.variables
-                         if v not in self.values and v not in ("PWD", "HOME"))
+                         if v not in self.values and v not in SHELL_HAS)
         if missing:
             return [f"uses ${', $'.join(missing)}, which nothing before it sets: {command.text}"]
         if command.assigns and not command.is_curl:
@@ -386,8 +390,7 @@ class Runner:
         return []
 
     def _curl(self, command: Command) -> list[str]:
-        text = command.text.replace(README_URL, self.gateway.url)
-        done = subprocess.run(["bash", "-c", text], cwd=ROOT, env=self.env(command.streams),
+        done = subprocess.run(["bash", "-c", command.text], cwd=ROOT, env=self.env(command.streams),
                               capture_output=True, text=True, timeout=COMMAND_SECONDS + 5)
         statuses = re.findall(r"^HEARTH-STATUS (\d{3})$", done.stderr, re.M)
         said = command.text.splitlines()[0]
@@ -451,14 +454,15 @@ def test_the_readme_curl_examples_run_as_written(runner: Runner) -> None:
     problems = [p for command in commands for p in runner.run(command)]
     assert problems == []
     assert "TOKEN" in runner.values and set(CAPTURED) <= set(runner.values)
+    assert runner.values["PORT"] == str(runner.gateway.port)  # the README's PORT, from HEARTH_PORT
 
 
 @needs_curl
 def test_positive_control_the_runner_flags_examples_that_fail(runner: Runner) -> None:
     """A form-encoded body (no Content-Type) answers 422, a wrong status said is caught, an
     unset variable is caught: each is reported, none passes."""
-    token = Command("TOKEN=$(.venv/bin/hearth token)")
-    assert runner.run(token) == []
+    port, token = Command("PORT=${HEARTH_PORT:-8765}"), Command("TOKEN=$(.venv/bin/hearth token)")
+    assert runner.run(port) == [] and runner.run(token) == []
     form = Command(f"curl -s -X POST {README_URL}/api/sessions "
                    "-H \"Authorization: Bearer $TOKEN\" -d '{\"name\": \"x\"}'")
     wrong = Command(f'curl -s -H "Authorization: Bearer $TOKEN" {README_URL}/api/jobs'

@@ -206,6 +206,8 @@ def test_each_key_shape_is_masked_and_the_words_around_it_kept(secret: str) -> N
      "hunter2"),
     ('{"api_key": "zzz-top-secret"}', '"api_key": "[redacted]"', "zzz-top"),
     ("x-api-key: abcdefgh12345678", "x-api-key: [redacted]", "abcdefgh"),
+    ('"GET /signin/link/R6S22j2Pu75LSI4CtjaO6Q HTTP/1.1" 303', "/signin/link/[redacted] HTTP",
+     "R6S22j2"),  # a one-time sign-in link's code, as uvicorn's access log shows its request
 ])
 def test_a_labelled_secret_keeps_its_label(line: str, kept: str, gone: str) -> None:
     """Before: kept whole. The value goes, the label that says what it was stays."""

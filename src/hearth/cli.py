@@ -8,9 +8,12 @@ option that takes a value names it (`--port PORT`, not `--port <int>`), by `Hear
 
 from __future__ import annotations
 
+import ipaddress
 import socket
+import textwrap
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -147,9 +150,70 @@ def _address(host: str, port: int) -> str:
 
 
 @app.command(cls=HearthCommand)
-def token() -> None:
-    """Print the gateway's bearer token (made on first use)."""
-    typer.echo(Home.from_env().token())
+def token(
+    link: Annotated[bool, typer.Option(
+        "--link", help="Also print a one-time sign-in link (one browser, once, within 10 "
+        "minutes) and its QR code, to sign a phone in without typing the token")] = False,
+    url: Annotated[str | None, typer.Option(
+        metavar="URL", help="With --link: the gateway's address as the phone reaches it "
+        "(default: host and port in config.toml, or HEARTH_HOST and HEARTH_PORT)")] = None,
+) -> None:
+    """Print the gateway's bearer token (made on first use); with --link, a one-time sign-in
+    link and its QR code too."""
+    if url is not None and not link:
+        raise typer.BadParameter("--url goes with --link.", param_hint="--url")
+    if not link:
+        typer.echo(Home.from_env().token())
+        return
+    home, config = _load()
+    base = _link_base(url, config)
+    typer.echo(home.token())
+    _print_signin_link(home, base)
+
+
+def _link_base(url: str | None, config: Config) -> str:
+    """Where a sign-in link points: `--url` (an http(s) address), else the configured one."""
+    if url is None:
+        return _address(config.gateway.host, config.gateway.port)
+    if not _is_web_address(url.strip()):
+        raise typer.BadParameter(f"{url!r} is not an address like http://192.168.1.20:8765.",
+                                 param_hint="--url")
+    return url.strip().rstrip("/")
+
+
+def _is_web_address(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0  # a port not a number raises
+    except ValueError:
+        return False
+    return port_ok and parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _print_signin_link(home: Home, base: str) -> None:
+    from hearth.client.qr import qr_lines
+    from hearth.engine.compose import make_signin_link
+
+    address = f"{base}/signin/link/{make_signin_link(home)}"
+    typer.echo(f"\nSign-in link (one browser, once, within 10 minutes):\n{address}\n")
+    for line in qr_lines(address):
+        typer.echo(line)
+    parts = urlsplit(base)
+    if _is_loopback(parts.hostname or ""):
+        example = f"{parts.scheme}://192.168.1.20" + (f":{parts.port}" if parts.port else "")
+        typer.echo("\n" + textwrap.fill(
+            f"{parts.hostname} is this machine's own address: a phone cannot open it. Give "
+            "the address your phone reaches this machine at, as in `hearth token --link --url "
+            f"{example}` (the gateway listens there with host = \"0.0.0.0\" under [gateway], "
+            "or HEARTH_HOST=0.0.0.0).", width=88))
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
 
 
 @db_app.command("upgrade", cls=HearthCommand)
@@ -278,22 +342,30 @@ def restore(
                "prints its new token.")
 
 
+_URL = typer.Option(metavar="URL", help="The gateway's address (default: host and port in "
+                    "config.toml, or HEARTH_HOST and HEARTH_PORT)")
+
+
+def _gateway(url: str | None) -> tuple[str, str]:
+    """The address and token of the gateway a client command talks to: `--url`, else where
+    the configuration says this machine's gateway listens."""
+    home, config = _load()
+    return url or _address(config.gateway.host, config.gateway.port), home.token() or ""
+
+
 @app.command(cls=HearthCommand)
 def chat(
     message: Annotated[str | None, typer.Option(
         "-m", "--message", metavar="TEXT", help="Send one message, print the answer, exit")] = None,
     session: Annotated[str | None, typer.Option(
         "--session", metavar="KEY", help="Continue this chat (its last messages first)")] = None,
-    url: Annotated[str | None, typer.Option(
-        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Talk to the agent: a prompt that streams answers and asks approvals, or one message
     with -m. At the prompt /help lists the commands; Ctrl-C stops a turn, Ctrl-D leaves."""
     from hearth.client.chat import run
 
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run(base, home.token() or "", session, message))
+    raise typer.Exit(run(*_gateway(url), session, message))
 
 
 @app.command("export", cls=HearthCommand)
@@ -305,8 +377,7 @@ def export_chats(
     out: Annotated[str | None, typer.Option(
         "--out", metavar="FILE", help="Write here (- for standard output; default: a file "
         "named after the chat, or hearth-export-DATE.jsonl, in this folder)")] = None,
-    url: Annotated[str | None, typer.Option(
-        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Export a chat, or every kept chat, as JSON Lines (each with its variants), to import
     with `hearth import`."""
@@ -315,24 +386,19 @@ def export_chats(
     if (key is None) == (not every):
         typer.echo("Name one chat to export, or --all for every kept chat.", err=True)
         raise typer.Exit(2)
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run_export(base, home.token() or "", key, out))
+    raise typer.Exit(run_export(*_gateway(url), key, out))
 
 
 @app.command("import", cls=HearthCommand)
 def import_chats(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A file `hearth export` wrote")],
-    url: Annotated[str | None, typer.Option(
-        metavar="URL", help="The gateway's address (default: from the configuration)")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Import chats from a JSON Lines export, each as a new chat (a kept chat is never
     overwritten). A file with a line that cannot be imported is refused whole."""
     from hearth.client.transfer import run_import
 
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run_import(base, home.token() or "", file))
+    raise typer.Exit(run_import(*_gateway(url), file))
 
 
 @tools_app.command("explain", cls=HearthCommand)
@@ -370,23 +436,15 @@ def tools_explain(
 def mcp(
     session: Annotated[str, typer.Option(
         "--session", metavar="KEY", help="The chat whose tools to serve")],
-    url: Annotated[str | None, typer.Option(help="Gateway URL")] = None,
+    url: Annotated[str | None, _URL] = None,
 ) -> None:
     """Serve Hearth's tools over MCP stdio to an agent CLI, each call run as the chat."""
     from hearth.client.mcp import run
 
-    home, config = _load()
-    base = url or f"http://{config.gateway.host}:{config.gateway.port}"
-    raise typer.Exit(run(base, home.token() or "", session))
+    raise typer.Exit(run(*_gateway(url), session))
 
 
-_URL = typer.Option(metavar="URL", help="The gateway's address (default: from the configuration)")
 _JOB = typer.Argument(metavar="ID", help="The job's number (see `hearth jobs list`)")
-
-
-def _gateway(url: str | None) -> tuple[str, str]:
-    home, config = _load()
-    return url or f"http://{config.gateway.host}:{config.gateway.port}", home.token() or ""
 
 
 @app.command("status", cls=HearthCommand)

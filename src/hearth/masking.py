@@ -11,8 +11,9 @@ Owns `mask(text)`, which replaces with `[redacted]` every secret it knows of in 
   Anthropic's `sk-ant-…`, and a provider's starred echo of one), `Bearer …`, Slack `xox?-…`,
   GitHub `ghp_…`/`github_pat_…`, Google `AIza…`, AWS access key ids, Telegram bot tokens,
   Hearth's own app tokens (`hearth_app_…`: the gateway keeps only their hashes, so they are
-  masked by their shape), private-key blocks, a password in a URL, and a labelled value
-  (`api_key=…`, `"token": "…"`).
+  masked by their shape), the code of a one-time sign-in link (`/signin/link/…`, as a
+  request's line in uvicorn's access log shows it), private-key blocks, a password in a URL,
+  and a labelled value (`api_key=…`, `"token": "…"`).
 The shapes run on RE2, so no text can make them backtrack: masking is linear in the text.
 
 Text that leaves the process or is kept passes here at a few choke points: every tool call's
@@ -56,6 +57,7 @@ _SHAPES: tuple[tuple[Any, str], ...] = tuple((re2.compile(pattern), kept) for pa
     (r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", REDACTED),
     (r"\bAIza[A-Za-z0-9_\-]{30,}", REDACTED),
     (r"\bhearth_app_[A-Za-z0-9_\-]{16,}", REDACTED),  # an app's token (engine.apps)
+    (r"(/signin/link/)[A-Za-z0-9_\-]{8,}", rf"\1{REDACTED}"),  # a one-time sign-in link's code
     (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
     (r"(\bbot|\b)[0-9]{5,12}:[A-Za-z0-9_\-]{30,}", rf"\1{REDACTED}"),  # Telegram
     (r"(?i)(\bbearer[ \t]{1,8})[A-Za-z0-9\-._~+/]{8,}=*", rf"\1{REDACTED}"),

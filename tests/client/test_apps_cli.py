@@ -39,7 +39,7 @@ def test_apps_round_trip_through_the_cli(gateway: Gateway, home: Path) -> None:
     gone = hearth("apps", "revoke", "nobody", *url, home=home)
     assert gone.returncode == 1 and "no app named" in gone.stderr
     down = hearth("apps", "list", "--url", "http://127.0.0.1:9", home=home)
-    assert down.returncode == 3 and "Cannot reach the gateway" in down.stderr
+    assert down.returncode == 3 and "Cannot reach the Hearth gateway" in down.stderr
 
 
 def test_an_apps_limit_given_at_its_making_is_kept_and_a_bad_one_refused(

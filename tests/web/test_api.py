@@ -501,6 +501,7 @@ def test_runs_unknown_and_bad_waits(api: Api) -> None:
 
 
 PUBLIC = ("/healthz", "/login",  # the health check and the sign-in page
+          "/signin/link/{code}",  # a one-time sign-in link: its code, once, is the proof
           "/sw.js",  # the dashboard's service worker: the gateway's own code, like /static
           "/channels/webhook",  # a webhook's message: authenticated by its signature alone
           "/channels/slack/events", "/channels/slack/actions")  # Slack's: its signature

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import httpx
 
-from hearth.client.envelope import error_code, error_sentence
+from hearth.client.envelope import error_code, error_sentence, unreachable_sentence
 
 JSON = dict[str, Any]
 CALL_TIMEOUT = 30.0
@@ -233,9 +233,7 @@ class GatewayApi:
         return body if isinstance(body, dict) else {}
 
     def _unreachable(self, error: httpx.TransportError) -> GatewayUnavailable:
-        return GatewayUnavailable(
-            f"Cannot reach the gateway at {self.base_url} ({type(error).__name__}). "
-            "Start it with `hearth gateway` (or `make run`).")
+        return GatewayUnavailable(unreachable_sentence(self.base_url, error))
 
 
 def _refused(answer: httpx.Response) -> GatewayRefused:

@@ -1,5 +1,6 @@
 """The gateway's error envelope, read by a client: the sentence to show a person for an error
-answer, and its code. The gateway writes every error as `{"error": {"code", "message"}}`
+answer, and its code; and the one sentence every client command says when no gateway answers
+at all. The gateway writes every error as `{"error": {"code", "message"}}`
 (hearth.web.http.errors); a proxy in between, or a gateway that failed before its handlers, may
 answer anything else."""
 
@@ -31,3 +32,12 @@ def error_code(response: httpx.Response) -> str | None:
     except (ValueError, KeyError, TypeError):
         return None
     return code if isinstance(code, str) else None
+
+
+def unreachable_sentence(base_url: str, error: Exception) -> str:
+    """What a client command says when nothing answers at `base_url`: the address it tried, how
+    to start the gateway, and how to point the command at one serving elsewhere."""
+    return (f"Cannot reach the Hearth gateway at {base_url} ({type(error).__name__}). Start it "
+            "with `hearth gateway` (or `make run`), then try again. If it serves on another "
+            "port, set HEARTH_PORT to that port; on another address, give it with --url "
+            "(--url http://HOST:PORT).")

@@ -30,7 +30,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from hearth import __version__
-from hearth.client.envelope import error_code, error_sentence
+from hearth.client.envelope import error_code, error_sentence, unreachable_sentence
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +106,7 @@ class GatewayTools:
                 "answer it and try again."
             ) from error
         except httpx.TransportError as error:
-            raise GatewayError(
-                f"Cannot reach the Hearth gateway at {self.base_url} ({type(error).__name__}). "
-                "Start it with `hearth gateway`, then try again."
-            ) from error
+            raise GatewayError(unreachable_sentence(self.base_url, error)) from error
         if response.status_code >= 400:
             raise GatewayError(error_sentence(response), response.status_code,
                                error_code(response))

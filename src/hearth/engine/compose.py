@@ -16,6 +16,7 @@ from hearth.backup.manifest import BackupRefused as BackupRefused  # the CLI nam
 from hearth.backup.reading import Verified, verify
 from hearth.backup.restoring import Restored, restore
 from hearth.config import Config, WebSearchConfig
+from hearth.engine.access import signin_links
 from hearth.engine.background.job_tool import job_tools
 from hearth.engine.runtime import Engine
 from hearth.engine.snapshot import Snapshot
@@ -33,7 +34,7 @@ from hearth.store.copy import (
     Progress,
     copy,
 )
-from hearth.store.db import Database
+from hearth.store.db import Database, now
 from hearth.store.upgrade import (
     MigrationFailed as MigrationFailed,  # the CLI's to catch
     upgrade_apart,
@@ -58,6 +59,18 @@ def upgrade_store(home: Home, config: Config) -> str:
     home.ensure()
     open_store(home.database_url(), config.store.synchronous).close()
     return home.database_url()
+
+
+def make_signin_link(home: Home, at: float | None = None) -> str:
+    """A new one-time sign-in link's code, kept (hashed) in the home's store, which is
+    migrated first if it must be (`hearth token --link`); made at `at` (default: now)."""
+    home.ensure()
+    db = open_store(home.database_url())
+    try:
+        with db.write() as conn:
+            return signin_links.make(conn, now() if at is None else at)
+    finally:
+        db.close()
 
 
 def check_store(home: Home) -> list[Finding]:

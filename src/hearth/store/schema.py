@@ -264,6 +264,18 @@ signins = Table(
     Column("expires_at", Float, nullable=False),
 )
 
+# One-time sign-in links (`hearth token --link`): one row per link, keyed by a hash of its code
+# (never the code itself). `used_at` is set by the one use that wins; a row is pruned a while
+# after `expires_at`, used or not, whenever a link is made or used.
+signin_links = Table(
+    "signin_links",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("used_at", Float, nullable=True),
+)
+
 # Owed chores: a background chore no model of the background chain could do (each failed or
 # answered in the wrong shape), tried again from `next_at` on. `attempts` counts the tries
 # made so far; `run_id` names the turn whose exchange the chore reads. No text is kept here:

@@ -8,7 +8,8 @@ with its store (`engine.access`), every method awaited on the store's seam.
   Revoking writes an audit row naming the grant's tool, agent and prefix; a grant never comes
   from a chat that keeps nothing (the approval desk refuses to make one), so its prefix is the
   owner's kept work, masked like every audit detail.
-- The dashboard's sign-ins: begin one, ask whether one is still on, end one. Kept in the store
+- The dashboard's sign-ins: begin one, ask whether one is still on, end one, or begin one by
+  taking a one-time sign-in link's use (`signin_links.py`). Kept in the store
   (`store.signins`), so a restart keeps every sign-in and every sign-out.
 - The audit row a change of runtime settings leaves (the Settings page's saves): what changed,
   by name (never a key, URL or prompt).
@@ -20,13 +21,14 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hearth.engine.access import apps
+from hearth.engine.access import apps, signin_links
 from hearth.engine.views import grant_view
 from hearth.errors import Refusal
 from hearth.store import approvals, audit, signins as signin_store
 from hearth.store.approvals import GrantRow
 from hearth.store.apps import AppRow
 from hearth.store.db import Database, now
+from hearth.store.signins import LinkUse
 
 
 class Access:
@@ -68,12 +70,19 @@ class Access:
 
     async def begin_signin(self, key: str, lasts_seconds: float) -> None:
         """Record a new sign-in (and forget the ones that have expired)."""
-        await self._db.writing(_begin_signin, key, now(), lasts_seconds)
+        await self._db.writing(signin_store.begin, key, at=now(), lasts_seconds=lasts_seconds)
 
     async def signed_in(self, key: str) -> bool:
         """Whether this sign-in is still on (not signed out, not expired)."""
         on: bool = await self._db.reading(signin_store.is_open, key, now())
         return on
+
+    async def signin_by_link(self, code: str, key: str, lasts_seconds: float) -> LinkUse:
+        """Take the one use of the sign-in link `code` and, if this took it, begin the sign-in
+        `key` in the same transaction; `taken`, else why not (`used`, `expired`, `unknown`)."""
+        used: LinkUse = await self._db.writing(signin_links.use, code, key, now(),
+                                               lasts_seconds)
+        return used
 
     async def end_signin(self, key: str) -> bool:
         """Sign this one out (a promise: on disk before the answer); False if it was not on."""
@@ -95,8 +104,3 @@ def _revoke_grant(conn: Connection, grant_id: int) -> GrantRow:
                 detail={"grant": gone.id, "tool": gone.tool, "agent": gone.agent,
                         "prefix": gone.prefix, "approval": gone.approval_id})
     return gone
-
-
-def _begin_signin(conn: Connection, key: str, at: float, lasts_seconds: float) -> None:
-    signin_store.prune(conn, at)
-    signin_store.add(conn, key, issued_at=at, expires_at=at + lasts_seconds)

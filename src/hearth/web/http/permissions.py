@@ -60,6 +60,7 @@ _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in 
 
 ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("GET", "/healthz"): PUBLIC, ("GET", "/login"): PUBLIC, ("POST", "/login"): PUBLIC,
+    ("GET", "/signin/link/{code}"): PUBLIC,  # a one-time sign-in link: its code is the proof
     ("GET", "/sw.js"): PUBLIC,  # the dashboard's service worker: the gateway's own code
     ("POST", "/channels/webhook"): PUBLIC,
     ("POST", "/channels/slack/events"): PUBLIC, ("POST", "/channels/slack/actions"): PUBLIC,

@@ -53,6 +53,37 @@ async def login(request: Request, engine: EngineDep) -> Response:
                       error="That is not this gateway's token.")
     cookie = signin.issue(expected)
     await engine.access.begin_signin(signin.key_of(cookie), signin.MAX_AGE)
+    return _signed_in(cookie)
+
+
+# What a sign-in link that signs nobody in says, and its status, by what became of it.
+LINK_REFUSED = {
+    "used": (410, "This sign-in link was used already: a link signs in one browser, once."),
+    "expired": (410, "This sign-in link has expired: a link works for 10 minutes after it "
+                     "is made."),
+    "unknown": (404, "This is not a sign-in link of this gateway: it may have been copied "
+                     "wrong, or it expired long ago."),
+}
+
+
+@public.get("/signin/link/{code}")
+async def signin_link(request: Request, code: str, engine: EngineDep) -> Response:
+    """A one-time sign-in link (`hearth token --link`): this browser signed in as the token's
+    form signs it in, then the dashboard; a used, expired or unknown link is the sign-in
+    page saying so (nothing signed in)."""
+    cookie = signin.issue(request.app.state.token)
+    used = await engine.access.signin_by_link(code, signin.key_of(cookie), signin.MAX_AGE)
+    if used == "taken":
+        answer = _signed_in(cookie)
+    else:
+        status, sentence = LINK_REFUSED[used]
+        answer = render("login.html", status=status, notice=sentence)
+    answer.headers["Cache-Control"] = "no-store"  # a link's answer is for this one opening
+    return answer
+
+
+def _signed_in(cookie: str) -> Response:
+    """To the dashboard, with the cookie of the sign-in just begun."""
     answer = RedirectResponse("/", status_code=303)
     answer.set_cookie(signin.COOKIE, cookie, max_age=signin.MAX_AGE,
                       httponly=True, samesite="strict", path="/")
