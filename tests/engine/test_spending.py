@@ -73,6 +73,8 @@ def test_turns_until_the_daily_limit_then_the_next_call_is_never_sent(
     assert (f"The daily spending limit overall ($0.03) is reached: {spending.usd(today)} "
             "spent today, and this call could cost up to $0.0") in sentence
     assert "It resets at 00:00 UTC on" in sentence and "[limits]" in sentence
+    assert ("(reserved before it is sent: its input and an answer as long as the model's "
+            "max output, 500 tokens; set a lower max output on the model") in sentence
 
 
 def test_a_limit_below_what_is_spent_refuses_the_next_call_and_says_so_in_the_chat(

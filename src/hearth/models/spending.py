@@ -176,10 +176,26 @@ def input_tokens(request: ModelRequest) -> int:
 
 
 def estimate(request: ModelRequest, entry: ModelConfig) -> float:
-    """The most a call of `request` to `entry`'s model can cost, in US dollars."""
-    tokens_out = request.max_output_tokens or entry.max_output_tokens
-    cost = price(entry, Usage(tokens_in=input_tokens(request), tokens_out=tokens_out))
+    """The most a call of `request` to `entry`'s model can cost, in US dollars: its input,
+    and a whole answer of the output the call may use (`reserved_output`)."""
+    cost = price(entry, Usage(tokens_in=input_tokens(request),
+                              tokens_out=reserved_output(request, entry)))
     return cost or 0.0
+
+
+def reserved_output(request: ModelRequest, entry: ModelConfig) -> int:
+    """The output tokens a call is reserved for: the request's own cap, else the model's
+    max output (`max_output_tokens`, which the owner sets on the model)."""
+    return request.max_output_tokens or entry.max_output_tokens
+
+
+def reservation_words(request: ModelRequest, entry: ModelConfig) -> str:
+    """How a call's most is reckoned, as its refusal says it."""
+    if request.max_output_tokens:
+        return f"its input and an answer of up to {request.max_output_tokens:,} tokens"
+    return (f"its input and an answer as long as the model's max output, "
+            f"{entry.max_output_tokens:,} tokens; set a lower max output on the model "
+            f"({entry.id}, Settings → Models) to reserve less")
 
 
 def unreported(request: ModelRequest, streamed: int, done: Completed | None) -> Usage:
@@ -250,7 +266,8 @@ class Spending:
                 or entry.price_out_per_mtok is None:
             return None
         caps = caps_of(limits, account())
-        return self._hold(caps, estimate(request, entry)) if caps else None
+        return (self._hold(caps, estimate(request, entry), reservation_words(request, entry))
+                if caps else None)
 
     def reserve_usage(self, model_id: str, most: Usage) -> Hold | None:
         """Reserve what a call using at most `most` costs (read aloud's characters, a voice
@@ -262,13 +279,14 @@ class Spending:
         caps = caps_of(limits, account())
         return self._hold(caps, cost) if caps and cost is not None else None
 
-    def _hold(self, caps: list[Cap], most: float) -> Hold:
-        """`most` reserved against each of `caps`, or OverLimit when it would pass one."""
+    def _hold(self, caps: list[Cap], most: float, reckoned: str | None = None) -> Hold:
+        """`most` reserved against each of `caps`, or OverLimit when it would pass one
+        (`reckoned`: how `most` was reckoned, as the refusal says it)."""
         at = time.time()
         keys = [_key(cap, at) for cap in caps]
         for cap, key in zip(caps, keys, strict=True):
             if self.spent[key] + self.reserved[key] + most > cap.usd + 1e-12:
-                raise self._over(cap, key, at, most)
+                raise self._over(cap, key, at, most, reckoned)
         for key in keys:
             self.reserved[key] += most
         return Hold(keys, most)
@@ -283,12 +301,15 @@ class Spending:
                 return self._over(cap, key, at, None)
         return None
 
-    def _over(self, cap: Cap, key: Key, at: float, most: float | None) -> OverLimit:
+    def _over(self, cap: Cap, key: Key, at: float, most: float | None,
+              reckoned: str | None = None) -> OverLimit:
         spent = self.spent[key]
         when = "today" if cap.period == "day" else "this month"
         said = (f"{_upper(cap.label())} is reached: {usd(spent)} spent {when}")
         if most is not None:
             said += f", and this call could cost up to {usd(most)}"
+            if reckoned:
+                said += f" (reserved before it is sent: {reckoned})"
         reserved = self.reserved[key]
         if reserved:
             said += f" ({usd(reserved)} more held by calls running now)"
