@@ -128,6 +128,10 @@ def test_a_voice_note_recorded_is_sent_and_heard(
     page.get_by_role("button", name="Send").click()  # the note alone
     expect(page.locator(".item.user .files audio")).to_have_count(1)  # a player, to hear it
     expect(page.locator(".item.assistant .markdown")).to_have_text("Noted.")
+    note = page.locator(".item.user .file-audio")
+    expect(note.locator(".audio-length")).to_have_text(re.compile(r"^0:0[1-9]$"))  # not 0:00
+    expect(note.locator(".heard.unheard")).to_contain_text(  # no transcribe chain here
+        "Not transcribed: no model is set up to hear voice notes")
     shots(page, gateway, shot, f"/chats/{key}", "voice-note-sent")
     [message] = [m for m in gateway.client().messages(key) if m["kind"] == "user"]
     [note] = message["meta"]["attachments"]

@@ -47,6 +47,10 @@ class Snapshot:
         agents = sorted({DEFAULT_AGENT, *self.config.agents})
         return Choices(models=tuple(self.models.ids()), agents=tuple(agents))
 
+    def hears(self) -> bool:
+        """Whether a model is set up to hear voice notes (`[chains] transcribe`)."""
+        return bool(self.models.own_chain("transcribe"))
+
     def breakers(self) -> list[BreakerView]:
         """The breaker of each of `choices()`' models, in order (their state outlives the
         snapshot: the breakers are shared by every snapshot of the gateway)."""

@@ -96,7 +96,8 @@ async def _drawn(engine: Engine, key: str, csrf: str,
         if frame["type"] == "message":  # its actions need its place, as a reload reads it
             frame = {**frame, "message": await branching_page.placed(engine, key,
                                                                      frame["message"])}
-        yield sse(frame_html(frame, key=key, csrf=csrf, queued=queued))
+        yield sse(frame_html(frame, key=key, csrf=csrf, queued=queued,
+                             hears=engine.snapshot.hears()))
 
 
 @pages.post("/chats/{key}/send")

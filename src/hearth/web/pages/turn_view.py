@@ -132,13 +132,14 @@ class ChatState:
     queued: set[str] = field(default_factory=set)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # card id -> approval
     heard: dict[str, str] = field(default_factory=dict)  # voice notes' words, by file id
+    hears: bool = True  # a model is set up to hear voice notes
 
 
 async def chat_state(engine: Engine, key: str, run_ids: set[str]) -> ChatState:
     running, queued, views = await engine.reads.activity(key, run_ids)
     pending = {item["card"]: item for item in (approval_item(view) for view in views)}
     return ChatState(running=running, queued=queued, pending=pending,
-                     heard=await engine.reads.heard(key))
+                     heard=await engine.reads.heard(key), hears=engine.snapshot.hears())
 
 
 def approval_item(view: dict[str, Any]) -> dict[str, Any]:
@@ -172,8 +173,7 @@ def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
     items: list[Item] = []
     for message in by_turn(messages):
         item = item_of(message, queued=message["run_id"] in state.queued)
-        for file in item.get("files", ()):
-            file["heard"] = state.heard.get(file["id"])
+        _mark_heard(item, state.heard, state.hears)
         if item["kind"] == "tool_call":
             item["approval"] = state.pending.get(item["card"])
             cards[item["card"]] = item
@@ -184,15 +184,25 @@ def page_items(messages: list[dict[str, Any]], state: ChatState) -> list[Item]:
     return items
 
 
+def _mark_heard(item: Item, heard: dict[str, str], hears: bool) -> None:
+    """Each of the item's voice notes given its words (`heard`, by file id), or `unheard`
+    when no model is set up to hear it (the note says so)."""
+    for file in item.get("files", ()):
+        file["heard"] = heard.get(file["id"])
+        file["unheard"] = bool(file.get("audio")) and not file["heard"] and not hears
+
+
 def _macro(name: str, *args: Any) -> str:
     return str(getattr(templates().get_template("_items.html").module, name)(*args))
 
 
-def frame_html(frame: dict[str, Any], *, key: str, csrf: str, queued: bool) -> dict[str, Any]:
+def frame_html(frame: dict[str, Any], *, key: str, csrf: str, queued: bool,
+               hears: bool = True) -> dict[str, Any]:
     """A live frame with the markup a reload would draw for it (`html`, and `target`: the card
-    it belongs in)."""
+    it belongs in; `hears`: whether a model is set up to hear its voice notes)."""
     if frame["type"] == "message":
         item = item_of(frame["message"], queued=queued)
+        _mark_heard(item, {}, hears)
         if item["kind"] == "tool_result":
             return {**frame, "target": item["card"], "html": _macro("result", item),
                     "orphan_html": _macro("item", item, key, csrf)}

@@ -644,3 +644,26 @@ if (list) {
   setRunning(list.dataset.running || null);
   connect();
 }
+
+// --- a voice note's length --------------------------------------------------------------------
+// Shown beside its player. A note recorded in a browser often says no length (Infinity) until
+// it has been read through, so it is sought to its end once, silently, and back to the start.
+function showLength(event) {
+  const audio = event.target;
+  if (!(audio instanceof HTMLAudioElement)) return;
+  const label = audio.parentElement?.querySelector(".audio-length");
+  if (!label) return;
+  if (Number.isFinite(audio.duration)) {
+    const seconds = Math.max(1, Math.round(audio.duration));
+    label.textContent = `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
+    if (audio.dataset.probing) {
+      delete audio.dataset.probing;
+      audio.currentTime = 0;
+    }
+  } else if (!audio.dataset.probing) {
+    audio.dataset.probing = "1";
+    audio.currentTime = 1e101;  // past the end: the browser reads through and finds the length
+  }
+}
+document.addEventListener("loadedmetadata", showLength, true);  // media events do not bubble
+document.addEventListener("durationchange", showLength, true);
