@@ -144,7 +144,7 @@ def test_a_new_incognito_or_temporary_chat_is_not_listed(
 
     hidden = start_chat(page, gateway, "a hidden one", mode=mode)
     assert hidden != kept
-    expect(page.get_by_role("note")).to_contain_text(f"{mode} chat.")
+    expect(page.get_by_role("note")).to_contain_text(f"{mode} chat")
     shot(page, f"{mode.lower()}-chat-page")
 
     page.goto(f"{gateway.url}/chats")
@@ -272,7 +272,7 @@ def test_sign_in_and_new_chats_by_keyboard(gateway: Gateway, page: Page, shot: S
     expect(incognito).to_be_checked()
     shot(page, "start-page-keyboard-focus")
     page.keyboard.press("Enter")  # Enter in a form's field sends it
-    expect(page.get_by_role("note")).to_contain_text("Incognito chat.")
+    expect(page.get_by_role("note")).to_contain_text("Incognito chat")
     expect(page.locator("html[data-stream=open]")).to_have_count(1)  # its scripts have run
 
     page.keyboard.press("Control+Shift+O")  # New chat, from anywhere

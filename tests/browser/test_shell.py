@@ -99,10 +99,14 @@ def test_the_sidebar_groups_marks_and_keeps_restricted_chats_apart(
     api.send(waiting, "Write a.txt")
     pending_in(api, waiting, timeout=10)
     page = signed_in(gateway)
-    groups = page.locator(".chat-nav .group-label")
+    labels = page.locator(".chat-nav .group-label")  # the private chats first, then folders
+    expect(labels.first).to_have_text("Incognito and Temporary")
+    expect(labels.nth(1)).to_have_text("Folders")
+    groups = page.locator(".chat-nav h2.group-label:not(.restricted-label)")
     expect(groups.first).to_have_text("Pinned")
     expect(groups.nth(1)).to_have_text("Today")
-    pinned_links = page.locator(".chat-links").first.locator("a")
+    pinned_links = page.locator(".chat-nav h2:not(.restricted-label) + .chat-links").first \
+        .locator("a")
     expect(pinned_links).to_have_count(1)
     expect(pinned_links).to_have_attribute("href", f"/chats/{pinned}")
     expect(page.locator(f".chat-link[href='/chats/{waiting}'] .pill.waiting")).to_be_visible()

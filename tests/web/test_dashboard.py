@@ -96,14 +96,15 @@ def test_the_list_shows_kept_chats_only_and_a_chat_says_its_mode(client: TestCli
     found = client.get("/chats", params={"q": hidden_key}).text
     assert f'href="/chats/{hidden_key}"' not in _main(found)  # never found by search either
     side = _sidebar(listing)  # the sidebar keeps the Incognito chat apart, to find and end it
-    restricted = side.split("Incognito and Temporary", 1)[1]
+    restricted = side.split("Incognito and Temporary", 1)[1].split("</ul>", 1)[0]
     assert hidden_key in restricted and kept_key not in restricted
+    assert side.index("Incognito and Temporary") < side.index(kept_key)  # first, not buried
     start = client.get("/").text
     assert 'value="incognito"' in start and 'value="temporary"' in start
     assert "No model is set up" in start  # the first-run path: this gateway has none
     page = client.get(hidden.headers["location"])
-    assert page.status_code == 200 and "Incognito chat." in page.text
-    assert "keeps nothing" in page.text
+    assert page.status_code == 200 and "<strong>Incognito chat</strong>" in page.text
+    assert "Kept, never learned from." in page.text
 
 
 def test_a_new_chat_is_made_only_with_its_first_message_and_once(client: TestClient) -> None:

@@ -401,7 +401,8 @@ def _update(conn: Connection, key: str, values: dict[str, str | None],
         _refuse_restricted(row)
         session_store.set_filing(conn, key, **filed)
     if values:
-        session_store.update_fields(conn, key, **values)
+        by = {"title_by": session_store.TITLE_BY_OWNER} if "title" in values else {}
+        session_store.update_fields(conn, key, **values, **by)
     return chat_in(conn, key)
 
 

@@ -26,6 +26,9 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 APP_MARK = "~"  # between an app's name and a name it gave: `zapier~inbox`
 _CHAT_NAME = re.compile(r"^chat-(\d+)-(\d+)$")
 OPENING_CHARS = 60  # an untitled chat is shown by this much of its first message
+# Markdown's marks that are no words: a code fence (and its language), a heading's, quote's or
+# list item's mark at a line's start
+_MARKUP = re.compile(r"```[\w+-]*|^[ \t]*(?:#{1,6}|>|[-*+]|\d+[.)])[ \t]+", re.MULTILINE)
 
 
 def namespace(app: str | None) -> str:
@@ -65,7 +68,7 @@ def shown_name(title: str | None, opening: str | None, key: str) -> str:
     it was opened with, else "Chat N" (its number), never a made-up key: that is an address."""
     if title:
         return title
-    words = " ".join((opening or "").split())
+    words = " ".join(_MARKUP.sub(" ", opening or "").split())
     if words:
         return words if len(words) <= OPENING_CHARS else words[:OPENING_CHARS - 1].rstrip() + "…"
     number = chat_number_of(key)

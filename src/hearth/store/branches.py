@@ -28,10 +28,11 @@ _EVENT_COLUMNS = [transcript_events.c[name] for name in EventRow.__dataclass_fie
 _T = transcript_events
 
 # The path from `b_head` to the first message, walked by parent ids (each step one lookup of
-# the unique event_id index), and each of the chat's events marked on or off it.
+# the unique event_id index), and each of the chat's events marked on or off it. The head is
+# cast to the column's type: PostgreSQL refuses a recursive term of another type than its seed.
 _MARK_PATH = text("""
 WITH RECURSIVE path(id) AS (
-    SELECT :b_head WHERE :b_head IS NOT NULL
+    SELECT CAST(:b_head AS VARCHAR(64)) WHERE :b_head IS NOT NULL
     UNION ALL
     SELECT e.parent_event_id FROM transcript_events e JOIN path ON e.event_id = path.id
     WHERE e.session_key = :b_key AND e.parent_event_id IS NOT NULL

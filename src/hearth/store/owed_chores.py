@@ -130,6 +130,12 @@ def drop_chat(conn: Connection, session_key: str) -> int:
         delete(owed_chores).where(owed_chores.c.session_key == session_key)).rowcount
 
 
+def drop_kind(conn: Connection, session_key: str, kind: str) -> int:
+    """Drop the chore of `kind` owed to this chat (what it was for changed); how many."""
+    return conn.execute(delete(owed_chores).where(
+        owed_chores.c.session_key == session_key, owed_chores.c.kind == kind)).rowcount
+
+
 # -- the delivery desk (engine.delivery.desk): the owed chores as the owner sees them -------
 
 def listing(conn: Connection, limit: int) -> list[OwedRow]:

@@ -30,6 +30,7 @@ sessions = Table(
     Column("key", String(200), primary_key=True),
     Column("tab_id", String(64), nullable=False),
     Column("title", Text),
+    Column("title_by", String(20)),  # owner | chore | none (unknown: kept as the owner's)
     Column("memory_mode", String(20), nullable=False),
     Column("agent", String(100), nullable=False, server_default="default"),
     Column("model", String(200)),

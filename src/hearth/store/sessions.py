@@ -22,6 +22,9 @@ from sqlalchemy import (
 from hearth.store.db import now
 from hearth.store.schema import sessions
 
+TITLE_BY_OWNER = "owner"  # `title_by`: the owner renamed the chat
+TITLE_BY_CHORE = "chore"  # the title chore made it from the first exchange
+
 
 @dataclass(frozen=True)
 class SessionRow:
@@ -219,7 +222,21 @@ def title_if_untitled(conn: Connection, key: str, title: str) -> bool:
         update(sessions)
         .where(sessions.c.key == key, sessions.c.title.is_(None),
                sessions.c.memory_mode == "persistent")
-        .values(title=title)
+        .values(title=title, title_by=TITLE_BY_CHORE)
+    )
+    return result.rowcount == 1
+
+
+def untitle_if_derived(conn: Connection, key: str) -> bool:
+    """Take a kept chat's title away when nothing but its first message made it (the title
+    chore's, or none): its first message changed, so it is shown by the new first words and
+    titled again after the new first exchange. A title the owner gave it, or one of unknown
+    origin, stays. Whether a title was taken away."""
+    result = conn.execute(
+        update(sessions)
+        .where(sessions.c.key == key, sessions.c.memory_mode == "persistent",
+               sessions.c.title.is_not(None), sessions.c.title_by == TITLE_BY_CHORE)
+        .values(title=None, title_by=None)
     )
     return result.rowcount == 1
 

@@ -72,6 +72,7 @@ _FIND = _EVENT.where(
     transcript_events.c.idempotency_key == bindparam("b_idem"),
 )
 ON_PATH = transcript_events.c.off_path.is_(False)
+_U = transcript_events.alias("u")  # the same table again, for a correlated subquery
 _WINDOW = (
     _EVENT
     .where(transcript_events.c.session_key == bindparam("b_key"), ON_PATH)
@@ -231,13 +232,30 @@ def at(conn: Connection, session_key: str, seq: int) -> EventRow | None:
 
 
 def openings(conn: Connection, session_keys: list[str]) -> dict[str, str]:
-    """Each chat's first message, when it was one of the owner's (the words an untitled chat
-    is shown by). One primary-key lookup per chat: its event at seq 1."""
+    """Each chat's first message on its path, when it is one of the owner's (the words an
+    untitled chat is shown by): its text, or the names of the files it sent when it has
+    none. An edited first message is the edit (the first one is off the path). One
+    primary-key walk per chat, from its start to its first message on the path."""
     if not session_keys:
         return {}
+    first = select(_U.c.seq).where(
+        _U.c.session_key == transcript_events.c.session_key, _U.c.kind == "user",
+        _U.c.off_path.is_(False)).order_by(_U.c.seq).limit(1).scalar_subquery()
     rows = conn.execute(
-        select(transcript_events.c.session_key, transcript_events.c.content)
+        select(transcript_events.c.session_key, transcript_events.c.content,
+               transcript_events.c.meta)
         .where(transcript_events.c.session_key.in_(session_keys),
-               transcript_events.c.seq == 1, transcript_events.c.kind == "user"))
-    return {key: str(content.get("text", "")) if isinstance(content, dict) else ""
-            for key, content in rows}  # content of another shape (a bad row) gives no words
+               transcript_events.c.seq == first))
+    return {key: _opening(content, meta) for key, content, meta in rows}
+
+
+def _opening(content: object, meta: object) -> str:
+    """A first message's words, else its files' names; content of another shape (a bad
+    row) gives no words."""
+    text = str(content.get("text", "")) if isinstance(content, dict) else ""
+    if text.strip() or not isinstance(meta, dict):
+        return text
+    files = meta.get("attachments")
+    names = [str(f.get("name", "")) for f in files if isinstance(f, dict)] \
+        if isinstance(files, list) else []
+    return ", ".join(name for name in names if name)

@@ -39,6 +39,7 @@ from hearth.store import (
     attachments as attachment_store,
     audit,
     branches,
+    owed_chores as owed_store,
     runs as run_store,
     sessions as session_store,
     transcript,
@@ -49,6 +50,7 @@ from hearth.store.sessions import SessionRow
 from hearth.store.transcript import EventRow
 
 ACTOR = "owner"
+TITLE_CHORE = "title"  # engine.background.titles.KIND: a title owed for the first exchange
 
 
 @dataclass(frozen=True)
@@ -137,12 +139,19 @@ async def edit(db: Database, key: str, index: int, text: str, confirm: str | Non
         run = await _run_of(db, message)
         return await _run_again(db, run, confirm, "chat.edit_resend")
     return await db.writing(_edit_in, message, text, {**(meta or {}),
-                                                      "edit_of": message.event_id}, principal)
+                                                      "edit_of": message.event_id}, principal,
+                            first=index == 0)
 
 
 def _edit_in(conn: Connection, message: EventRow, text: str, meta: dict[str, Any],
-             principal: Principal) -> Admitted:
+             principal: Principal, *, first: bool = False) -> Admitted:
+    """The edit as a new branch; an edit of the first message also takes away a title only
+    the first exchange made (`sessions.untitle_if_derived`: never the owner's), so the chat
+    is shown by the new words and titled again from them."""
     _refuse_if_busy(conn, message.session_key)
+    if first:
+        session_store.untitle_if_derived(conn, message.session_key)
+        owed_store.drop_kind(conn, message.session_key, TITLE_CHORE)  # owed for the old words
     branches.move_head(conn, message.session_key, message.parent_event_id)
     admitted, _event = admit_in(conn, message.session_key, text, None,
                                 message.source_channel, "chat", meta, principal=principal)

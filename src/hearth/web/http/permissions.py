@@ -35,7 +35,8 @@ READ, SEND, MEMORY, JOBS, FOLDERS, ADMIN = apps.PERMISSIONS
 
 _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in (
     ("GET", "/"), ("POST", "/chats/new"), ("GET", "/chats"), ("POST", "/logout"),
-    ("POST", "/theme"), ("GET", "/chats/{key}"), ("GET", "/chats/{key}/stream"),
+    ("POST", "/theme"), ("GET", "/sidebar"), ("GET", "/chats/{key}"),
+    ("GET", "/chats/{key}/stream"),
     ("POST", "/chats/{key}/send"), ("POST", "/chats/{key}/stop"),
     ("POST", "/chats/{key}/approvals/{approval_id}"), ("POST", "/chats/{key}/retry/{run_id}"),
     ("POST", "/chats/{key}/organize"), ("POST", "/chats/{key}/regenerate"),

@@ -21,21 +21,13 @@ from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
 from hearth.web.http.permissions import PrincipalDep
 from hearth.web.http.stream import MAX_SEQ, sse, stream_response
-from hearth.web.pages import branching as branching_page, channels_view
+from hearth.web.pages import branching as branching_page, channels_view, privacy_view
 from hearth.web.pages.frame import page
 from hearth.web.pages.turn_view import chat_state, frame_html, page_items
 from hearth.web.pages.ui import csrf_of, form_of
 
 WINDOW = 200  # events a page shows; older ones are a link away
 DECISIONS = ("allow_once", "allow_always", "deny")
-
-MODE_LINES = {
-    "incognito": ("Incognito chat", "It reads your memory but keeps nothing in it. It is "
-                  "never in the chat list or search: find it under Incognito and Temporary "
-                  "in the sidebar, and delete it from its menu when you are done."),
-    "temporary": ("Temporary chat", "It neither reads nor keeps your memory, and it is "
-                  "forgotten when you delete it, when the gateway stops, or when it sits idle."),
-}
 
 # what a page action that changed nothing says, by the `note` it sends the page back with
 PAGE_NOTES = {"nothing-to-compact": on_request.NOTHING}
@@ -52,14 +44,15 @@ async def chat_page(request: Request, key: str, engine: EngineDep,
     messages = [message_view(e, visible_index=indexes.get(e.event_id),
                              variants=window.variants.get(e.event_id)) for e in window.events]
     state = await chat_state(engine, key, {m["run_id"] for m in messages if m["run_id"]})
-    name, line = MODE_LINES.get(window.session.memory_mode, (None, None))
+    kind = privacy_view.kinds(engine.config.limits.temporary_idle_seconds).get(
+        window.session.memory_mode)  # an Incognito or Temporary chat's banner
     first = window.events[0].seq if window.events else None
     opening = None
     if not window.session.title:  # an untitled chat is called by its first words
         opening = (await engine.reads.openings([key])).get(key)
     choices = engine.choices()  # the snapshot's models and agents, read once
     return await page(request, engine, "chat.html", current=key, chat=window.session,
-                      mode_name=name, opening=opening, mode_line=line,
+                      kind=kind, opening=opening,
                       items=page_items(messages, state),
                       ticks=await branching_page.chat_map(engine, key, first, before),
                       last_seq=window.events[-1].seq if window.events else 0,

@@ -1,16 +1,18 @@
 """The frame around every signed-in page: the sidebar (chats grouped by date, pinned first, the
-restricted chats apart, a mark on a chat that waits on you), the theme the owner chose, and
-`page()`, which renders a template inside that frame. The theme is a cookie, so the page is
-drawn in it from the first byte and the toggle works as a plain form without the scripts."""
+restricted chats apart and first, each kind with its own mark, a mark on a chat that waits on
+you; `/sidebar` draws its chats alone again for the sidebar's script), the theme the owner
+chose, and `page()`, which renders a template inside that frame. The theme is a cookie, so
+the page is drawn in it from the first byte and the toggle works as a plain form without the
+scripts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from hearth.engine.reads.sidebar import Sidebar, SidebarChat
@@ -18,7 +20,8 @@ from hearth.engine.views import moment
 from hearth.errors import Refusal
 from hearth.web.http.auth import require_token
 from hearth.web.http.deps import EngineDep
-from hearth.web.pages.ui import csrf_of, form_of, in_local_zone, render
+from hearth.web.pages import privacy_view
+from hearth.web.pages.ui import csrf_of, form_of, fragment, in_local_zone, render
 
 THEME_COOKIE = "hearth_theme"
 THEMES = ("system", "light", "dark")
@@ -66,12 +69,28 @@ async def page(request: Request, engine: EngineDep, template: str, *, status: in
                current: str | None = None, **values: Any) -> HTMLResponse:
     """A signed-in page: `template` drawn inside the sidebar and the owner's theme; `current`
     is the chat the page shows (marked in the sidebar)."""
-    side: Sidebar = await engine.reads.sidebar()
     values.setdefault("here", request.url.path)
     return render(template, status=status, csrf=csrf_of(request), theme=theme_of(request),
-                  groups=grouped(side.kept, date.today()), restricted=side.restricted,
-                  waiting=side.waiting, desk=side.desk, side_folders=side.folders,
-                  side_tags=side.tags, current=current, **values)
+                  **await _sidebar_values(engine, current), **values)
+
+
+async def _sidebar_values(engine: EngineDep, current: str | None) -> dict[str, Any]:
+    """What the sidebar template reads (`_sidebar_chats.html` and the frame around it)."""
+    side: Sidebar = await engine.reads.sidebar()
+    return {"groups": grouped(side.kept, date.today()), "restricted": side.restricted,
+            "waiting": side.waiting, "desk": side.desk, "side_folders": side.folders,
+            "side_tags": side.tags, "current": current,
+            "private": privacy_view.kinds(engine.config.limits.temporary_idle_seconds)}
+
+
+@pages.get("/sidebar")
+async def sidebar_chats(engine: EngineDep,
+                        current: Annotated[str | None, Query(max_length=200)] = None,
+                        here: Annotated[str, Query(max_length=2000)] = "/") -> HTMLResponse:
+    """The sidebar's chats alone (`_sidebar_chats.html`), drawn again by the sidebar's script
+    after an item's menu or a drop changed one; `current` is the chat the page shows."""
+    values = await _sidebar_values(engine, current)
+    return HTMLResponse(fragment("_sidebar_chats.html", here=_back(here), **values))
 
 
 @pages.post("/theme")

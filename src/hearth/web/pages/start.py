@@ -1,14 +1,16 @@
 """The dashboard's front page: a new chat. The owner picks the agent, the model and the kind
-of chat (kept, Incognito, Temporary) and writes the first message; the chat is made only when
+of chat (kept, Incognito, Temporary: `?mode=` opens it on one, each private kind saying what
+it keeps) and writes the first message; the chat is made only when
 that message is sent, so an empty chat is never kept. A form sent twice (the same
 `client_message_id`) is one chat with one message."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Annotated, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from hearth.errors import Refusal
@@ -20,11 +22,15 @@ from hearth.web.pages.frame import page
 from hearth.web.pages.ui import form_of
 
 pages = APIRouter(dependencies=[Depends(require_token)])
+MODES = Literal["persistent", "incognito", "temporary"]
 
 
 @pages.get("/")
-async def start_page(request: Request, engine: EngineDep) -> Response:
-    return await _start(request, engine, {})
+async def start_page(request: Request, engine: EngineDep,
+                     mode: Annotated[MODES | None, Query()] = None) -> Response:
+    """A new chat; `?mode=incognito` or `?mode=temporary` (the sidebar's buttons) opens it
+    on that kind of chat."""
+    return await _start(request, engine, {"memory_mode": mode} if mode else {})
 
 
 async def _start(request: Request, engine: EngineDep, form: dict[str, str],
