@@ -4,7 +4,7 @@ a helper, a mode's title). Only a title the chore made, or none at all, is made 
 chat's first message is edited; any other is the owner's and is never overwritten.
 
 Revision ID: 0030
-Revises: 0027
+Revises: 0028
 Create Date: 2026-12-06
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0030"
-down_revision = "0027"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 

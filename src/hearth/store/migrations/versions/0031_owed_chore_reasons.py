@@ -3,7 +3,7 @@ last try (each model's failure in a few words, never an answer's text), so the p
 what was not done says why, not only the log.
 
 Revision ID: 0031
-Revises: 0028
+Revises: 0030
 Create Date: 2026-12-07
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0031"
-down_revision = "0028"
+down_revision = "0030"
 branch_labels = None
 depends_on = None
 
