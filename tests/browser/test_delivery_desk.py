@@ -1,4 +1,4 @@
-"""The Delivery desk in Chromium: three replies Telegram refused and a title no model gave are
+"""The Not delivered page (the delivery desk) in Chromium: three replies Telegram refused and a title no model gave are
 listed (the sidebar counting the three replies, not the chore tried once); Mark delivered,
 Drop and Retry each settle one (the retried one reaching Telegram once), Retry now has the
 chore loop give the title; then the page says all is delivered. Saved to
@@ -59,7 +59,7 @@ def test_the_desk_settles_what_telegram_refused_and_a_title_owed(
     page = signed_in(gateway)
     page.set_viewport_size(DESKTOP)
     page.goto(f"{gateway.url}/desk")
-    nav = page.get_by_role("link", name=re.compile("^Delivery desk"))
+    nav = page.get_by_role("link", name=re.compile("^Not delivered"))
     expect(nav).to_have_attribute("aria-current", "page")
     expect(nav.locator(".count")).to_have_text("3")  # the chore tried once is not counted
     item = page.locator(f"#delivery-{retried}")

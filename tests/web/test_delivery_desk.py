@@ -1,7 +1,7 @@
 """The delivery desk over HTTP: `GET /api/desk` lists the failed and unknown deliveries and the
 owed chores; Retry, Mark delivered and Drop settle a delivery, Retry and Drop an owed chore;
 each action is audited once (no message text) and refused with a sentence where it does not
-apply; the sidebar counts what needs the owner; and the Delivery desk page's form posts.
+apply; the sidebar counts what needs the owner; and the Not delivered page's form posts.
 
 End to end, a reply Telegram refused is listed, sent again by the channel's own sender on
 Retry (exactly once, a second Retry refused while the first is on its way), and leaves the
@@ -216,7 +216,7 @@ def test_a_dropped_chore_is_gone_for_good(desk: TestClient, home: Path) -> None:
 
 def badge(page: str) -> int:
     found = BADGE.search(page)
-    assert found is not None, "no Delivery desk link in the sidebar"
+    assert found is not None, "no Not delivered link in the sidebar"
     return int(found.group(1) or 0)
 
 

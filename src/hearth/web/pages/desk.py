@@ -1,4 +1,4 @@
-"""The dashboard's Delivery desk page: the deliveries a channel refused or may not have taken
+"""The dashboard's Not delivered page (the delivery desk): the deliveries a channel refused or may not have taken
 (channel, thread, chat, when, why, the first words), each with Retry, Mark delivered and Drop;
 then the owed chores (a title, learning, a summary no model could do), each with Retry now and
 Drop. Both are the engine's delivery desk (`engine.delivery.desk`); a Retry of a delivery goes

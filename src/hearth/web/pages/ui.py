@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).parent.parent  # web/: its templates/ and static/
 STATIC = HERE / "static"
-NAV = (("/approvals", "Approvals", "shield"), ("/desk", "Delivery desk", "inbox"),
+NAV = (("/approvals", "Approvals", "shield"), ("/desk", "Not delivered", "inbox"),
        ("/jobs", "Jobs", "clock"),
        ("/memory", "Memory", "memory"), ("/usage", "Usage", "chart"),
        ("/settings", "Settings", "gear"))
