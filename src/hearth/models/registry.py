@@ -39,6 +39,8 @@ from hearth.models.types import Provider, ResponseFormat
 
 log = logging.getLogger(__name__)
 OLLAMA_URL = "http://127.0.0.1:11434"
+OLLAMA_BASE_URL = f"{OLLAMA_URL}/v1"  # its OpenAI-compatible API, a model's base_url
+OLLAMA_KEY = "ollama"  # Ollama takes any key; both SDKs insist on one
 
 NO_MODEL_SENTENCE = (
     "No model is set up, so this message could not be answered. Add one on the dashboard's "
@@ -121,7 +123,7 @@ def _probe_ollama(url: str) -> ModelConfig | None:
     if not names:
         return None
     return ModelConfig(
-        id="ollama", provider="openai", base_url=f"{url.rstrip('/')}/v1", api_key="ollama",
+        id="ollama", provider="openai", base_url=f"{url.rstrip('/')}/v1", api_key=OLLAMA_KEY,
         model=names[0], vision=_ollama_sees(url, names[0]),
     )
 

@@ -110,6 +110,8 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("DELETE", "/api/apps/{name}"): ADMIN,
     # spending limits: read by an admin app, changed by the owner alone (no app raises its own)
     ("GET", "/api/limits"): ADMIN, ("PUT", "/api/limits"): OWNER,
+    # the models an endpoint offers (the Settings page's model form; it may use a model's key)
+    ("POST", "/api/models/available"): OWNER,
 }
 
 
