@@ -16,7 +16,8 @@ known, so no sentence ever shows it.
 the chat, then its agent's pin, then the chain of the chat's use case (`AXES`; an empty chain is
 the chat chain). A pick or pin that cannot run is left out of the order and said
 (`Resolution.unavailable`), never rewritten. The registry hands its `Breakers` on to the next
-snapshot's registry, so a model's breaker outlives a settings change; each registry configures
+snapshot's registry, so a model's breaker outlives a settings change (and so its last Test,
+`checks`); each registry configures
 them with its snapshot's limits as it is made, once (never per turn). `format_problem` says
 whether a model's provider can hold a turn's answers to a response format (OpenAI's
 `response_format`).
@@ -35,6 +36,7 @@ from hearth.config import Config, ModelConfig, base_url_problem
 from hearth.masking import know
 from hearth.models import setup
 from hearth.models.breakers import Breakers
+from hearth.models.checked import Checks
 from hearth.models.types import Provider, ResponseFormat
 
 log = logging.getLogger(__name__)
@@ -181,6 +183,7 @@ class ModelRegistry:
         environ: Mapping[str, str] | None = None,
         *,
         breakers: Breakers | None = None,
+        checks: Checks | None = None,
         fallbacks: list[ModelConfig] | None = None,
         providers: dict[str, Provider] | None = None,
     ) -> None:
@@ -206,6 +209,7 @@ class ModelRegistry:
         self.breakers = breakers or Breakers()
         self.breakers.configure(config.limits.breaker_failures,
                                 config.limits.breaker_pause_seconds)
+        self.checks = checks or Checks()  # each model's last Test (the Settings page's)
 
     @classmethod
     def from_config(
@@ -225,7 +229,7 @@ class ModelRegistry:
             kept = {model_id: provider for model_id, provider in self._providers.items()
                     if _same(self._configs.get(model_id), config, self._fallbacks, model_id)}
         return ModelRegistry(config, self._environ, breakers=self.breakers,
-                             fallbacks=self._fallbacks, providers=kept)
+                             checks=self.checks, fallbacks=self._fallbacks, providers=kept)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
         return self._configs.get(model_id)
