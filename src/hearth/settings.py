@@ -3,9 +3,11 @@
 Owns that file: its shape (validated with `config`'s models), reading it, writing it whole
 (0600: a temporary file, then `os.replace`) and laying it over the loaded `Config`. Models
 added in the dashboard come after config.toml's (config.toml's wins an id both name), a picked
-chat chain replaces `chains.chat`, agents edited here win over config.toml's of the same name,
-the owner's name becomes `agent.user_name`, and spending limits saved here (the Settings page,
-`/api/limits`, `hearth apps add --limit`) replace config.toml's spending keys of `[limits]`.
+chat chain replaces `chains.chat` and a kept background chain `chains.background` (a model
+added here joins either only when asked: `placed`), agents edited here win over config.toml's
+of the same name, the owner's name becomes `agent.user_name`, and spending limits saved here
+(the Settings page, `/api/limits`, `hearth apps add --limit`) replace config.toml's spending
+keys of `[limits]`.
 config.toml is the user's file: never written. API keys given in the dashboard live only in
 this file, and are told to the masker (`hearth.masking`) as the file is read, whether or not
 their model ends up used.
@@ -43,6 +45,7 @@ class Settings(BaseModel):
 
     models: list[ModelConfig] = Field(default_factory=list)
     chat_chain: list[str] | None = None  # None: config.toml's; []: every model, in order
+    background_chain: list[str] | None = None  # None: config.toml's; []: the chat chain's
     agents: dict[str, NamedAgentConfig] = Field(default_factory=dict)
     user_name: str | None = Field(None, min_length=1, max_length=USER_NAME_MAX)
     limits: SpendingLimits | None = None  # None: config.toml's; else these, whole
@@ -130,6 +133,8 @@ def overlay(config: Config, kept: Settings) -> tuple[Config, list[str]]:
         raw["chains"]["chat"] = [m for m in kept.chat_chain if m in known]
         notes += [f"The chat chain names {m!r}, which is no model now; it is skipped."
                   for m in kept.chat_chain if m not in known]
+    if kept.background_chain is not None:
+        raw["chains"]["background"] = [m for m in kept.background_chain if m in known]
     raw["agents"].update({name: agent.model_dump() for name, agent in kept.agents.items()})
     if kept.user_name:
         raw["agent"]["user_name"] = kept.user_name
@@ -140,6 +145,40 @@ def overlay(config: Config, kept: Settings) -> tuple[Config, list[str]]:
     except ValidationError as exc:
         raise SettingsError(f"The dashboard's settings do not fit config.toml: "
                             f"{describe(exc)}.") from exc
+
+
+def _with(chain: list[str], model_id: str, wanted: bool) -> list[str]:
+    """`chain` with `model_id` in it (kept where it is, else last) or without it."""
+    if wanted:
+        return chain if model_id in chain else [*chain, model_id]
+    return [m for m in chain if m != model_id]
+
+
+def placed(kept: Settings, model_id: str, chat_now: list[str], background_now: list[str], *,
+           chat: bool, background: bool) -> Settings:
+    """`kept` with `model_id` in the chat chain (after the models there: a fallback) only if
+    `chat`, and doing background work only if `background`. `chat_now` is the chat chain in
+    force (empty: no model was set up, so this first one is every chain's, whatever is
+    asked), `background_now` the background chain set on its own (empty: background work
+    runs on the chat chain). A chain "every model" stood for is written out, so a model
+    added later never joins it unasked; SettingsError when a chain would be left empty."""
+    if not chat_now:
+        return kept
+    chat_chain = _with(chat_now, model_id, chat)
+    if not chat_chain:
+        raise SettingsError(f"{model_id} is the only model of the chat chain, and chats need "
+                            "one: put another model in the chat chain first.")
+    chain: list[str] | None
+    if background_now:
+        chain = _with(background_now, model_id, background)
+    elif background == (model_id in chat_chain):
+        chain = kept.background_chain  # background work runs on the chat chain, as asked
+    else:
+        chain = _with(chat_chain, model_id, background)
+    if not chain and not background and model_id in chat_chain:
+        raise SettingsError(f"Background work runs on the chat chain, and {model_id} is its "
+                            "only model: give background work another model first.")
+    return kept.model_copy(update={"chat_chain": chat_chain, "background_chain": chain})
 
 
 def with_limits(config: Config, change: Callable[[SpendingLimits], SpendingLimits]

@@ -17,8 +17,12 @@ Endpoints
     ``ping``, ``content_block_start/delta/stop``, ``message_delta``, ``message_stop``); otherwise a
     ``message`` JSON object.
 ``GET /v1/models``
-    OpenAI model list (``fake-model``).  If the request carries an ``anthropic-version`` header
-    (the Anthropic SDK always sends one) the Anthropic list shape is returned instead.
+    OpenAI model list, the names in :attr:`ScriptedModelServer.listed_models` (``fake-model``).
+    If the request carries an ``anthropic-version`` header (the Anthropic SDK always sends one)
+    the Anthropic list shape is returned instead.  :attr:`ScriptedModelServer.listing_status`
+    other than 200 answers that status with the provider's error body (a 401's "Incorrect API
+    key provided"), after :attr:`ScriptedModelServer.listing_delay` seconds; each request's
+    headers are kept in :attr:`ScriptedModelServer.listing_headers`.
 ``POST /v1/audio/transcriptions``
     OpenAI's speech to text (a multipart form): records ``(model, filename, bytes)`` in
     :attr:`ScriptedModelServer.transcriptions` and answers ``{"text": transcript}`` (``None``:
@@ -340,6 +344,11 @@ class ScriptedModelServer(Loopback):
         self.transcript: str | None = "Remember to water the tomatoes."  # None: a 500
         self.transcript_seconds: float | None = None  # said as OpenAI's usage (duration)
         self.spoken: list[tuple[str, str]] = []  # text to speech: each (model, input)
+        # GET /v1/models: the names listed, the status answered, each request's headers
+        self.listed_models: list[str] = ["fake-model"]
+        self.listing_status = 200
+        self.listing_delay = 0.0  # seconds before the list is answered
+        self.listing_headers: list[dict[str, str]] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -420,6 +429,10 @@ class ScriptedModelServer(Loopback):
             self.chore_replies = chore_defaults()
             self.ollama_tags = ["llama3.1"]
             self.ollama_capabilities = ["completion"]
+            self.listed_models = ["fake-model"]
+            self.listing_status = 200
+            self.listing_delay = 0.0
+            self.listing_headers.clear()
 
     # ------------------------------------------------------------------ internals
 
@@ -482,38 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         try:
             if path == "/v1/models":
-                if "anthropic-version" in self.headers:
-                    self._send_json(
-                        200,
-                        {
-                            "data": [
-                                {
-                                    "type": "model",
-                                    "id": "fake-model",
-                                    "display_name": "Fake Model",
-                                    "created_at": "2024-01-01T00:00:00Z",
-                                }
-                            ],
-                            "has_more": False,
-                            "first_id": "fake-model",
-                            "last_id": "fake-model",
-                        },
-                    )
-                else:
-                    self._send_json(
-                        200,
-                        {
-                            "object": "list",
-                            "data": [
-                                {
-                                    "id": "fake-model",
-                                    "object": "model",
-                                    "created": 0,
-                                    "owned_by": "fake",
-                                }
-                            ],
-                        },
-                    )
+                self._list_models()
             elif path == "/api/tags":
                 tags = self.owner.ollama_tags
                 if tags is None:
@@ -522,8 +504,30 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send_json(200, {"models": [_ollama_model(name) for name in tags]})
             else:
                 self._not_found()
-        except (BrokenPipeError, ConnectionResetError):
+        except (_Aborted, BrokenPipeError, ConnectionResetError):
             pass
+
+    def _list_models(self) -> None:
+        """`GET /v1/models`, in OpenAI's shape or (asked with `anthropic-version`) Anthropic's."""
+        owner = self.owner
+        with owner._lock:
+            owner.listing_headers.append({k.lower(): v for k, v in self.headers.items()})
+            names, status = list(owner.listed_models), owner.listing_status
+        owner._sleep(owner.listing_delay)
+        if status != 200:
+            self._send_json(status, {"error": {"message": "Incorrect API key provided.",
+                                               "type": "invalid_request_error",
+                                               "code": "invalid_api_key"}})
+        elif "anthropic-version" in self.headers:
+            self._send_json(200, {
+                "data": [{"type": "model", "id": name, "display_name": name,
+                          "created_at": "2024-01-01T00:00:00Z"} for name in names],
+                "has_more": False, "first_id": names[0] if names else None,
+                "last_id": names[-1] if names else None})
+        else:
+            self._send_json(200, {"object": "list", "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "fake"}
+                for name in names]})
 
     def do_POST(self) -> None:  # noqa: N802
         self.close_connection = True

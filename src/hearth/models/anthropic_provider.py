@@ -30,6 +30,7 @@ from hearth.models.body import as_body
 from hearth.models.provider_common import (
     SdkErrors,
     anthropic_not_found_hint,
+    model_names,
     request_error,
     stream_broke,
     stream_unfinished,
@@ -95,6 +96,18 @@ class AnthropicProvider:
             # the SDK's own Timeout class: 2.x rejects `httpx.Timeout` (it is built on httpx2)
             timeout=anthropic.Timeout(timeout, connect=10.0),
         )
+
+    async def listed(self) -> list[str]:
+        """The names of the models the endpoint offers (`GET /models`, every page); a
+        ModelError when it cannot be reached, refuses, or answers no list."""
+        try:
+            return await model_names(aiter(self._client.models.list(limit=100)))
+        except anthropic.APIError as exc:
+            raise request_error(self.model_id, exc, _SDK_ERRORS,
+                                self._not_found_hint) from exc
+        except (ValueError, AttributeError, TypeError) as exc:  # no list: the SDK cannot page it
+            raise ModelError(f"{self.model_id} answered GET /models with something other "
+                             "than a list of models.") from exc
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         system, messages = to_wire(request.messages)

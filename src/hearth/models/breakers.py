@@ -28,6 +28,7 @@ class _Breaker:
     since: float = 0.0  # wall-clock time of the last change of state
     opened_at: float = 0.0  # monotonic: when it last opened
     probing: bool = False  # a half-open breaker's probe is out
+    answered_at: float = 0.0  # wall-clock time of its last call that succeeded (0: none yet)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class BreakerView:
     state: State
     since: float  # seconds since the epoch (0: never changed)
     failures: int
+    answered_at: float = 0.0  # seconds since the epoch of its last success (0: none yet)
 
 
 class Breakers:
@@ -83,9 +85,8 @@ class Breakers:
 
     def succeeded(self, model_id: str) -> None:
         with self._lock:
-            breaker = self._breakers.get(model_id)
-            if breaker is None:
-                return
+            breaker = self._breakers.setdefault(model_id, _Breaker())
+            breaker.answered_at = time.time()
             breaker.failures = 0
             breaker.probing = False
             if breaker.state != "closed":
@@ -104,7 +105,8 @@ class Breakers:
     def state(self, model_id: str) -> BreakerView:
         with self._lock:
             breaker = self._breakers.get(model_id, _Breaker())
-            return BreakerView(model_id, breaker.state, breaker.since, breaker.failures)
+            return BreakerView(model_id, breaker.state, breaker.since, breaker.failures,
+                               breaker.answered_at)
 
     def views(self, model_ids: list[str]) -> list[BreakerView]:
         return [self.state(model_id) for model_id in model_ids]

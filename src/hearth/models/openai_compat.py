@@ -26,6 +26,7 @@ from hearth.models.audio import Heard
 from hearth.models.body import as_body
 from hearth.models.provider_common import (
     SdkErrors,
+    model_names,
     openai_not_found_hint,
     request_error,
     stream_broke,
@@ -96,6 +97,18 @@ class OpenAICompatProvider:
         except openai.APIConnectionError:
             raise ModelError(f"{self.model_id} could not be reached to read aloud.") from None
         return bytes(said.content)
+
+    async def listed(self) -> list[str]:
+        """The names of the models the endpoint offers (`GET /models`, every page); a
+        ModelError when it cannot be reached, refuses, or answers no list."""
+        try:
+            return await model_names(aiter(self._client.models.list()))
+        except openai.APIError as exc:
+            raise request_error(self.model_id, exc, _SDK_ERRORS,
+                                self._not_found_hint) from exc
+        except (ValueError, AttributeError, TypeError) as exc:  # no list: the SDK cannot page it
+            raise ModelError(f"{self.model_id} answered GET /models with something other "
+                             "than a list of models.") from exc
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs: dict[str, Any] = {

@@ -9,6 +9,8 @@ Owns, for openai_compat.py and anthropic_provider.py alike:
 - `stream_broke` and `stream_unfinished`: the AnswerCutOff sentences for a stream that broke,
   or ended before the provider's terminal event;
 - `brief`: an SDK error in a few words, secrets masked (`hearth.masking`) before it is cut;
+- `model_names`: the names an endpoint's `GET /models` listed, once each, in order, at most
+  `LISTED_MAX` (what the Settings page's model form offers to choose from);
 - `tool_arguments`: a tool call's JSON arguments as a dict, anything else kept as
   `{"_invalid_json": raw}` so the loop can tell the model what it sent; either way with every
   lone surrogate (a model may send `\ud800` as a JSON escape) made U+FFFD, so the arguments
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +31,7 @@ from hearth.masking import mask
 from hearth.models.types import AnswerCutOff, ProviderUnavailable, ProviderUnreachable
 
 BRIEF_CHARS = 300
+LISTED_MAX = 1000  # the most model names one listing answers
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads pairs the halves it can
 
 
@@ -78,6 +82,19 @@ def tried_url(exc: Exception) -> str:
     what may be secret; empty when the error does not say."""
     url = getattr(getattr(exc, "request", None), "url", None)
     return "" if url is None else shown_url(str(url))
+
+
+async def model_names(listed: AsyncIterator[object]) -> list[str]:
+    """The `id`s of the models a listing yields (an SDK's paginator), once each, sorted
+    case-blind, at most `LISTED_MAX`; an item without a printable id is passed over."""
+    names: dict[str, None] = {}
+    async for item in listed:
+        name = getattr(item, "id", None)
+        if isinstance(name, str) and name.strip() and name.isprintable() and len(name) <= 200:
+            names[name.strip()] = None
+        if len(names) >= LISTED_MAX:
+            break
+    return sorted(names, key=str.casefold)
 
 
 def shown_url(url: str) -> str:

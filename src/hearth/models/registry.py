@@ -16,7 +16,8 @@ known, so no sentence ever shows it.
 the chat, then its agent's pin, then the chain of the chat's use case (`AXES`; an empty chain is
 the chat chain). A pick or pin that cannot run is left out of the order and said
 (`Resolution.unavailable`), never rewritten. The registry hands its `Breakers` on to the next
-snapshot's registry, so a model's breaker outlives a settings change; each registry configures
+snapshot's registry, so a model's breaker outlives a settings change (and so its last Test,
+`checks`); each registry configures
 them with its snapshot's limits as it is made, once (never per turn). `format_problem` says
 whether a model's provider can hold a turn's answers to a response format (OpenAI's
 `response_format`).
@@ -35,10 +36,13 @@ from hearth.config import Config, ModelConfig, base_url_problem
 from hearth.masking import know
 from hearth.models import setup
 from hearth.models.breakers import Breakers
+from hearth.models.checked import Checks
 from hearth.models.types import Provider, ResponseFormat
 
 log = logging.getLogger(__name__)
 OLLAMA_URL = "http://127.0.0.1:11434"
+OLLAMA_BASE_URL = f"{OLLAMA_URL}/v1"  # its OpenAI-compatible API, a model's base_url
+OLLAMA_KEY = "ollama"  # Ollama takes any key; both SDKs insist on one
 
 NO_MODEL_SENTENCE = (
     "No model is set up, so this message could not be answered. Add one on the dashboard's "
@@ -121,7 +125,7 @@ def _probe_ollama(url: str) -> ModelConfig | None:
     if not names:
         return None
     return ModelConfig(
-        id="ollama", provider="openai", base_url=f"{url.rstrip('/')}/v1", api_key="ollama",
+        id="ollama", provider="openai", base_url=f"{url.rstrip('/')}/v1", api_key=OLLAMA_KEY,
         model=names[0], vision=_ollama_sees(url, names[0]),
     )
 
@@ -179,6 +183,7 @@ class ModelRegistry:
         environ: Mapping[str, str] | None = None,
         *,
         breakers: Breakers | None = None,
+        checks: Checks | None = None,
         fallbacks: list[ModelConfig] | None = None,
         providers: dict[str, Provider] | None = None,
     ) -> None:
@@ -204,6 +209,7 @@ class ModelRegistry:
         self.breakers = breakers or Breakers()
         self.breakers.configure(config.limits.breaker_failures,
                                 config.limits.breaker_pause_seconds)
+        self.checks = checks or Checks()  # each model's last Test (the Settings page's)
 
     @classmethod
     def from_config(
@@ -223,7 +229,7 @@ class ModelRegistry:
             kept = {model_id: provider for model_id, provider in self._providers.items()
                     if _same(self._configs.get(model_id), config, self._fallbacks, model_id)}
         return ModelRegistry(config, self._environ, breakers=self.breakers,
-                             fallbacks=self._fallbacks, providers=kept)
+                             checks=self.checks, fallbacks=self._fallbacks, providers=kept)
 
     def config_of(self, model_id: str) -> ModelConfig | None:
         return self._configs.get(model_id)

@@ -30,6 +30,7 @@ from hearth.web.api import (
     limits as limits_api,
     memory as memory_api,
     metrics as metrics_api,
+    model_listing as model_listing_api,
     openai as openai_api,
     prompts as prompts_api,
     runs as runs_api,
@@ -68,7 +69,8 @@ log = logging.getLogger(__name__)
 # the token-protected API's modules, the busiest first (a turn's own requests)
 PROTECTED_API = (sessions_api, runs_api, events_api, branching_api, approvals_api, memory_api,
                  jobs_api, usage_api, metrics_api, grants_api, prompts_api, import_api, search_api,
-                 search_page, channels_api, apps_api, attachments_api, desk_api, limits_api)
+                 search_page, channels_api, apps_api, attachments_api, desk_api, limits_api,
+                 model_listing_api)
 # each dashboard page module (its signed-in routes are `pages`)
 PAGES = (start_page, dashboard, chat_page, branching_page, chat_manage, approvals_page,
          agent_files_page, jobs_page, memory_page, usage_page, settings_page, desk_page,

@@ -49,7 +49,8 @@ _PAGES: dict[tuple[str, str], str] = {(method, path): OWNER for method, path in 
     ("POST", "/grants/{grant_id}/revoke"), ("GET", "/memory"), ("POST", "/memory/add"),
     ("POST", "/memory/{item_id}/edit"), ("POST", "/memory/{item_id}/delete"),
     ("GET", "/usage"), ("GET", "/search"), ("GET", "/settings"), ("POST", "/settings/models"),
-    ("POST", "/settings/models/{model_id}/test"), ("POST", "/settings/models/{model_id}/remove"),
+    ("POST", "/settings/models/{model_id}"), ("POST", "/settings/models/{model_id}/test"),
+    ("POST", "/settings/models/{model_id}/remove"),
     ("POST", "/settings/chain"), ("POST", "/settings/agents"), ("POST", "/settings/name"),
     ("POST", "/settings/apps/{name}/revoke"), ("POST", "/settings/limits"),
     ("GET", "/settings/agents/{name}/files"),
@@ -112,6 +113,8 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], str] = {
     ("DELETE", "/api/apps/{name}"): ADMIN,
     # spending limits: read by an admin app, changed by the owner alone (no app raises its own)
     ("GET", "/api/limits"): ADMIN, ("PUT", "/api/limits"): OWNER,
+    # the models an endpoint offers (the Settings page's model form; it may use a model's key)
+    ("POST", "/api/models/available"): OWNER,
 }
 
 

@@ -21,15 +21,15 @@ from hearth.config import (
     ToolPolicyConfig,
     base_url_problem,
 )
+from hearth.models.registry import OLLAMA_BASE_URL, OLLAMA_KEY
 
 KINDS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic", "ollama": "Ollama"}
-OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
-OLLAMA_KEY = "ollama"  # Ollama takes any key
 PROFILES = ("minimal", "coding", "full")
 MODEL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 AGENT_NAME = re.compile(settings.AGENT_NAME)
 PROMPT_MAX = 20_000
+TIMEOUT = ModelConfig.model_fields["timeout_seconds"].default  # a call's longest, unless said
 
 
 class Invalid(Exception):
@@ -40,8 +40,9 @@ class Invalid(Exception):
         self.sentence = sentence
 
 
-def model_of(form: dict[str, str]) -> ModelConfig:
-    """The model the add-a-model form describes."""
+def model_of(form: dict[str, str], existing: ModelConfig | None = None) -> ModelConfig:
+    """The model the model form describes: every key a `[[models]]` entry has. Editing
+    `existing`, a key left empty keeps the key it had."""
     kind = form.get("kind", "")
     if kind not in KINDS:
         raise Invalid("Pick the model's provider: OpenAI-compatible, Anthropic or Ollama.")
@@ -55,16 +56,74 @@ def model_of(form: dict[str, str]) -> ModelConfig:
                       "gpt-4o-mini or llama3.1), in at most 200 characters.")
     base_url = _base_url(form.get("base_url", "").strip()) or (
         OLLAMA_BASE_URL if kind == "ollama" else None)
-    key, key_env = _key(form, kind)
+    key, key_env = _key(form, kind, existing)
     try:
         return ModelConfig(
             id=model_id, provider="anthropic" if kind == "anthropic" else "openai",
             base_url=base_url, api_key=key, api_key_env=key_env, model=name,
-            price_in_per_mtok=_price(form.get("price_in", ""), "input"),
-            price_out_per_mtok=_price(form.get("price_out", ""), "output"),
-        )
+            **_abilities(form), **_prices(form))
     except ValidationError as exc:
         raise Invalid(f"That model cannot be used: {settings.describe(exc)}.") from exc
+
+
+def kind_of(model: ModelConfig) -> str:
+    """The form's provider choice for a model set up: openai, anthropic or ollama."""
+    if model.provider == "anthropic":
+        return "anthropic"
+    return "ollama" if model.base_url == OLLAMA_BASE_URL else "openai"
+
+
+def form_of_model(model: ModelConfig) -> dict[str, str]:
+    """The model form filled in with `model` (its key never: the form says it is kept)."""
+    def number(value: float | None) -> str:
+        return "" if value is None else f"{value:g}"
+
+    return {"kind": kind_of(model), "id": model.id, "model": model.model,
+            "base_url": "" if kind_of(model) == "ollama" else model.base_url or "",
+            "api_key_env": model.api_key_env or "",
+            "tools": "on" if model.tools else "off", "vision": "on" if model.vision else "",
+            "context_window": str(model.context_window),
+            "max_output_tokens": str(model.max_output_tokens),
+            "timeout_seconds": "" if model.timeout_seconds == TIMEOUT else number(
+                model.timeout_seconds),
+            **{field: number(getattr(model, key)) for field, (key, _, _) in PRICES.items()}}
+
+
+def _abilities(form: dict[str, str]) -> dict[str, object]:
+    """Tools (on unless the form says off), vision, the context window, the output cap and
+    the time a call may take; a number left empty is the config's default."""
+    window = _whole(form, "context_window", "The context window", 1024, 10_000_000)
+    cap = _whole(form, "max_output_tokens", "The most output tokens", 1, 1_000_000)
+    if window is not None and cap is not None and cap > window:
+        raise Invalid("The most output tokens cannot be more than the context window.")
+    timeout = _whole(form, "timeout_seconds", "The time a call may take", 1, 86_400)
+    given = {"context_window": window, "max_output_tokens": cap, "timeout_seconds": timeout}
+    return {"tools": form.get("tools", "on") == "on", "vision": form.get("vision") == "on",
+            **{key: value for key, value in given.items() if value is not None}}
+
+
+def _whole(form: dict[str, str], field: str, what: str, low: int, high: int) -> int | None:
+    raw = form.get(field, "").strip().replace(",", "").replace("_", "")
+    if not raw:
+        return None
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise Invalid(f"{what} is a whole number from {low:,} to {high:,}, or empty for "
+                      "the usual.")
+    return int(raw)
+
+
+# the form's price fields: (the config's key, what it is per, in the sentence, its top)
+PRICES = {
+    "price_in": ("price_in_per_mtok", "input price", "per million tokens"),
+    "price_out": ("price_out_per_mtok", "output price", "per million tokens"),
+    "price_speech": ("price_speech_per_mchar", "read-aloud price", "per million characters"),
+    "price_audio": ("price_audio_per_minute", "voice-note price", "per minute"),
+}
+
+
+def _prices(form: dict[str, str]) -> dict[str, float | None]:
+    return {key: _price(form.get(field, ""), what, per)
+            for field, (key, what, per) in PRICES.items()}
 
 
 def _base_url(raw: str) -> str | None:
@@ -77,8 +136,10 @@ def _base_url(raw: str) -> str | None:
     return raw.rstrip("/")
 
 
-def _key(form: dict[str, str], kind: str) -> tuple[str | None, str | None]:
-    """(the key given, or the name of the variable holding it)."""
+def _key(form: dict[str, str], kind: str, existing: ModelConfig | None
+         ) -> tuple[str | None, str | None]:
+    """(the key given, or the name of the variable holding it); neither given, `existing`'s
+    (a model edited keeps its key)."""
     key = form.get("api_key", "").strip()
     env = form.get("api_key_env", "").strip().removeprefix("$")
     if key and env:
@@ -88,12 +149,14 @@ def _key(form: dict[str, str], kind: str) -> tuple[str | None, str | None]:
     if env and not ENV_NAME.fullmatch(env):
         raise Invalid("The key's variable name is letters, digits and '_' (for example "
                       "OPENAI_API_KEY).")
+    if not key and not env and existing is not None:
+        return existing.api_key, existing.api_key_env
     if kind == "ollama" and not key and not env:
         key = OLLAMA_KEY
     return key or None, env or None
 
 
-def _price(raw: str, which: str) -> float | None:
+def _price(raw: str, which: str, per: str = "per million tokens") -> float | None:
     raw = raw.strip().removeprefix("$")
     if not raw:
         return None
@@ -102,8 +165,8 @@ def _price(raw: str, which: str) -> float | None:
     except ValueError:
         price = -1.0
     if not 0 <= price <= 10_000:
-        raise Invalid(f"The {which} price is US dollars per million tokens, a number from 0 "
-                      "to 10000, or empty when you do not know it.")
+        raise Invalid(f"The {which} is US dollars {per}, a number from 0 to 10000, or "
+                      "empty when you do not know it.")
     return price
 
 
