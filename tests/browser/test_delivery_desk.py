@@ -1,7 +1,7 @@
-"""The Not delivered page (the delivery desk) in Chromium: three replies Telegram refused and a title no model gave are
-listed (the sidebar counting the three replies, not the chore tried once); Mark delivered,
-Drop and Retry each settle one (the retried one reaching Telegram once), Retry now has the
-chore loop give the title; then the page says all is delivered. Saved to
+"""The Not delivered page (the delivery desk) in Chromium: three replies Telegram refused and a
+title no model gave are listed (the sidebar counting the three replies, not the chore tried
+once); Mark delivered, Drop and Retry each settle one (the retried one reaching Telegram once),
+Retry now has the chore loop give the title; then the page says all is delivered. Saved to
 test-artifacts/screenshots/ in light and dark, on a desktop and on a phone, full and empty."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The dashboard's Not delivered page (the delivery desk): the deliveries a channel refused or may not have taken
-(channel, thread, chat, when, why, the first words), each with Retry, Mark delivered and Drop;
-then the owed chores (a title, learning, a summary no model could do), each with Retry now and
-Drop. Both are the engine's delivery desk (`engine.delivery.desk`); a Retry of a delivery goes
-through its channel's own sender (`Channels.send_again`).
+"""The dashboard's Not delivered page (the delivery desk): the deliveries a channel refused or may
+not have taken (channel, thread, chat, when, why, the first words), each with Retry, Mark
+delivered and Drop; then the owed chores (a title, learning, a summary no model could do), each
+with Retry now and Drop. Both are the engine's delivery desk (`engine.delivery.desk`); a Retry
+of a delivery goes through its channel's own sender (`Channels.send_again`).
 
 The page owns `GET /desk` and `POST /desk/deliveries/{id}/{action}` (retry, delivered, drop),
 `POST /desk/chores/{id}/{action}` (retry, drop): form posts that come back to this page. What
