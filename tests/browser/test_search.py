@@ -85,7 +85,7 @@ def test_the_sidebar_search_finds_marks_filters_and_jumps_to_the_message(
     path = page.url.removeprefix(gateway.url)
     shots(page, gateway, shot, path, "search-results")
 
-    page.get_by_label("Folder").select_option("Garden")
+    page.get_by_role("combobox", name="Folder", exact=True).select_option("Garden")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(results).to_have_count(2)
     expect(page.locator(".search-results .chat-title").first).to_have_text("Garden plans")

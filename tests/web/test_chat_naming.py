@@ -87,10 +87,11 @@ def test_an_untitled_chat_is_called_by_its_first_words_and_then_by_their_edit(
 
 def test_the_sidebar_calls_an_edited_untitled_chat_by_the_edit(
         gateway: Gateway, model_server: ScriptedModelServer) -> None:
+    model_server.chore_replies["title"] = Reply(text="not\na\ntitle")  # no usable title, ever
     api = gateway.client()
     key = api.new_chat()
     _sent(api, key, "Recipe for pancakes", model_server)
-    _edit_first(api, key, "Recipe for waffles", model_server)  # no chain answers a title now
+    _edit_first(api, key, "Recipe for waffles", model_server)
     assert _title(api, key) is None
     assert _sidebar_name(gateway, key) == "Recipe for waffles"
 
