@@ -70,9 +70,10 @@ def _titles_for(server: ScriptedModelServer, question: str) -> int:
     return sum(1 for r in _asked(server) if question in r.messages[-1]["content"])
 
 
-async def _chats(engine: Engine, server: ScriptedModelServer, count: int) -> list[str]:
+async def _chats(engine: Engine, server: ScriptedModelServer, count: int,
+                 start: int = 0) -> list[str]:
     keys = []
-    for n in range(count):
+    for n in range(start, start + count):
         key = await _new_chat(engine)
         server.push(f"Answer {n}.", model="fake-model")
         assert (await turn(engine, key, f"Question for chat {n}?"))["status"] == "complete"
@@ -92,9 +93,9 @@ def test_a_model_that_titles_badly_is_held_to_the_budget_and_the_chain(
         engine = _engine(tmp_path, server, replace(FAST, first_pause=0.1), config)
         await engine.start()
         try:
-            keys = await _chats(engine, server, 6)
-            first = keys[0]
+            [first] = await _chats(engine, server, 1)
             await _until(lambda: _title_given_up(engine, first))  # its second unusable try
+            await _chats(engine, server, 5, start=1)  # the hour's budget is spent among these
             await asyncio.sleep(0.5)  # the retry loop's passes, with nothing left to try
             made = server.calls(chores=True)
             assert {r.model for r in made} == {"fake-model"}  # never the priced fallback

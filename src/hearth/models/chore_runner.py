@@ -156,27 +156,41 @@ async def run_chore(
         if refused is not None:
             failures.append(Failure(model_id, refused.sentence, how=refused.how))
             break
-        try:
-            said = await _ask(kind, provider, build_request(provider))
-        except OverLimit as over:  # not sent: the model did not fail (its breaker is left)
-            failures.append(Failure(model_id, f"not called: {over.cap.label()} is reached"))
-            continue
-        except ModelError as error:
-            if breakers is not None and not isinstance(error, KeyMissing):
-                breakers.failed(model_id)  # (a missing key is a set-up mistake, not a failure)
-            failures.append(Failure(model_id, f"the model call failed ({error.code})"))
-            continue
-        if breakers is not None:
-            breakers.succeeded(model_id)
-        try:
-            value = validate(_answer_of(said))
-        except WrongAnswer as wrong:
-            failures.append(Failure(model_id, str(wrong), how="unusable"))
+        answer = await _try(kind, provider, build_request(provider), validate, breakers)
+        if isinstance(answer, Failure):
+            failures.append(answer)
             continue
         _log_failures(kind, failures, answered_by=model_id)
-        return Done(value, model_id, tuple(failures))
+        return Done(answer.value, model_id, tuple(failures))
     _log_failures(kind, failures, answered_by=None)
     return Owed(kind, tuple(failures))
+
+
+@dataclass(frozen=True)
+class _Valid(Generic[T]):
+    value: T
+
+
+async def _try(kind: str, provider: Provider, request: ModelRequest,
+               validate: Callable[[str], T], breakers: BreakerGate | None
+               ) -> _Valid[T] | Failure:
+    """One model's go at the chore: its answer as `validate` reads it, or how it failed (the
+    breakers told of a call that failed or answered)."""
+    model_id = provider.model_id
+    try:
+        said = await _ask(kind, provider, request)
+    except OverLimit as over:  # not sent: the model did not fail (its breaker is left)
+        return Failure(model_id, f"not called: {over.cap.label()} is reached")
+    except ModelError as error:
+        if breakers is not None and not isinstance(error, KeyMissing):
+            breakers.failed(model_id)  # (a missing key is a set-up mistake, not a failure)
+        return Failure(model_id, f"the model call failed ({error.code})")
+    if breakers is not None:
+        breakers.succeeded(model_id)
+    try:
+        return _Valid(validate(_answer_of(said)))
+    except WrongAnswer as wrong:
+        return Failure(model_id, str(wrong), how="unusable")
 
 
 @dataclass(frozen=True)
