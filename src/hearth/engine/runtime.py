@@ -137,7 +137,7 @@ class Engine:
         self.scheduler = Scheduler(self, clock=self.clock)  # fires due jobs, start to close
         # [backup] every: the home backed up on schedule, on the leader (background/backups)
         self.backups = ScheduledBackups(self.chats_dir.parent, db.url,
-                                        lambda: self.config.backup)
+                                        lambda: self.config.backup, self.clock)
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
         self.helper_runs: set[str] = set()  # helper runs not ended yet: their end is reported
         tools.add(helper_agents.SpawnHelpers(self))
