@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hearth.clock import Clock
 from hearth.tools.base import ToolContext
 from tests.fakes.model_server import ScriptedModelServer
 from tests.gateway import Gateway, write_config
@@ -64,15 +65,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def gateway_factory(request: pytest.FixtureRequest, home: Path,
                     model_server: ScriptedModelServer) -> Iterator[Callable[..., Gateway]]:
     """Make a gateway on the test's home (started unless `start=False`): served in this process
-    (`tests.inprocess`), or with `process=True` (or the `process_gateway` mark) a subprocess."""
+    (`tests.inprocess`), or with `process=True` (or the `process_gateway` mark) a subprocess;
+    one given a `clock` (tests/support/clock.py's `FakeClock`) is always served in this process."""
     started: list[Gateway] = []
     marked = request.node.get_closest_marker(PROCESS_MARK) is not None
 
     def make(config: str = "", env: dict[str, str] | None = None, model: bool = True,
-             start: bool = True, process: bool | None = None) -> Gateway:
+             start: bool = True, process: bool | None = None,
+             clock: Clock | None = None) -> Gateway:
         write_config(home, model_server.openai_base_url if model else None, config)
-        kind = Gateway if (marked if process is None else process) else InProcessGateway
-        gateway = kind(home, env)
+        in_process = clock is not None or not (marked if process is None else process)
+        gateway = InProcessGateway(home, env, clock) if in_process else Gateway(home, env)
         started.append(gateway)
         return gateway.start() if start else gateway
 

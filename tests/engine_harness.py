@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hearth.clock import Clock
 from hearth.config import Config
 from hearth.engine.compose import private_engine
 from hearth.engine.reads import queries
@@ -35,9 +36,12 @@ def make_config(model_url: str | None, **sections: dict[str, Any]) -> Config:
     return Config.model_validate(raw)
 
 
-def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None) -> Engine:
+def make_engine(tmp: Path, config: Config, tools: Iterable[Tool] | None = None,
+                clock: Clock | None = None) -> Engine:
+    """An engine on the template store in `tmp`; its timed loops on `clock` when given
+    (tests/support/clock.py's `FakeClock`)."""
     seed(tmp / "hearth.db")  # the template store (tests/support/store.py), not a migration
-    return private_engine(tmp, config, tools)
+    return private_engine(tmp, config, tools, clock)
 
 
 async def turn(engine: Engine, key: str, text: str, timeout: float = 15) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hearth.clock import Clock
 from tests import launcher
 from tests.fakes.model_server import ScriptedModelServer
 from tests.support.store import seed_home
@@ -185,12 +186,14 @@ class Api:
 
 
 def module_gateway(tag: str, config: str | Callable[[ScriptedModelServer], str] = "",
-                   process: bool = False) -> tuple[object, object, object]:
+                   process: bool = False, clock: Clock | None = None
+                   ) -> tuple[object, object, object]:
     """The fixtures of a test module whose tests share one gateway (starting one costs
     seconds), all module-scoped: `server`, a scripted model server; `gateway`, a gateway whose
     model is that server (its home in a temporary folder named after `tag`, `config` added to
     its config.toml: the text, or what it gives for the server), served in this process
-    (`tests.inprocess`) or, with `process`, a subprocess; `api`, a client of that gateway.
+    (`tests.inprocess`, its timed loops on `clock` when given) or, with `process`, a
+    subprocess; `api`, a client of that gateway.
     Bind them at module level under the names the tests ask for:
 
         server, gateway, api = module_gateway("jobs-api")
@@ -212,7 +215,7 @@ def module_gateway(tag: str, config: str | Callable[[ScriptedModelServer], str] 
         else:
             from tests.inprocess import InProcessGateway  # it builds on this module's Gateway
 
-            started = InProcessGateway(home).start()
+            started = InProcessGateway(home, clock=clock).start()
         yield started
         started.kill()
 

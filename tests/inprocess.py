@@ -29,7 +29,9 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
+from hearth.clock import Clock
 from hearth.config import load_config
+from hearth.engine.compose import build_engine
 from hearth.home import Home
 from hearth.logs import LOG_FORMAT
 from hearth.web.app import create_app
@@ -66,8 +68,10 @@ def _release_info_level() -> None:
 class InProcessGateway(Gateway):
     """`hearth gateway` in a thread of this process, with its own HEARTH_HOME."""
 
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None,
+                 clock: Clock | None = None) -> None:
         super().__init__(home, env)
+        self.clock = clock  # the engine's timed loops wait on it (default: the real one)
         self.app: FastAPI | None = None
         self.server: GatewayServer | None = None
         self.thread: threading.Thread | None = None
@@ -126,7 +130,7 @@ class InProcessGateway(Gateway):
             try:
                 home = Home(self.home)
                 config = load_config(home.config_file)
-                self.app = create_app(home, config)
+                self.app = create_app(home, config, build_engine(home, config, self.clock))
                 # logging as the test process has it; the records are captured per gateway
                 self.server = gateway_server(self.app, host="127.0.0.1", port=self.port,
                                              log_config=None)

@@ -22,24 +22,33 @@ from hearth.store.db import Database
 from hearth.store.schema import leases
 from hearth.tools.registry import ToolRegistry
 from tests.support.backups import key_of
+from tests.support.clock import FakeClock
 from tests.support.store import migrated_store
 
 
-def engine_on(db: Database, home: Path, backup: dict[str, object]) -> Engine:
+def engine_on(db: Database, home: Path, backup: dict[str, object],
+              clock: FakeClock | None = None) -> Engine:
     config = Config.model_validate({"backup": backup, "gateway": {"lease_seconds": 1.5}})
     (home / "workspace").mkdir(parents=True, exist_ok=True)
     return Engine(db=db, snapshot=Snapshot.first(config), tools=ToolRegistry([]),
-                  workspace=home / "workspace", chats_dir=home / "sessions")
+                  workspace=home / "workspace", chats_dir=home / "sessions", clock=clock)
 
 
-async def made_while(engine: Engine, seconds: float) -> set[str]:
-    """The names of the archives this engine made within `seconds`."""
+async def made_while(engine: Engine, seconds: float, clock: FakeClock | None = None
+                     ) -> set[str]:
+    """The names of the archives this engine made within `seconds` (of `clock`, advanced
+    0.05 s at a time, when the engine runs on one)."""
     seen: set[str] = set()
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    passed = 0.0
+    while passed < seconds if clock is not None else time.monotonic() < deadline:
         if engine.backups.last is not None:
             seen.add(engine.backups.last.path.name)
-        await asyncio.sleep(0.05)
+        if clock is None:
+            await asyncio.sleep(0.05)
+        else:
+            await clock.advance_here(0.05)
+            passed += 0.05
     return seen
 
 
@@ -71,10 +80,12 @@ def test_without_every_no_backup_is_made(tmp_path: Path) -> None:
 
     async def body() -> None:
         with migrated_store(tmp_path) as db:
-            engine = engine_on(db, home, {"keep": 2})
+            clock = FakeClock()
+            engine = engine_on(db, home, {"keep": 2}, clock)
             await engine.start()
             try:
-                assert await made_while(engine, 1.5) == set()
+                await clock.until_paused("backups:scheduled")
+                assert await made_while(engine, 1.5, clock) == set()
                 assert await engine.backups._wait_for(engine.config.backup) > 0
             finally:
                 await engine.close()

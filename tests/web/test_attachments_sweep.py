@@ -1,18 +1,21 @@
 """Uploads never sent are removed after `[attachments] held_seconds`, through the real gateway
-(here 1.5 s): the held upload's row and file go, in any chat (an Incognito one too); a sent
-file stays, and so do the bytes a held upload shared with a sent one."""
+(here 1.5 s, passed on the gateway's fake clock): the held upload's row and file go, in any
+chat (an Incognito one too); a sent file stays, and so do the bytes a held upload shared with
+a sent one."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.gateway import Api, Gateway, module_gateway
+from tests.support.clock import FakeClock
+from tests.support.polling import until
 
 HELD_SECONDS = 1.5
+CLOCK = FakeClock()  # the sweep looks as the test advances it
 server, gateway, api = module_gateway(
-    "attachment-sweep", config=f"[attachments]\nheld_seconds = {HELD_SECONDS}\n")
+    "attachment-sweep", config=f"[attachments]\nheld_seconds = {HELD_SECONDS}\n", clock=CLOCK)
 
 
 def upload(api: Api, key: str, data: bytes, name: str) -> dict[str, Any]:
@@ -45,10 +48,8 @@ def test_an_upload_never_sent_is_removed_and_sent_files_stay(
     twin = upload(api, key, b"sent with a message", "twin.txt")  # the sent file's bytes
     secret = upload(api, hidden, b"an incognito upload", "secret.txt")
 
-    deadline = time.monotonic() + HELD_SECONDS + 10
-    while time.monotonic() < deadline and (set(listed(api, key)) != {"sent.txt"}
-                                           or listed(api, hidden)):
-        time.sleep(0.2)
+    until(lambda: CLOCK.paused("sweep:held-uploads"), what="the sweep's pause")
+    CLOCK.advance(HELD_SECONDS + 0.5)  # past the uploads' time, and the sweep has looked
     assert set(listed(api, key)) == {"sent.txt"} and listed(api, hidden) == {}
     assert files_of(gateway, key) == {sent["sha256"]}  # the twin's bytes are the sent file's
     assert twin["sha256"] == sent["sha256"] and forgotten["sha256"] not in files_of(gateway, key)

@@ -20,7 +20,9 @@ from hearth.store.db import Database
 from hearth.tools.base import ToolContext, ToolRefused
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Api, Gateway
+from tests.support.clock import FakeClock
 from tests.support.http import error_of
+from tests.support.polling import until
 from tests.support.store import db_rows
 
 PROMPT = "Water the plants"
@@ -101,14 +103,16 @@ def test_after_a_restart_a_missed_job_runs_once_or_is_skipped(
     first.stop()
     fell_due_while_down(first, [once["id"], skip["id"], every["id"]], hours=3)  # 36 fires
 
-    again = gateway_factory()
+    clock = FakeClock()  # the scheduler ticks as the test advances it
+    again = gateway_factory(clock=clock)
     api = again.client()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not runs_of(again, once["session_key"]):
         time.sleep(0.1)
     [(run_id,)] = runs_of(again, once["session_key"])
     assert api.wait(run_id)["status"] == "complete"
-    time.sleep(1.5)  # more ticks: nothing more fires
+    until(lambda: clock.paused("scheduler"), what="the scheduler's pause")
+    clock.advance(1.5)  # more ticks: nothing more fires
     assert len(runs_of(again, once["session_key"])) == 1
     assert runs_of(again, skip["session_key"]) == []
     assert runs_of(again, every["session_key"]) == []

@@ -15,6 +15,7 @@ from hearth.backup.making import Made, lower_priority, make_backup
 from hearth.backup.manifest import BackupRefused as BackupRefused  # the CLI names it from here
 from hearth.backup.reading import Verified, verify
 from hearth.backup.restoring import Restored, restore
+from hearth.clock import Clock
 from hearth.config import Config, WebSearchConfig
 from hearth.engine.access import signin_links
 from hearth.engine.background.job_tool import job_tools
@@ -134,8 +135,9 @@ def standard_tools(db: Database, memory: Memory, search: WebSearchConfig | None 
             *searching]
 
 
-def build_engine(home: Home, config: Config) -> Engine:
-    """Open the store (migrated), find the models, and compose the gateway's engine."""
+def build_engine(home: Home, config: Config, clock: Clock | None = None) -> Engine:
+    """Open the store (migrated), find the models, and compose the gateway's engine (its
+    timed loops on `clock`: the system's unless a test hands it a fake one)."""
     home.ensure()
     config = agents.with_folder_profiles(config, home.agents_dir)  # agents/<name>/agent.toml
     base = config
@@ -154,7 +156,7 @@ def build_engine(home: Home, config: Config) -> Engine:
     engine = Engine(db=db, snapshot=snapshot, tools=tools, memory=memory,
                     workspace=home.workspace, hidden_from_tools=(home.root,),
                     chats_dir=home.sessions_dir, base_config=base,
-                    agents_dir=home.agents_dir)
+                    agents_dir=home.agents_dir, clock=clock)
     return recording(engine)
 
 
@@ -167,9 +169,10 @@ def _end_gateway(sentence: str) -> None:
     os._exit(EXIT_STORE_FAILED)
 
 
-def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = None) -> Engine:
+def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = None,
+                   clock: Clock | None = None) -> Engine:
     """An engine on a private store in `folder` (hearth.db, workspace/), for the tests: the
-    standard tools unless `tools` is given."""
+    standard tools unless `tools` is given, the system's clock unless `clock` is."""
     db = open_store(f"sqlite:///{folder / 'hearth.db'}")
     workspace = folder / "workspace"
     workspace.mkdir(exist_ok=True)
@@ -177,7 +180,8 @@ def private_engine(folder: Path, config: Config, tools: Iterable[Tool] | None = 
     registry = ToolRegistry(standard_tools(db, memory, config.web_search) if tools is None
                             else tools)
     return recording(Engine(db=db, snapshot=Snapshot.first(config),
-                            tools=registry, workspace=workspace, memory=memory))
+                            tools=registry, workspace=workspace, memory=memory,
+                            clock=clock))
 
 
 def recording(engine: Engine) -> Engine:

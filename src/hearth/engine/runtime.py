@@ -4,6 +4,8 @@ It owns the gateway's turn machinery for one process: `start` recovers what a pr
 left (before anything is served) and re-queues admitted runs in order; `send` admits a message
 and wakes its lane; `stop` ends a chat's running turn; `close` stops admitting, lets running
 turns finish within the grace period, and leaves the rest to be resumed by the next start.
+Its timed loops (the scheduler, the sweepers, the replica's, the lanes') all wait on the one
+`Clock` it is given (the system's unless a test hands it a fake one).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.clock import Clock, SystemClock
 from hearth.config import Config
 from hearth.engine.access.desk import Access
 from hearth.engine.background import held_uploads, helper_agents, idle_summaries, spending_sync
@@ -83,9 +86,11 @@ class Engine:
         chats_dir: Path | None = None,
         base_config: Config | None = None,
         agents_dir: Path | None = None,
+        clock: Clock | None = None,
     ) -> None:
         protect(db)  # the memory tables refuse changes from work that keeps nothing
         self.db = db
+        self.clock = clock or SystemClock()  # what the timed loops read and wait on
         config = snapshot.config
         self.base_config = base_config or config  # config.toml's, the one input of `adopt`
         self.memory = memory or Memory(db, workspace / "memory")
@@ -119,7 +124,7 @@ class Engine:
         self.lanes: Lanes | None = None
         # this gateway among those serving the database; the bus across them (PostgreSQL)
         self.replica = Replica(db, self.bus, str(self.chats_dir.parent),
-                               config.gateway.lease_seconds)
+                               config.gateway.lease_seconds, self.clock)
         self.deps = replace(self.deps, replica=self.replica.id, observer=self.observer)
         self.relay: Relay | None = None
         self.accepting = False
@@ -129,10 +134,10 @@ class Engine:
         self._spending_sync: asyncio.Task[None] | None = None
         self._leader: asyncio.Task[None] | None = None  # waits to lead (PostgreSQL)
         self._waiting_to_lead: set[asyncio.Task[None]] = set()
-        self.scheduler = Scheduler(self)  # fires due jobs, from start to close
+        self.scheduler = Scheduler(self, clock=self.clock)  # fires due jobs, start to close
         # [backup] every: the home backed up on schedule, on the leader (background/backups)
         self.backups = ScheduledBackups(self.chats_dir.parent, db.url,
-                                        lambda: self.config.backup)
+                                        lambda: self.config.backup, self.clock)
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
         self.helper_runs: set[str] = set()  # helper runs not ended yet: their end is reported
         tools.add(helper_agents.SpawnHelpers(self))
@@ -184,7 +189,8 @@ class Engine:
         await asyncio.to_thread(self.memory.start)
         month = spending.period_start("month", time.time())
         self.spending.load(await self.db.reading(model_calls.spent_since, f"{month}-01"))
-        self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next)
+        self.lanes = Lanes(self.config.gateway.max_concurrent_turns, self._run_next,
+                           self.clock)
         replica = self.replica
         await replica.join()
         if not replica.shared:
@@ -207,7 +213,7 @@ class Engine:
                       self._lapsed)
         if replica.shared:  # what the other gateways spend counts here too
             self._spending_sync = asyncio.create_task(spending_sync.merge_forever(
-                self.db, self.spending, replica.lease / 3), name="spending:merge")
+                self.db, self.spending, replica.lease / 3, self.clock), name="spending:merge")
         if replica.leading.is_set():
             await self._lead()
         else:
@@ -239,16 +245,18 @@ class Engine:
         owed chores."""
         await helper_agents.sweep(self)
         self._sweeper = asyncio.create_task(
-            deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds),
+            deletion.sweep_forever(self, self.config.limits.temporary_idle_seconds,
+                                   self.clock),
             name="sweep:temporary")
         self.scheduler.start()
         self.backups.start()
         await self.chores.start()  # owed chores, a previous process's included, are tried again
         self._summarizer = asyncio.create_task(
-            idle_summaries.sweep_forever(lambda: self.deps, self.chores),
+            idle_summaries.sweep_forever(lambda: self.deps, self.clock, self.chores),
             name="sweep:idle-summaries")
         self._held_sweeper = asyncio.create_task(
-            held_uploads.sweep_forever(self.attachments, lambda: self.config.attachments),
+            held_uploads.sweep_forever(self.attachments, lambda: self.config.attachments,
+                                       self.clock),
             name="sweep:held-uploads")
 
     async def _relay(self) -> None:

@@ -8,7 +8,8 @@ once across all sessions of this gateway.
 Across gateways (PostgreSQL's replicas) the store's claim keeps the order: `run_next` answers
 None when another gateway's turn holds the chat, and the lane waits, outside the global bound,
 until it is woken (`dispatch`: that turn's end was heard) or `BUSY_POLL_SECONDS` pass, then
-looks again.
+looks again. That pause waits on the `Clock` the lanes are given (the system's unless a test
+hands them a fake one).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
+from hearth.clock import Clock, SystemClock
+
 RunNext = Callable[[str], Awaitable[bool | None]]  # ran one | none waits | None: held elsewhere
 Parked = Callable[[], int]  # how many running lanes only wait for the owner's answer
 BUSY_POLL_SECONDS = 2.0
@@ -24,7 +27,9 @@ PARKED_POLL_SECONDS = 0.05  # how often a stop looks again at what still runs
 
 
 class Lanes:
-    def __init__(self, max_concurrent: int, run_next: RunNext) -> None:
+    def __init__(self, max_concurrent: int, run_next: RunNext,
+                 clock: Clock | None = None) -> None:
+        self._clock = clock or SystemClock()
         self._global = asyncio.Semaphore(max_concurrent)
         self._run_next = run_next
         self._drainers: dict[str, asyncio.Task[None]] = {}
@@ -69,9 +74,7 @@ class Lanes:
         waker = self._wakers.setdefault(session_key, asyncio.Event())
         try:
             if session_key not in self._woken:
-                await asyncio.wait_for(waker.wait(), BUSY_POLL_SECONDS)
-        except TimeoutError:
-            pass
+                await self._clock.wait(waker, BUSY_POLL_SECONDS)
         finally:
             self._wakers.pop(session_key, None)
 

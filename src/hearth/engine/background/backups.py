@@ -8,8 +8,9 @@ there is none), so a restart neither skips one nor makes one early; the settings
 each look, so a change applies without a restart. The backup itself (`hearth/backup/`) runs
 on a thread of its own, at a lower CPU priority: nothing of it blocks the loop, and turns go
 first. One that fails is logged with its sentence and
-tried again after `RETRY_SECONDS` (or `every`, if sooner). Logs name archives and sizes,
-never what a chat said.
+tried again after `RETRY_SECONDS` (or `every`, if sooner). Its looks read and wait on the
+`Clock` it is given (the system's unless a test hands it a fake one). Logs name archives and
+sizes, never what a chat said.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from hearth.backup import rotation
 from hearth.backup.making import Made, lower_priority, make_backup
 from hearth.backup.manifest import BackupRefused
+from hearth.clock import Clock, SystemClock
 from hearth.config import BackupConfig
 from hearth.home import Home
 from hearth.threads import ContextCarryingExecutor
@@ -35,8 +36,9 @@ RETRY_SECONDS = 300.0  # after a backup that failed
 
 
 class ScheduledBackups:
-    def __init__(self, home_root: Path, db_url: str, settings: Callable[[], BackupConfig]
-                 ) -> None:
+    def __init__(self, home_root: Path, db_url: str, settings: Callable[[], BackupConfig],
+                 clock: Clock | None = None) -> None:
+        self.clock = clock or SystemClock()
         self.home = Home(home_root)
         self.db_url = db_url
         self.settings = settings
@@ -64,7 +66,7 @@ class ScheduledBackups:
         while True:
             wait = await self._wait_for(self.settings())
             if wait > 0:
-                await asyncio.sleep(min(wait, LOOK_SECONDS))
+                await self.clock.sleep(min(wait, LOOK_SECONDS))
                 continue
             await self.back_up(self.settings())
 
@@ -78,7 +80,7 @@ class ScheduledBackups:
         due = (newest + every) if newest is not None else 0.0
         if self._failed_at is not None:
             due = max(due, self._failed_at + min(every, RETRY_SECONDS))
-        return max(0.0, due - time.time())
+        return max(0.0, due - self.clock.now())
 
     async def back_up(self, config: BackupConfig) -> Made | None:
         """One backup now, then the oldest beyond `keep` deleted; None when it failed."""
@@ -88,7 +90,7 @@ class ScheduledBackups:
                                                                  self.db_url, folder))
             gone = await asyncio.to_thread(rotation.rotate, folder, config.keep)
         except (BackupRefused, OSError) as error:
-            self._failed_at = time.time()
+            self._failed_at = self.clock.now()
             log.warning("the scheduled backup failed: %s", error)
             return None
         self._failed_at = None

@@ -5,12 +5,12 @@ touched, nor the bytes a held upload shares with one.
 
 `sweep_forever` (started on the leader with the engine's other sweepers, stopped at close)
 looks every quarter of `held_seconds`, at most every `EVERY_AT_MOST` seconds, so an upload
-goes at most that long after its time. It logs how many went, never their names.
+goes at most that long after its time, by the `Clock` it is given. It logs how many went,
+never their names.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +18,7 @@ from typing import Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.clock import Clock
 from hearth.config import AttachmentsConfig
 
 log = logging.getLogger(__name__)
@@ -37,19 +38,20 @@ def interval(held_seconds: float) -> float:
     return min(EVERY_AT_MOST, max(EVERY_AT_LEAST, held_seconds / 4))
 
 
-async def sweep(desk: Expiring, held_seconds: float) -> int:
-    """Remove the uploads held longer than `held_seconds`; how many."""
-    return await desk.expire(time.time() - held_seconds)
+async def sweep(desk: Expiring, held_seconds: float, now: float | None = None) -> int:
+    """Remove the uploads held longer than `held_seconds` at `now` (default: now); how many."""
+    return await desk.expire((time.time() if now is None else now) - held_seconds)
 
 
-async def sweep_forever(desk: Expiring, settings: Callable[[], AttachmentsConfig]) -> None:
+async def sweep_forever(desk: Expiring, settings: Callable[[], AttachmentsConfig],
+                        clock: Clock) -> None:
     """Look for uploads never sent every so often, for as long as the engine runs (each look
     reads `held_seconds` anew: a settings change applies to the next)."""
     while True:
         held_seconds = settings().held_seconds
-        await asyncio.sleep(interval(held_seconds))
+        await clock.sleep(interval(held_seconds))
         try:
-            removed = await sweep(desk, held_seconds)
+            removed = await sweep(desk, held_seconds, clock.now())
         except (SQLAlchemyError, OSError) as error:  # the store or the disk is away: next time
             log.warning("the sweep of uploads never sent failed (%s); trying again later",
                         type(error).__name__)

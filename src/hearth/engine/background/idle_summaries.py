@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.clock import Clock
 from hearth.engine.background.budget import BackgroundBudget
 from hearth.engine.background.chores import Chores, Doer, Outcome
 from hearth.engine.turn import context
@@ -118,11 +119,12 @@ def _compactor(deps: TurnDeps, key: str, chain: list[Provider]) -> Compactor:
                      kind="idle", breakers=deps.models.breakers, owes=True)
 
 
-async def sweep_forever(deps: Deps, chores: Chores | None = None,
+async def sweep_forever(deps: Deps, clock: Clock, chores: Chores | None = None,
                         every: float = SWEEP_EVERY) -> None:
-    """Look for idle chats to summarize every so often, for as long as the engine runs."""
+    """Look for idle chats to summarize every `every` seconds of `clock`, for as long as the
+    engine runs."""
     while True:
-        await asyncio.sleep(every)
+        await clock.sleep(every)
         try:
             await sweep(deps(), chores)
         except SQLAlchemyError as error:  # the store is busy or away: look again next time

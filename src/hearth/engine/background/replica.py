@@ -17,6 +17,9 @@ is taken back at boot. On PostgreSQL several may serve the same database:
 - **The leader.** One live replica holds the `leader` lease and runs what must run once: the
   scheduler, the sweepers, the owed chores and the chat channels (`leading`). Another takes
   it over within a lease of the leader's death.
+
+The look for the dead and the fence's reckoning read the `Clock` the replica is given (the
+system's unless a test hands it a fake one); the renewing thread waits on real time.
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.clock import Clock, SystemClock
 from hearth.engine.delivery.events import Bus
 from hearth.engine.turn import recovery
 from hearth.store import replicas
@@ -48,7 +51,9 @@ LAPSE_AT = 2 / 3  # of a lease without a renewal: stop writing (another waits a 
 
 
 class Replica:
-    def __init__(self, db: Database, bus: Bus, home: str, lease: float) -> None:
+    def __init__(self, db: Database, bus: Bus, home: str, lease: float,
+                 clock: Clock | None = None) -> None:
+        self.clock = clock or SystemClock()
         self.db = db
         self.bus = bus
         self.id = uuid.uuid4().hex[:16]
@@ -56,7 +61,7 @@ class Replica:
         self.lease = lease
         self.shared = db.dialect == "postgresql"  # other gateways may serve this database
         self.leading = asyncio.Event()  # set once this gateway leads (it does until it ends)
-        self._renewed = time.monotonic()  # when the last renewal that landed began
+        self._renewed = self.clock.monotonic()  # when the last renewal that landed began
         self._lapsed: str | None = None
         self._on_lapse: Callable[[str], None] = log.critical
         self._stopping = threading.Event()
@@ -69,7 +74,7 @@ class Replica:
         the gateways that ended before it; lead if nobody does."""
         self._loop = asyncio.get_running_loop()
         leads = await self.db.writing(self._join)
-        self._renewed = time.monotonic()  # the row is new: the lease runs from here
+        self._renewed = self.clock.monotonic()  # the row is new: the lease runs from here
         if leads:
             self.leading.set()
 
@@ -108,7 +113,8 @@ class Replica:
 
     def fence(self) -> str | None:
         """Why this gateway must not commit now (its lease may have run out), or None."""
-        if self._lapsed is None and time.monotonic() - self._renewed > self.lease * LAPSE_AT:
+        since = self.clock.monotonic() - self._renewed
+        if self._lapsed is None and since > self.lease * LAPSE_AT:
             self._lapsed = (f"This gateway could not renew its lease on the database for "
                             f"{self.lease * LAPSE_AT:.0f} s, so another replica may be "
                             "resuming its turns; it stops writing and ends.")
@@ -116,7 +122,7 @@ class Replica:
 
     def _renew_forever(self) -> None:
         while not self._stopping.wait(self.lease / 3):
-            began = time.monotonic()
+            began = self.clock.monotonic()
             try:
                 with self.db.beside() as conn:
                     kept = replicas.beat(conn, self.id)
@@ -150,7 +156,7 @@ class Replica:
     async def _sweep_forever(self, budget: Callable[[], int],
                              dispatch: Callable[[str], None]) -> None:
         while True:
-            await asyncio.sleep(self.lease / 3)
+            await self.clock.sleep(self.lease / 3)
             try:
                 taken = await self.take_back(budget())
             except SQLAlchemyError as error:

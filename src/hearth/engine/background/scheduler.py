@@ -13,7 +13,8 @@ Missed fires: a job due before this gateway started (it was down), or found more
 moves to its next future time (however many times it missed); with `"skip"` nothing runs and it
 moves to its next future time (audited `job.skipped`, reason "missed"; a one-shot is done).
 `run_now` fires a job at once, outside its schedule, which it leaves as it is.
-All of it runs on the loop, awaiting the store's seam.
+All of it runs on the loop, awaiting the store's seam; its ticks wait on the `Clock` it is
+given (the system's unless a test hands it a fake one).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.clock import Clock, SystemClock
 from hearth.engine.background import app_quotas, job_limits, schedules
 from hearth.engine.intake.admission import AdmissionError, Admitted
 from hearth.errors import Refusal
@@ -73,9 +75,11 @@ def idempotency_key(job: JobRow) -> str:
 
 
 class Scheduler:
-    def __init__(self, host: JobHost, tick_seconds: float = TICK_SECONDS) -> None:
+    def __init__(self, host: JobHost, tick_seconds: float = TICK_SECONDS,
+                 clock: Clock | None = None) -> None:
         self.host = host
         self.tick_seconds = tick_seconds
+        self.clock = clock or SystemClock()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self.started_at: float | None = None  # what was due before this missed its time
@@ -83,7 +87,7 @@ class Scheduler:
     def start(self) -> None:
         """Start ticking, in an empty context: no chat's work scope reaches the scheduler."""
         if self.started_at is None:
-            self.started_at = time.time()
+            self.started_at = self.clock.now()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="scheduler",
                                               context=contextvars.Context())
@@ -102,12 +106,12 @@ class Scheduler:
             except SQLAlchemyError as error:  # the store is busy or away: look again next tick
                 log.warning("the scheduler could not look for due jobs (%s); trying again",
                             type(error).__name__)
-            await asyncio.sleep(self.tick_seconds)
+            await self.clock.sleep(self.tick_seconds)
 
     async def tick(self, at: float | None = None) -> list[Fired]:
         """Fire every job due by `at` (now), one at a time; ticks never overlap."""
         async with self._lock:
-            moment = time.time() if at is None else at
+            moment = self.clock.now() if at is None else at
             fired: list[Fired] = []
             for job in await self._due(moment):
                 if job.missed == "skip" and self._missed(job, moment):
@@ -143,8 +147,9 @@ class Scheduler:
                                         meta={"job": job.id}, idempotency_key=key,
                                         principal=principals.decode(job.principal))
         self.host.dispatch(job.session_key)
-        await self.host.db.writing(_ran_now, job, admitted)
-        return Fired(job.id, time.time(), admitted.run_id, session_key=job.session_key)
+        at = self.clock.now()
+        await self.host.db.writing(_ran_now, job, admitted, at)
+        return Fired(job.id, at, admitted.run_id, session_key=job.session_key)
 
     async def _fire(self, job: JobRow) -> Fired | None:
         if await app_quotas.fire_refused(self.host, job):  # its app's fires per hour are spent
@@ -164,7 +169,7 @@ class Scheduler:
             return await self._skip(job, refused.code)
         if not admitted.duplicate:
             self.host.dispatch(job.session_key)
-        await self.host.db.writing(_advance, job, admitted, durable=False)
+        await self.host.db.writing(_advance, job, admitted, self.clock.now(), durable=False)
         return Fired(job.id, job.next_at, admitted.run_id, admitted.duplicate)
 
     async def _open(self, job: JobRow) -> None:
@@ -188,12 +193,12 @@ class Scheduler:
         log.warning("job #%d could not fire into chat %s (%s); skipped this time",
                     job.id, job.session_key, code)
 
-        await self.host.db.writing(_skipped, job, code, durable=False)
+        await self.host.db.writing(_skipped, job, code, self.clock.now(), durable=False)
         return Fired(job.id, job.next_at, None)
 
 
-def _advance(conn: Connection, job: JobRow, admitted: Admitted) -> None:
-    job_store.advance(conn, job.id, time.time(), due_at=job.next_at,
+def _advance(conn: Connection, job: JobRow, admitted: Admitted, at: float) -> None:
+    job_store.advance(conn, job.id, at, due_at=job.next_at,
                       upcoming=schedules.upcoming)
     audit.write(conn, "job.fired", actor=ACTOR, session_key=job.session_key,
                 run_id=admitted.run_id,
@@ -207,14 +212,14 @@ def _passed(conn: Connection, job: JobRow, moment: float) -> None:
                 detail={"job": job.id, "due_at": job.next_at, "reason": "missed"})
 
 
-def _ran_now(conn: Connection, job: JobRow, admitted: Admitted) -> None:
-    job_store.mark_fired(conn, job.id, time.time())
+def _ran_now(conn: Connection, job: JobRow, admitted: Admitted, at: float) -> None:
+    job_store.mark_fired(conn, job.id, at)
     audit.write(conn, "job.fired", actor="owner", session_key=job.session_key,
                 run_id=admitted.run_id, detail={"job": job.id, "now": True})
 
 
-def _skipped(conn: Connection, job: JobRow, code: str) -> None:
-    job_store.advance(conn, job.id, time.time(), due_at=job.next_at,
+def _skipped(conn: Connection, job: JobRow, code: str, at: float) -> None:
+    job_store.advance(conn, job.id, at, due_at=job.next_at,
                       upcoming=schedules.upcoming)
     audit.write(conn, "job.skipped", actor=ACTOR, session_key=job.session_key,
                 detail={"job": job.id, "due_at": job.next_at, "reason": code})

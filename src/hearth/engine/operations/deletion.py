@@ -12,7 +12,8 @@ file or its `-wal` once the deletion returns, a kill -9 right after it included.
 
 A Temporary chat ends forgotten the same way: when a new
 process starts (what a crash left), when the gateway stops, and when it has been idle past
-`limits.temporary_idle_seconds` (the sweeper).
+`limits.temporary_idle_seconds` (the sweeper, which reads and waits on the `Clock` it is
+given).
 
 A restricted chat (any mode but persistent, `privacy.modes.restricted`) takes its helpers with
 it, all the way down (helpers of helpers): once its own turn is stopped, each helper's chat is
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from hearth.clock import Clock, SystemClock
 from hearth.engine.delivery.events import Bus
 from hearth.engine.turn.approval.desk import ApprovalDesk
 from hearth.errors import Refusal
@@ -243,16 +245,19 @@ async def forget_temporary(owner: ChatOwner, why: str) -> list[DeleteReport]:
 
 
 async def sweep_idle(owner: ChatOwner, idle_seconds: float,
-                     failed: dict[str, float] | None = None) -> list[DeleteReport]:
-    """Forget the chats that end forgotten and were idle for `idle_seconds`; one that failed
-    (in `failed`, by when) is tried again only after as long."""
+                     failed: dict[str, float] | None = None,
+                     clock: Clock | None = None) -> list[DeleteReport]:
+    """Forget the chats that end forgotten and were idle for `idle_seconds` by `clock` (the
+    system's by default); one that failed (in `failed`, by when) is tried again only after
+    as long."""
     failed = {} if failed is None else failed
-    now = time.time()
+    clock = clock or SystemClock()
+    now = clock.now()
     reports = []
     for key in await owner.db.reading(forget.idle_temporary_keys, now - idle_seconds):
         if failed.get(key, 0.0) > now - idle_seconds:
             continue
-        report = await _end_quietly(owner, key, "idle", idle_before=time.time() - idle_seconds)
+        report = await _end_quietly(owner, key, "idle", idle_before=clock.now() - idle_seconds)
         if report is not None:
             reports.append(report)
             if report.deleted:
@@ -262,14 +267,14 @@ async def sweep_idle(owner: ChatOwner, idle_seconds: float,
     return reports
 
 
-async def sweep_forever(owner: ChatOwner, idle_seconds: float) -> None:
+async def sweep_forever(owner: ChatOwner, idle_seconds: float, clock: Clock) -> None:
     """The idle sweeper: looks every so often (a quarter of the idle limit, 0.2 to 60 s)."""
     interval = min(60.0, max(0.2, idle_seconds / 4))
     failed: dict[str, float] = {}
     while True:
-        await asyncio.sleep(interval)
+        await clock.sleep(interval)
         try:
-            await sweep_idle(owner, idle_seconds, failed)
+            await sweep_idle(owner, idle_seconds, failed, clock)
         except SQLAlchemyError as error:  # the store is busy or away: look again next time
             log.warning("the idle sweep of temporary chats failed (%s); trying again later",
                         type(error).__name__)
