@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from pydantic import Field, create_model
 
 from docs.gen import config_reference, module_map, parts
 from hearth import config
+from tests.test_docs import site_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -104,23 +104,6 @@ def test_positive_control_a_module_without_a_docstring_is_refused(tmp_path: Path
 
 
 # ----------------------------------------------------------------------------- the site
-
-def _nav_pages(nav: list[object]) -> list[str]:
-    pages: list[str] = []
-    for item in nav:
-        if isinstance(item, str):
-            pages.append(item)
-        elif isinstance(item, dict):
-            for value in item.values():
-                pages += _nav_pages(value) if isinstance(value, list) else [str(value)]
-    return pages
-
-
-def site_pages() -> list[str]:
-    """The site's pages in its navigation's order (index.md is the README)."""
-    with (ROOT / "mkdocs.yml").open(encoding="utf-8") as file:
-        return _nav_pages(yaml.safe_load(file)["nav"])
-
 
 def test_every_page_under_docs_is_in_the_navigation() -> None:
     written = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "gen" not in p.parts}

@@ -27,6 +27,7 @@ from hearth import config as config_module
 PAGE = "reference/configuration.md"
 HEADER = "| key | type | default | environment | notes |\n| --- | --- | --- | --- | --- |"
 LONG_DEFAULT = 48  # a longer default string is shown cut, with its length
+TABLE_NAME = re.compile(r"(?<!`)(\[\[?[a-z_.<>*]+\]\]?)(?![`(])")
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ from (its `…_env` key). How the settings fit together is in [Configuration](..
 
 def _row(setting: Setting, comments: dict[tuple[str, str], str]) -> str:
     field = setting.field
-    about = comments.get((setting.owner.__name__, setting.key), "")
+    about = _one_line(comments.get((setting.owner.__name__, setting.key), ""))
     env = ", ".join(f"`{v}`" for v in setting.env)
     secret_env = setting.key + "_env"
     if not env and secret_env in setting.owner.model_fields:
@@ -213,7 +214,9 @@ def _cell(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """Source prose as one Markdown line: a table's name (`[apps]`) set as code, so that it
+    reads as config.toml writes it and never as a link."""
+    return TABLE_NAME.sub(r"`\1`", " ".join(text.split()))
 
 
 def _type(field: FieldInfo) -> str:
