@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import Field, create_model
 
-from docs.gen import config_reference, module_map, parts
+from docs.gen import config_reference, hooks, module_map, parts
 from hearth import config
 from tests.test_docs import site_pages
 
@@ -50,18 +50,18 @@ def test_positive_control_a_planted_setting_is_flagged() -> None:
                            planted=(planted_table, Field(default_factory=planted_table)))
     assert config_reference.undocumented(text, planted) == [
         "[gateway] planted_knob", "[planted] depth"]
-    assert "| `planted_knob` | int (≥ 0) | `3` |" in config_reference.render(planted)
+    assert "| `planted_knob` | `3` | int (≥ 0). |" in config_reference.render(planted)
 
 
 def test_the_reference_names_the_environment_and_the_source_comments() -> None:
     text = config_reference.render()
     port = next(line for line in text.splitlines() if line.startswith("| `port` |"))
-    assert "`HEARTH_GATEWAY_PORT`, `HEARTH_PORT`" in port and "`8765`" in port
+    assert "Environment: `HEARTH_GATEWAY_PORT`, `HEARTH_PORT`." in port and "| `8765` |" in port
     shell = next(line for line in text.splitlines()
                  if line.startswith("| `max_model_calls_per_turn` |"))
     assert "`HEARTH_LIMITS_MAX_MODEL_CALLS_PER_TURN`" in shell
     vision = next(line for line in text.splitlines() if line.startswith("| `vision` |"))
-    assert "it reads images" in vision  # the comment beside the field in config.py
+    assert "It reads images" in vision  # the comment beside the field in config.py
     secret = next(line for line in text.splitlines() if line.startswith("| `secret` |"))
     assert "the one `secret_env` names" in secret
 
@@ -91,7 +91,7 @@ def test_positive_control_a_module_added_without_the_map_is_caught(tmp_path: Pat
         '"""A planted module: what it owns. More words."""\n', encoding="utf-8")
     made = module_map.render(package)
     assert made != committed
-    assert "    - `planted.py` — A planted module: what it owns." in made.splitlines()
+    assert "        - `planted.py` — A planted module: what it owns." in made.splitlines()
     rewritten = module_map.rewrite((DOCS / module_map.PAGE).read_text(encoding="utf-8"), made)
     assert module_map.section(rewritten) == made and "## Which way imports point" not in made
 
@@ -125,3 +125,23 @@ def test_the_site_builds_offline_and_strict(tmp_path: Path) -> None:
     assert '<a href="contributing.html">CONTRIBUTING.md</a>' in architecture  # ../CONTRIBUTING.md
     assert '<a href="index.html">README</a>' in architecture  # ../README.md
     assert '<a href=".ci/run">' not in home  # a file of the repository: its text, no link
+
+
+def test_the_site_makes_the_repository_links_its_own() -> None:
+    """A link the pages write for the repository leads to the site's page; one to a file that
+    is no page is kept as its text (no link that leads nowhere)."""
+    readme = "See [models](docs/models.md#failover), [it](CONTRIBUTING.md), [ci](.ci/run)."
+    assert hooks.site_links(readme, "README.md") == (
+        "See [models](models.md#failover), [it](contributing.md), ci.")
+    page = ("[home](../../README.md#set-up) [`x`](../../bench/README.md) [c](../configuration.md)"
+            " `[code](../x.md)` [w](#here)")
+    assert hooks.site_links(page, "docs/reference/cli.md") == (
+        "[home](../index.md#set-up) `x` [c](../configuration.md) `[code](../x.md)` [w](#here)")
+
+
+def test_lists_read_on_the_site_as_on_github() -> None:
+    """A list right under a paragraph, and a code block under a `1. ` item, are blocks of the
+    list for Python-Markdown as they are for GitHub."""
+    text = "Intro:\n- a\n- b\n\n1. Run:\n\n   ```sh\n   make run\n   ```\n2. Next\n\nAfter."
+    assert hooks.items_indented(hooks.lists_apart(text)) == (
+        "Intro:\n\n- a\n- b\n\n1. Run:\n\n    ```sh\n    make run\n    ```\n2. Next\n\nAfter.")

@@ -36,7 +36,30 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
-    return site_links(markdown, repository_path(page.file.src_uri))
+    text = items_indented(lists_apart(markdown))
+    return site_links(text, repository_path(page.file.src_uri))
+
+
+LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+TOP_ITEM = re.compile(r"^(?:[-*+]|\d+[.)]) +")
+TAB = 4  # Python-Markdown's indent of a list item's blocks (GitHub's is the marker's width)
+
+
+def lists_apart(markdown: str) -> str:
+    """A blank line before each list that starts right under a paragraph's line: GitHub reads
+    such a list as a list, Python-Markdown (mkdocs) as more of the paragraph."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        opened = re.match(r"^\s*(```|~~~)", line)
+        if opened:
+            fence = None if fence == opened.group(1) else fence or opened.group(1)
+        previous = out[-1] if out else ""
+        if (fence is None and LIST_ITEM.match(line) and previous.strip()
+                and not LIST_ITEM.match(previous) and not previous.startswith((" ", "\t", "|"))):
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
 
 
 def repository_path(src_uri: str) -> str:
@@ -83,7 +106,7 @@ def site_target(target: str, where: str) -> str | None:
     pages = {source: page for page, source in OUTSIDE.items()}
     if repo in pages:
         page = pages[repo]
-    elif repo.startswith("docs/") and repo.endswith(".md"):
+    elif repo.startswith("docs/") and repo.endswith(".md") and (ROOT / repo).is_file():
         page = repo.removeprefix("docs/")
     else:
         return None
@@ -91,3 +114,31 @@ def site_target(target: str, where: str) -> str | None:
         v: k for k, v in OUTSIDE.items()}[where]
     relative = posixpath.relpath(page, posixpath.dirname(here) or ".")
     return relative + hash_ + fragment
+
+
+def items_indented(markdown: str) -> str:
+    """The blocks inside a top-level list item (a code block under `1. `, a list under `- `)
+    indented by four, as Python-Markdown wants them, where GitHub takes the marker's width."""
+    out: list[str] = []
+    width = 0  # the open item's marker width; 0: no item open
+    fence: str | None = None  # a code block at the top level, left as it is
+    for line in markdown.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        if fence is None and width and line.strip() and indent < width and not TOP_ITEM.match(
+                line):
+            width = 0  # the list ended
+        opened = re.match(r"^(```|~~~)", line)
+        if width == 0 and (fence or opened):
+            if fence is None and opened:
+                fence = opened.group(1)
+            elif fence and line.strip() == fence:
+                fence = None
+            out.append(line)
+            continue
+        item = TOP_ITEM.match(line)
+        if item:
+            width = len(item.group(0))
+        elif width and line.strip() and width < TAB:
+            line = " " * (TAB - width) + line
+        out.append(line)
+    return "\n".join(out)

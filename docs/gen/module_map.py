@@ -48,7 +48,7 @@ def render(package: Path) -> str:
 
 
 def _entries(folder: Path, depth: int) -> list[str]:
-    indent = "  " * depth
+    indent = "    " * depth  # four spaces a level: a nested list on GitHub and in mkdocs
     lines: list[str] = []
     files = sorted(p for p in folder.glob("*.py") if depth == 0 or p.name != "__init__.py")
     folders = sorted(p for p in folder.iterdir() if p.is_dir() and any(p.rglob("*.py")))
