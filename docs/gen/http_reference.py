@@ -10,6 +10,7 @@ default configuration; nothing is served.
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,16 @@ METHODS = ("get", "post", "put", "patch", "delete")
 def schema() -> dict[str, Any]:
     """The OpenAPI schema of the app's API routes: the whole app's, less the pages' routes
     and the schemas only they name."""
-    with tempfile.TemporaryDirectory() as folder:
-        app = web_app.create_app(Home(Path(folder) / "home"), Config())
-        try:
-            spec = app.openapi()
-        finally:
-            app.state.engine.db.close()
+    logging.disable(logging.WARNING)  # the throwaway gateway's own warnings (no model) are noise
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            app = web_app.create_app(Home(Path(folder) / "home"), Config())
+            try:
+                spec = app.openapi()
+            finally:
+                app.state.engine.db.close()
+    finally:
+        logging.disable(logging.NOTSET)
     for path, method in _page_routes():
         spec["paths"].get(path, {}).pop(method, None)
     spec["paths"] = {path: ops for path, ops in spec["paths"].items() if ops}
