@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install install-dev lint bench clean
+.PHONY: run test install install-dev lint docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,12 +30,17 @@ run: install
 	$(BIN)/hearth gateway$(if $(PORT), --port $(PORT))
 
 lint: install-dev
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench docs/gen
 	$(BIN)/mypy src
 	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/python -m pytest -n auto
+
+# The documentation site, offline: the references regenerated (docs/gen/), then site/.
+docs: install-dev
+	$(BIN)/python -m docs.gen
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 bench: install-dev
 	$(BIN)/python bench/admission.py
@@ -57,4 +62,4 @@ bench: install-dev
 	$(BIN)/python bench/soak.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site

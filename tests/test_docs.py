@@ -1,17 +1,20 @@
-"""The documentation holds: every relative link in README.md, CONTRIBUTING.md and docs/*.md
-leads to a file of this repository (never outside it: a user's clone has nothing beside it),
-and every curl example in README.md runs as written against a real gateway.
+"""The documentation holds: every relative link in README.md, CONTRIBUTING.md and the pages
+under docs/ leads to a file of this repository (never outside it: a user's clone has nothing
+beside it), and every curl example in README.md and the pages runs as written against a real
+gateway.
 
-The examples run in the order the README gives them, each through `bash -c` in the clone's
-folder, against a gateway started as a fresh `make run` leaves one: its token in the token file
-of its home (no `HEARTH_TOKEN`), read by the README's own `TOKEN=$(.venv/bin/hearth token)`.
-The gateway listens on a free port, given to the examples' shell as `HEARTH_PORT` (as a reader
-who started the gateway with it has it): the README's own `PORT=${HEARTH_PORT:-8765}` reads it,
-and every curl example calls `http://127.0.0.1:$PORT` (`README_URL`), none a port of its own.
-One thing differs from a reader's shell: curl reads a config file of this test's (`CURL_HOME`)
-that reports each answer's status on stderr and caps the time a command may take (a live event
-stream, `curl -N`, is ended after a moment). A variable the README asks
-the reader to fill from an earlier answer (`CAPTURED`) is filled the same way here.
+The examples run in the order the site gives them (`example_pages`: the README, then the pages
+in mkdocs.yml's navigation, which keeps the order the README once gave its sections), one
+reader's shell for all of them, each through `bash -c` in the clone's folder, against a gateway
+started as a fresh `make run` leaves one: its token in the token file of its home (no
+`HEARTH_TOKEN`), read by the docs' own `TOKEN=$(.venv/bin/hearth token)`. The gateway listens
+on a free port, given to the examples' shell as `HEARTH_PORT` (as a reader who started the
+gateway with it has it): the docs' own `PORT=${HEARTH_PORT:-8765}` reads it, and every curl
+example calls `http://127.0.0.1:$PORT` (`README_URL`), none a port of its own. One thing
+differs from a reader's shell: curl reads a config file of this test's (`CURL_HOME`) that
+reports each answer's status on stderr and caps the time a command may take (a live event
+stream, `curl -N`, is ended after a moment). A variable the docs ask the reader to fill from an
+earlier answer (`CAPTURED`) is filled the same way here.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 
+from docs.gen import module_map
 from tests.fakes.model_server import ScriptedModelServer
 from tests.gateway import Gateway, write_config
 from tests.inprocess import InProcessGateway
@@ -50,7 +55,38 @@ CAPTURED = {
 
 
 def doc_files() -> list[Path]:
-    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+# the site's pages that are files outside docs/ (docs/gen/hooks.py): page -> file
+OUTSIDE_DOCS = {"index.md": ROOT / "README.md", "contributing.md": ROOT / "CONTRIBUTING.md"}
+
+
+def _nav_pages(nav: list[object]) -> list[str]:
+    pages: list[str] = []
+    for item in nav:
+        if isinstance(item, str):
+            pages.append(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                pages += _nav_pages(value) if isinstance(value, list) else [str(value)]
+    return pages
+
+
+def site_pages() -> list[str]:
+    """The site's pages in its navigation's order (index.md is the README)."""
+    with (ROOT / "mkdocs.yml").open(encoding="utf-8") as file:
+        return _nav_pages(yaml.safe_load(file)["nav"])
+
+
+def example_pages() -> list[Path]:
+    """The files whose examples run, in the site's order: the README first."""
+    return [OUTSIDE_DOCS.get(page, ROOT / "docs" / page) for page in site_pages()]
+
+
+def examples_text() -> str:
+    """Every page's text, one after the other, as one reader reads them in order."""
+    return "\n\n".join(page.read_text("utf-8") for page in example_pages())
 
 
 # ---------------------------------------------------------------------------------- links
@@ -174,9 +210,16 @@ def test_every_module_path_the_docs_name_exists() -> None:
     """The architecture's four places, its map and CONTRIBUTING name files by path: a move
     that leaves one behind fails here, not in a newcomer's first five minutes."""
     contributors = [ROOT / "docs" / "architecture.md", ROOT / "CONTRIBUTING.md"]  # the
-    # README's paths are the user's home folder's (`history/YYYY-MM-DD.md`), not files here
-    problems = {doc.name: missing_paths(doc.read_text("utf-8"), ROOT) for doc in contributors}
+    # README's paths are the user's home folder's (`history/YYYY-MM-DD.md`), not files here;
+    # so are some the module map quotes from docstrings (the map is held to the tree itself)
+    problems = {doc.name: missing_paths(without_module_map(doc.read_text("utf-8")), ROOT)
+                for doc in contributors}
     assert {name: found for name, found in problems.items() if found} == {}
+
+
+def without_module_map(text: str) -> str:
+    """The text without the module map docs/gen writes (tests/test_docs_generated.py)."""
+    return text.replace(module_map.section(text), "") if module_map.BEGIN in text else text
 
 
 def test_positive_control_a_path_that_moved_is_flagged() -> None:
@@ -332,7 +375,7 @@ def static_problems(text: str) -> list[str]:
 
 
 def test_every_curl_example_says_its_body_is_json_and_carries_the_token() -> None:
-    assert static_problems(README.read_text("utf-8")) == []
+    assert static_problems(examples_text()) == []
 
 
 def test_positive_control_a_form_encoded_example_is_flagged() -> None:
@@ -444,13 +487,16 @@ def runner(fresh_gateway: Gateway, tmp_path: Path) -> Runner:
 
 
 @needs_curl
-def test_the_readme_curl_examples_run_as_written(runner: Runner) -> None:
-    text = README.read_text("utf-8")
+def test_the_docs_curl_examples_run_as_written(runner: Runner) -> None:
+    """Every curl example of the README and the docs pages, in the site's order."""
+    pages = example_pages()
+    assert pages[0] == README and ROOT / "docs" / "http-api.md" in pages
+    text = examples_text()
     commands = readme_commands(text)
-    assert sum(c.is_curl for c in commands) >= 10, "the README's curl examples were not found"
+    assert sum(c.is_curl for c in commands) >= 10, "the docs' curl examples were not found"
     said = without_blocks(text)
     for name in CAPTURED:  # the reader is told what to keep in each variable the test fills
-        assert f"`{name}`" in said, f"the README never says what ${name} holds"
+        assert f"`{name}`" in said, f"the docs never say what ${name} holds"
     problems = [p for command in commands for p in runner.run(command)]
     assert problems == []
     assert "TOKEN" in runner.values and set(CAPTURED) <= set(runner.values)

@@ -1,4 +1,4 @@
-"""The README's webhook example runs as written: its Python, with the secret in the
+"""The docs' webhook example (docs/channels.md) runs as written: its Python, with the secret in the
 environment, signs a message the gateway takes in (202, a run)."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.gateway import Gateway
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CHANNELS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "channels.md"  # the channels' page
 SECRET = "readme-example-secret-0123456789"
 
 
 def _example() -> str:
-    section = README.read_text(encoding="utf-8").split("### Webhook channel", 1)[1]
+    section = CHANNELS_PAGE.read_text(encoding="utf-8").split("## Webhook channel", 1)[1]
     found = re.search(r"```python\n(.*?)```", section, re.S)
     assert found, "the webhook section has no Python example"
     return found.group(1)

@@ -1,6 +1,6 @@
 """Endings have one path: every code the engine can write is declared in `endings.CODES` and
-listed in the README's endings table, no ending is made with another code, and recovery ends
-what it cannot resume through `endings.settle` like every other ending.
+listed in the docs' endings table (docs/troubleshooting.md), no ending is made with another
+code, and recovery ends what it cannot resume through `endings.settle` like every other ending.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from hearth.engine.turn.recovery import UNKNOWN_AFTER_RESTART
 from hearth.store import approvals, ledger, runs as run_store, sessions as session_store
 from tests.engine_harness import make_config, make_engine, new_chat, run
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ENDINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
 SRC = Path(__file__).resolve().parents[2] / "src" / "hearth"
 
 
 def readme_ending_codes(text: str) -> set[str]:
-    """The codes in the first column of the README's table headed `| ending | outcome |`."""
+    """The codes in the first column of the docs' table headed `| ending | outcome |`."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines)
                  if re.match(r"\|\s*ending\s*\|\s*outcome\s*\|", line))
@@ -37,7 +37,7 @@ def test_the_readme_table_lists_every_code_the_engine_can_write() -> None:
     """Before: the table missed `stale`, `interrupted` and `internal_error`, three codes the
     engine writes (a message not run after its chat changed, a call the restart ended, a
     failure inside Hearth), and the codes were declared nowhere but in each constructor."""
-    assert readme_ending_codes(README.read_text(encoding="utf-8")) == endings.CODES
+    assert readme_ending_codes(ENDINGS_PAGE.read_text(encoding="utf-8")) == endings.CODES
 
 
 def test_the_readme_parser_sees_a_missing_code() -> None:

@@ -37,7 +37,7 @@ system_prompt = "You are the coder agent."
 breaker_failures = 100
 """
 server, gateway, api = module_gateway("openai-api", CONFIG)
-README = Path(__file__).resolve().parents[2] / "README.md"
+API_PAGE = Path(__file__).resolve().parents[2] / "docs" / "http-api.md"  # the docs' HTTP API
 
 
 @pytest.fixture
@@ -627,9 +627,9 @@ print()
 
 def test_the_readmes_python_example_runs_as_written(
         gateway: Gateway, server: ScriptedModelServer, tmp_path: Path) -> None:
-    readme = README.read_text("utf-8")
-    if "### The OpenAI-compatible API" in readme:
-        assert EXAMPLE in readme
+    page = API_PAGE.read_text("utf-8")
+    assert "## The OpenAI-compatible API" in page
+    assert EXAMPLE in page
     script = tmp_path / "example.py"
     script.write_text(EXAMPLE.replace("http://127.0.0.1:8765", gateway.url), encoding="utf-8")
     server.push(Reply(text="Noted.", usage=(9, 2)), Reply(text="Paris"))
