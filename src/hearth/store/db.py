@@ -176,7 +176,7 @@ class Database:
         """PostgreSQL: VACUUM the tables holding what was said, so the rows a deletion left
         dead are pruned from their pages now rather than when autovacuum comes. What VACUUM
         frees may keep old bytes until the space is reused, and the write-ahead log keeps
-        them until its segments are recycled (the README says so, under PostgreSQL)."""
+        them until its segments are recycled (docs/postgres.md says so)."""
         _refuse_on_loop("vacuum_said")
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             for table in SAID_TABLES:

@@ -12,7 +12,7 @@ connection is made again with a pause between tries; `on_gap` is told, since wha
 meanwhile was not heard (the relay ends the live streams, which replay from the store).
 
 Nothing here is kept: a notification lives in PostgreSQL's queue until every listener has
-read it (see the README on what that queue may hold of a chat).
+read it (see docs/postgres.md on what that queue may hold of a chat).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the figures read at the scrape (`Figures`) turned into metric families by a coll
 own, in a registry of this engine's own (never the global default one), with the process's
 own figures (CPU, memory, open files) beside them. Imported at the first scrape only.
 
-Every name and label is in the README's table ("Metrics and traces"); a label is never a
+Every name and label is in docs/metrics.md's table ("Metrics and traces"); a label is never a
 chat's key, title or words.
 """
 

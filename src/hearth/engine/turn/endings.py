@@ -1,7 +1,7 @@
 """How a turn ended: one code, one outcome and one sentence per way, written once.
 
-Every ending code the engine can write is in `CODES` (the README's endings table lists each);
-an `Ending` with any other code or outcome cannot be made.
+Every ending code the engine can write is in `CODES` (docs/troubleshooting.md's endings
+table lists each); an `Ending` with any other code or outcome cannot be made.
 
 `settle` records the ending on the run (with the seq it ended at, so a reconnecting stream can
 replay its `done`), shows it on the turn (a notice row for every ending but `complete`), gives

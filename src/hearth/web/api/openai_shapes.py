@@ -211,7 +211,7 @@ def _parts_of(index: int, message: ChatMessage) -> tuple[str, tuple[Upload, ...]
     """The last message's text and its files: `image_url` parts (a data URL, or an http(s)
     URL the gateway fetches through its SSRF guard), `input_audio` and `file` parts (their
     bytes in base64), at most `MAX_FILES`. Each is kept in the chat as an attachment (see the
-    README)."""
+    docs' HTTP API page, docs/http-api.md)."""
     parts = message.content or []
     sent = sum(part.type != "text" for part in parts)
     if sent > MAX_FILES:

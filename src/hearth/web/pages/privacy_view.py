@@ -1,6 +1,6 @@
 """What the pages say of the two private kinds of chat, in one place: each one's name, icon,
 one-line promise and the sentence behind it, as the sidebar's buttons, the new-chat page and a
-chat's banner show them. The words follow what the gateway enforces (README, "Privacy
+chat's banner show them. The words follow what the gateway enforces (docs/memory.md, "Privacy
 modes"): Incognito reads memory but never adds to it, is never listed, searched, backed up or
 learned from, and is kept until deleted; Temporary neither reads nor adds to memory and is
 forgotten when idle `limits.temporary_idle_seconds`, when the gateway stops, or when deleted."""
