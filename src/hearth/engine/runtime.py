@@ -9,7 +9,6 @@ turns finish within the grace period, and leaves the rest to be resumed by the n
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -60,6 +59,7 @@ from hearth.settings import Settings, overlay
 from hearth.store import model_calls, runs as run_store, sessions as session_store
 from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
+from hearth.tasks import cancel_and_wait
 from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import placement
 
@@ -471,12 +471,8 @@ class Engine:
         self.stop_admitting()
         await self.scheduler.close()
         await self.backups.close()
-        for sweeper in (self._leader, self._sweeper, self._summarizer, self._held_sweeper,
-                        self._spending_sync, *self._waiting_to_lead):
-            if sweeper is not None:
-                sweeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweeper
+        await cancel_and_wait(self._leader, self._sweeper, self._summarizer,
+                              self._held_sweeper, self._spending_sync, *self._waiting_to_lead)
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds,
                                    parked=self.active.parked)
