@@ -66,7 +66,7 @@ def test_set_up_without_its_extra_the_gateway_says_what_to_install(extra: str,
 def test_without_the_integration_set_up_its_missing_extra_is_never_asked_for(
         tmp_path: Path) -> None:
     """Every extra hidden at once and none set up: the gateway starts (it is not refused)."""
-    hidden = ",".join(module for extra in EXTRAS.values() for module in extra.modules)
+    hidden = ",".join(hide for _, hide, _ in CASES.values())
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text("")

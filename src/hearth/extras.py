@@ -30,7 +30,8 @@ EXTRAS: dict[str, Extra] = {
                    ("aiosmtpd",)),
     "telemetry": Extra("traces are set up ([telemetry] otlp_endpoint in config.toml, or "
                        "OTEL_EXPORTER_OTLP_ENDPOINT)",
-                       ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")),
+                       ("opentelemetry.trace", "opentelemetry.sdk",
+                        "opentelemetry.exporter.otlp.proto.http")),
     "postgres": Extra("the database is PostgreSQL (HEARTH_DATABASE_URL)", ("psycopg",)),
 }
 
