@@ -1,9 +1,11 @@
 # Two commands on a fresh machine: `make run` (install + start the gateway), `make test`.
 # `make run PORT=9000` starts it on another port (default: config.toml's, or HEARTH_PORT).
+# `make run EXTRAS=telegram,slack` installs those integrations' extras too (pyproject.toml).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+comma := ,
+STAMP := $(VENV)/.installed$(if $(EXTRAS),-$(subst $(comma),-,$(EXTRAS)))
 DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: run test install install-dev lint docs bench clean
@@ -11,10 +13,11 @@ DEV_STAMP := $(VENV)/.installed-dev
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# `make run` installs the gateway alone; `make test` adds the tools the tests use.
+# `make run` installs the gateway's core alone (the quick start needs no extra); `make test`
+# adds every extra (the suite tests each integration) and the tools the tests use.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	$(BIN)/python -m compileall -q src > /dev/null  # a start reads bytecode, not source
 	touch $(STAMP)
 

@@ -12,7 +12,7 @@ import ipaddress
 import socket
 import textwrap
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 from urllib.parse import urlsplit
 
 import typer
@@ -20,6 +20,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from hearth import __version__, settings
 from hearth.config import Config, ConfigError, load_config
+from hearth.extras import MissingExtra, missing_in
 from hearth.home import Home, private_umask
 
 
@@ -562,6 +563,21 @@ def apps_revoke(name: Annotated[str, _APP], url: Annotated[str | None, _URL] = N
 
 
 def main() -> None:
-    app()
+    """The `hearth` command; an integration set up without its extra is said in one sentence
+    naming what to install (`hearth.extras`), never shown as a traceback."""
+    try:
+        app()
+    except MissingExtra as missing:
+        _cannot_start(missing)
+    except ModuleNotFoundError as error:
+        found = missing_in(error)
+        if found is None:
+            raise
+        _cannot_start(found)
+
+
+def _cannot_start(missing: MissingExtra) -> NoReturn:
+    typer.echo(f"Hearth cannot start: {missing}", err=True)
+    raise SystemExit(2)
 
 

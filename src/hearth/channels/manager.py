@@ -44,6 +44,7 @@ from hearth.engine.intake import channel_inbound
 from hearth.engine.intake.channel_inbound import Inbound, Received
 from hearth.errors import Refusal
 from hearth.faults import crash_point
+from hearth.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from hearth.engine.delivery.channel_delivery import Delivery
@@ -105,11 +106,7 @@ class Channels:
         """Stop the adapters and every task; what is still owed is sent at the next start."""
         self._started = False
         await self.stop_receiving()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(work, name=name)

@@ -67,6 +67,7 @@ from hearth.channels.base import (
 from hearth.config import MatrixConfig
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
+from hearth.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +129,8 @@ class MatrixChannel:
         self._task = asyncio.create_task(self._run(), name="channel:matrix:sync")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         client, self._client = self._client, None
         if client is not None:
             await client.close()

@@ -64,6 +64,7 @@ from hearth.channels.telegram_format import to_html
 from hearth.config import TelegramConfig
 from hearth.engine.intake.channel_inbound import Inbound
 from hearth.errors import Refusal
+from hearth.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +106,8 @@ class TelegramChannel:
         self._task = asyncio.create_task(self._run(), name="channel:telegram:poll")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self._drop_bot()
         sending, self._sending = self._sending, None
         if sending is not None:

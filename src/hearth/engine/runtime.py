@@ -11,7 +11,6 @@ Its timed loops (the scheduler, the sweepers, the replica's, the lanes') all wai
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -63,6 +62,7 @@ from hearth.settings import Settings, overlay
 from hearth.store import model_calls, runs as run_store, sessions as session_store
 from hearth.store.db import Database
 from hearth.store.sessions import SessionRow
+from hearth.tasks import cancel_and_wait
 from hearth.tools.registry import ToolRegistry
 from hearth.tools.sandbox import placement
 
@@ -479,12 +479,8 @@ class Engine:
         self.stop_admitting()
         await self.scheduler.close()
         await self.backups.close()
-        for sweeper in (self._leader, self._sweeper, self._summarizer, self._held_sweeper,
-                        self._spending_sync, *self._waiting_to_lead):
-            if sweeper is not None:
-                sweeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweeper
+        await cancel_and_wait(self._leader, self._sweeper, self._summarizer,
+                              self._held_sweeper, self._spending_sync, *self._waiting_to_lead)
         if self.lanes is not None:
             await self.lanes.close(self.config.gateway.shutdown_grace_seconds,
                                    parked=self.active.parked)

@@ -15,10 +15,10 @@ hands them a fake one).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 from hearth.clock import Clock, SystemClock
+from hearth.tasks import cancel_and_wait
 
 RunNext = Callable[[str], Awaitable[bool | None]]  # ran one | none waits | None: held elsewhere
 Parked = Callable[[], int]  # how many running lanes only wait for the owner's answer
@@ -92,8 +92,4 @@ class Lanes:
             if left <= 0:
                 break
             _, pending = await asyncio.wait(pending, timeout=min(left, PARKED_POLL_SECONDS))
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*tasks)

@@ -39,6 +39,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError
 
+from hearth.extras import require_for_url
 from hearth.store import migrate
 from hearth.store.writer import Job, Writer
 from hearth.threads import ContextCarryingExecutor
@@ -238,6 +239,7 @@ def _refuse_on_loop(what: str) -> None:
 
 
 def _make_engine(url: str) -> Engine:
+    require_for_url(url)  # PostgreSQL's driver is an extra: without it, one sentence
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})

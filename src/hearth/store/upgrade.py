@@ -21,6 +21,7 @@ import sys
 from sqlalchemy import create_engine
 from sqlalchemy.exc import OperationalError
 
+from hearth.extras import require_for_url
 from hearth.masking import mask
 from hearth.store import migrate
 from hearth.store.check import shown_url
@@ -38,6 +39,7 @@ def upgrade_apart(url: str, verbose: bool = False) -> bool:
     """Bring the database at `url` to the newest migration in a child process, unless it is
     there already. True when the child ran. Raises MigrationFailed if it failed (its own error
     is on the gateway's standard error, which the child shares)."""
+    require_for_url(url)
     engine = create_engine(url)
     try:
         with engine.connect() as conn:

@@ -16,7 +16,6 @@ sizes, never what a chat said.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from hearth.backup.manifest import BackupRefused
 from hearth.clock import Clock, SystemClock
 from hearth.config import BackupConfig
 from hearth.home import Home
+from hearth.tasks import cancel_and_wait
 from hearth.threads import ContextCarryingExecutor
 
 log = logging.getLogger(__name__)
@@ -55,11 +55,8 @@ class ScheduledBackups:
             self._task = asyncio.create_task(self._forever(), name="backups:scheduled")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         self._thread.shutdown(wait=False)
 
     async def _forever(self) -> None:

@@ -73,6 +73,7 @@ from hearth.store.db import Database
 from hearth.store.owed_chores import OwedRow
 from hearth.store.runs import RunRow
 from hearth.store.sessions import SessionRow
+from hearth.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -435,11 +436,8 @@ class Chores:
     async def close(self) -> None:
         for key in list(self._timers):
             self._forget(key)
-        if self._loop is not None:
-            self._loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop
-            self._loop = None
+        await cancel_and_wait(self._loop)
+        self._loop = None
         await _cancel(list(self._running))
 
 

@@ -42,6 +42,7 @@ from hearth.engine.turn import recovery
 from hearth.store import replicas
 from hearth.store.db import Database
 from hearth.store.replicas import Taken
+from hearth.tasks import cancel_and_wait
 from hearth.threads import start_daemon
 
 log = logging.getLogger(__name__)
@@ -179,10 +180,7 @@ class Replica:
         """A clean stop: no more renewals; the row and the leases go, so another replica
         leads at once instead of a lease later."""
         self._stopping.set()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        await cancel_and_wait(self._sweeper)
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 5)
         if self._lapsed is None:

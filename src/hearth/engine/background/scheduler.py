@@ -20,7 +20,6 @@ given (the system's unless a test hands it a fake one).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import logging
 import time
@@ -41,6 +40,7 @@ from hearth.sessions.chats import ChatError
 from hearth.store import audit, jobs as job_store
 from hearth.store.db import Database
 from hearth.store.jobs import JobRow
+from hearth.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +94,7 @@ class Scheduler:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

@@ -5,9 +5,10 @@ Off unless configured: `[telemetry] otlp_endpoint` (a collector's base address; 
 its `/v1/traces`), or OpenTelemetry's own `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
 `OTEL_EXPORTER_OTLP_ENDPOINT`, sends them over OTLP/HTTP, batched by the SDK's own thread (a
 turn never waits on an export). Off, nothing of OpenTelemetry is imported and a turn pays
-one attribute check. Each engine has a tracer provider of its own, never the global one, so
-several engines in one process (the tests) do not mix; `exporting` is the tests' hook (the
-SDK's InMemorySpanExporter).
+one attribute check; OpenTelemetry is the `hearth[telemetry]` extra, and traces set up
+without it refuse to start (`hearth.extras`). Each engine has a tracer provider of its own,
+never the global one, so several engines in one process (the tests) do not mix; `exporting`
+is the tests' hook (the SDK's InMemorySpanExporter).
 
 A turn's span (`hearth.turn`) carries its run id and kind, and its chat's key only when the
 chat is persistent (a restricted chat's key is kept nowhere, as `models/calls.py` keeps none
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from hearth import __version__
+from hearth.extras import require
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -59,6 +61,7 @@ class Tracing:
         environ = os.environ if environ is None else environ
         if not endpoint and not any(environ.get(name) for name in TRACES_ENV):
             return cls()
+        require("telemetry")
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 

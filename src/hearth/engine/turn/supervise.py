@@ -11,7 +11,6 @@ streamed text is checkpointed first.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from hearth.engine.turn import endings, loop, recovery
 from hearth.engine.turn.endings import Ending
 from hearth.engine.turn.turn_state import Turn
+from hearth.tasks import cancel_and_wait
 
 TICK_SECONDS = 0.5
 UNATTENDED_KINDS = ("job", "helper", "api")
@@ -73,9 +73,7 @@ async def _watch(turn: Turn, task: asyncio.Task[Ending]) -> Ending:
                 if turn.halt is not None:
                     task.cancel()
     except asyncio.CancelledError:  # the gateway is stopping: leave the run to be resumed
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
         if turn.streamed:
             await loop.checkpoint(turn)
         raise

@@ -15,10 +15,11 @@ before the lifespan stops the rest.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable
+
+from hearth.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,7 @@ class Starting:
 
     async def close(self) -> None:
         """End what is still starting (a stop during the start)."""
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks.values())
 
 
 async def _run(step: Step) -> None:
