@@ -23,7 +23,7 @@ from tests.support.census import SRC, sources
 
 PYPROJECT = SRC.parents[1] / "pyproject.toml"
 CORE = "core"
-NOT_PACKAGES = ("all", "dev")  # extras that name other extras or the tests' tools
+NOT_PACKAGES = ("all", "dev", "docs")  # extras of other extras, or of tools (tests, the docs site)
 
 
 @dataclass(frozen=True)
