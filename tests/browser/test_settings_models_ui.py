@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Locator, Page, expect  # noqa: E402
 
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.gateway import Gateway  # noqa: E402
@@ -28,15 +28,20 @@ def _give_endpoint(page: Page, url: str) -> None:
     form.get_by_label("Base URL").press("Tab")  # its change asks the endpoint
 
 
+def _form_given_endpoint(page: Page, gateway: Gateway, url: str) -> Locator:
+    """The Settings page's model form at desktop width, its base URL given (which lists)."""
+    page.set_viewport_size(DESKTOP)
+    page.goto(f"{gateway.url}/settings#add-model")
+    _give_endpoint(page, url)
+    return page.locator("[data-model-form]")
+
+
 def test_the_model_form_lists_the_endpoints_models_and_takes_every_key(
         gateway: Gateway, model_server: ScriptedModelServer, signed_in: SignedIn,
         console_errors: list[str], shot: Shot) -> None:
     model_server.listed_models = LISTED
     page = signed_in(gateway)
-    page.set_viewport_size(DESKTOP)
-    page.goto(f"{gateway.url}/settings#add-model")
-    form = page.locator("[data-model-form]")
-    _give_endpoint(page, model_server.openai_base_url)
+    form = _form_given_endpoint(page, gateway, model_server.openai_base_url)
     state = form.locator("[data-list-state]")
     expect(state).to_contain_text("3 models offered by this endpoint")
     options = page.locator("#model-names option")
@@ -86,10 +91,7 @@ def test_a_listing_that_fails_says_why_and_the_name_can_be_typed(
         console_errors: list[str], shot: Shot) -> None:
     model_server.listing_status = 401
     page = signed_in(gateway)
-    page.set_viewport_size(DESKTOP)
-    page.goto(f"{gateway.url}/settings#add-model")
-    form = page.locator("[data-model-form]")
-    _give_endpoint(page, model_server.openai_base_url)
+    form = _form_given_endpoint(page, gateway, model_server.openai_base_url)
     state = form.locator("[data-list-state]")
     expect(state).to_contain_text("The models could not be listed")
     expect(state).to_contain_text("HTTP 401")

@@ -105,11 +105,7 @@ class Engine:
         db.writer.on_commit = self.observer.committed
         self.bus.tap_own(self.observer.heard)
         self.desk = ApprovalDesk(db, self.bus)
-        self.chores = Chores(db, lambda: self.deps.models, self.memory,
-                             learning_settings=lambda: self.config.learning,
-                             limits=lambda: self.config.limits)
-        self.chores.register(idle_summaries.KIND,
-                             idle_summaries.doer(lambda: self.deps, self.chores.budget))
+        self.chores = self._chores()
         self.placement = placement(config.tools.sandbox, config.tools.network,
                                    config.tools.elevated,
                                    tuple(str(p) for p in hidden_from_tools))
@@ -141,8 +137,24 @@ class Engine:
         self._reports: set[asyncio.Task[None]] = set()  # helpers' reports being sent
         self.helper_runs: set[str] = set()  # helper runs not ended yet: their end is reported
         tools.add(helper_agents.SpawnHelpers(self))
-        # the facade the surfaces reach the engine by: each holds the store itself, every
-        # method awaited, so no surface touches the store handle
+        self._facade(db)
+        # what model calls spent, held to [limits]' spending limits (models.spending)
+        self.spending = Spending(lambda: self.config.limits,
+                                 lambda model_id: self.snapshot.models.config_of(model_id))
+
+    def _chores(self) -> Chores:
+        """The background chores (titles, learning, idle summaries), on the current
+        snapshot's models and settings."""
+        chores = Chores(self.db, lambda: self.deps.models, self.memory,
+                        learning_settings=lambda: self.config.learning,
+                        limits=lambda: self.config.limits)
+        chores.register(idle_summaries.KIND,
+                        idle_summaries.doer(lambda: self.deps, chores.budget))
+        return chores
+
+    def _facade(self, db: Database) -> None:
+        """The facade the surfaces reach the engine by: each holds the store itself, every
+        method awaited, so no surface touches the store handle."""
         self.reads = Reads(db)
         self.chats = Chats(db, lambda: self.deps, self.placement.hidden)
         self.jobs = Jobs(db)
@@ -153,9 +165,6 @@ class Engine:
                                           lambda: self.config.apps)
         self.vitals = Vitals(db, self.observer, self.active.running,
                              lambda: self.snapshot.breakers())  # /metrics, /api/status
-        # what model calls spent, held to [limits]' spending limits (models.spending)
-        self.spending = Spending(lambda: self.config.limits,
-                                 lambda model_id: self.snapshot.models.config_of(model_id))
         self.delivery_desk = DeliveryDesk(db, self.chores)  # what failed to go out, owed
 
     @property

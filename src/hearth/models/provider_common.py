@@ -28,7 +28,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from hearth.masking import mask
-from hearth.models.types import AnswerCutOff, ProviderUnavailable, ProviderUnreachable
+from hearth.models.types import (
+    AnswerCutOff,
+    ModelError,
+    ProviderUnavailable,
+    ProviderUnreachable,
+)
 
 BRIEF_CHARS = 300
 LISTED_MAX = 1000  # the most model names one listing answers
@@ -84,16 +89,22 @@ def tried_url(exc: Exception) -> str:
     return "" if url is None else shown_url(str(url))
 
 
-async def model_names(listed: AsyncIterator[object]) -> list[str]:
+async def model_names(model_id: str, listed: AsyncIterator[object]) -> list[str]:
     """The `id`s of the models a listing yields (an SDK's paginator), once each, sorted
-    case-blind, at most `LISTED_MAX`; an item without a printable id is passed over."""
+    case-blind, at most `LISTED_MAX`; an item without a printable id is passed over. A
+    ModelError when what `model_id`'s endpoint answered is no list the SDK can page."""
     names: dict[str, None] = {}
-    async for item in listed:
-        name = getattr(item, "id", None)
-        if isinstance(name, str) and name.strip() and name.isprintable() and len(name) <= 200:
-            names[name.strip()] = None
-        if len(names) >= LISTED_MAX:
-            break
+    try:
+        async for item in listed:
+            name = getattr(item, "id", None)
+            if isinstance(name, str) and name.strip() and name.isprintable() \
+                    and len(name) <= 200:
+                names[name.strip()] = None
+            if len(names) >= LISTED_MAX:
+                break
+    except (ValueError, AttributeError, TypeError) as exc:  # no list: the SDK cannot page it
+        raise ModelError(f"{model_id} answered GET /models with something other than a "
+                         "list of models.") from exc
     return sorted(names, key=str.casefold)
 
 
